@@ -1,0 +1,5 @@
+import sys
+
+from analyses.cli import main
+
+sys.exit(main())

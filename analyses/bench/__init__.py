@@ -1,0 +1,36 @@
+"""Benchmarks run by ``icl-cmr bench``: ours against a reference, side by side in one process.
+
+Each entry maps a benchmark name to ``"module:function"``; the function takes
+``repeats: int`` and returns a dict with at least ``name``, ``ours_s``, ``reference``,
+``reference_s`` and ``ratio`` (reference / ours), medians over ``repeats`` runs after warm-up.
+"""
+from __future__ import annotations
+
+import importlib
+import statistics
+import time
+
+BENCHMARKS = {
+    "lag-crp": "analyses.bench.recall:bench_lag_crp",
+}
+
+
+def median_time(func, repeats: int, warmup: int = 1) -> float:
+    """Median wall time of ``func()`` in seconds over ``repeats`` calls after ``warmup`` calls."""
+    for _ in range(warmup):
+        func()
+    times = []
+    for _ in range(max(1, repeats)):
+        start = time.perf_counter()
+        func()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def get(name: str):
+    try:
+        target = BENCHMARKS[name]
+    except KeyError:
+        raise KeyError(f"unknown benchmark {name!r}; known: {', '.join(BENCHMARKS)}") from None
+    module, func = target.split(":")
+    return getattr(importlib.import_module(module), func)

@@ -1,0 +1,1 @@
+"""One module per ``icl-cmr`` subcommand, each with ``register(subparsers)``."""

@@ -1,0 +1,174 @@
+"""The icl-cmr data model: dataset kinds, their validators and provenance attrs.
+
+Every dataset the toolkit writes carries ``attrs["icl_cmr_kind"]`` naming its kind and
+``attrs["icl_cmr_schema"]`` (an int version). Dimensions are found by name, never by
+position. Attributes are netCDF-safe: str, int, float or 1-d numeric arrays; structured
+provenance is stored as a JSON string in ``attrs["provenance"]``. See docs/schema.md.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import platform
+from importlib import metadata
+
+import numpy as np
+import xarray as xr
+
+from .errors import SchemaError
+
+__all__ = [
+    "KIND_ATTR",
+    "SCHEMA_VERSION",
+    "HEAD_DIMS",
+    "provenance_attrs",
+    "validate",
+    "validate_events",
+    "validate_lag_profile",
+    "check_attrs_netcdf_safe",
+    "batch_dims",
+]
+
+KIND_ATTR = "icl_cmr_kind"
+SCHEMA_VERSION = 1
+HEAD_DIMS = ("model", "checkpoint", "layer", "head")
+
+_VERSIONED = ("icl-cmr", "numpy", "numba", "scipy", "xarray", "netCDF4")
+
+
+def _version(dist: str) -> str:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def provenance_attrs(kind: str, created_by: str, **info) -> dict:
+    """Attrs for a new dataset of ``kind``: kind, schema version and JSON provenance.
+
+    ``info`` holds anything that made the dataset (source, seeds, settings); it must be
+    JSON-serialisable. Library versions and the time of creation are added.
+    """
+    record = {
+        "created_by": created_by,
+        "created_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "python": platform.python_version(),
+        "versions": {name: _version(name) for name in _VERSIONED},
+        **info,
+    }
+    try:
+        text = json.dumps(record, sort_keys=True, default=_json_default)
+    except TypeError as exc:
+        raise TypeError(f"provenance must be JSON-serialisable: {exc}") from exc
+    return {KIND_ATTR: kind, "icl_cmr_schema": SCHEMA_VERSION, "provenance": text}
+
+
+def _json_default(value):
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    raise TypeError(f"{type(value).__name__} is not JSON-serialisable")
+
+
+def check_attrs_netcdf_safe(attrs: dict, where: str) -> None:
+    """Raise SchemaError for attrs netCDF cannot store exactly (None, bool, dict, ...)."""
+    for key, value in attrs.items():
+        if isinstance(value, (bool, np.bool_)) or value is None or isinstance(value, (dict, list, tuple, set)):
+            raise SchemaError(
+                f"{where}: attribute {key!r} must be str, int, float or a numeric array "
+                f"(netCDF-safe; store structures as JSON strings); got {type(value).__name__}"
+            )
+
+
+def batch_dims(ds: xr.Dataset | xr.DataArray, core: str = "lag") -> tuple[str, ...]:
+    """All dims except the core dim, in the dataset's order."""
+    return tuple(d for d in ds.dims if d != core)
+
+
+# --- validators -----------------------------------------------------------------------
+
+
+def _require_vars(ds, names, kind):
+    missing = [n for n in names if n not in ds.variables]
+    if missing:
+        raise SchemaError(
+            f"{kind} dataset needs variables {', '.join(names)}; missing: {', '.join(missing)}"
+        )
+
+
+def _require_dims(da, dims, kind, name):
+    if set(da.dims) != set(dims):
+        raise SchemaError(
+            f"{kind} dataset: variable {name!r} must have dims {tuple(dims)}; got {tuple(da.dims)}"
+        )
+
+
+def validate_events(ds: xr.Dataset) -> None:
+    """Check an events dataset (study and recall sequences; see docs/schema.md)."""
+    kind = "events"
+    _require_vars(ds, ["subject", "list", "list_length", "study_item", "recall_item", "recalls"], kind)
+    _require_dims(ds["list_length"], ["trial"], kind, "list_length")
+    _require_dims(ds["study_item"], ["trial", "study_position"], kind, "study_item")
+    _require_dims(ds["recall_item"], ["trial", "output_position"], kind, "recall_item")
+    _require_dims(ds["recalls"], ["trial", "output_position"], kind, "recalls")
+    if ds.sizes["trial"] == 0:
+        raise SchemaError("events dataset has no trials")
+    recalls = np.asarray(ds["recalls"].values)
+    length = np.asarray(ds["list_length"].values)
+    if not np.issubdtype(recalls.dtype, np.integer) or not np.issubdtype(length.dtype, np.integer):
+        raise SchemaError(
+            f"events dataset: recalls and list_length must be integers; got {recalls.dtype} and {length.dtype}"
+        )
+    if (length < 1).any() or (length > ds.sizes["study_position"]).any():
+        raise SchemaError(
+            f"events dataset: list_length must be in 1..{ds.sizes['study_position']}; "
+            f"got {length.min()}..{length.max()}"
+        )
+    if (recalls < -1).any() or (recalls > length[:, None]).any():
+        raise SchemaError(
+            "events dataset: recalls must be serial positions 1..list_length, 0 (padding) or -1 (intrusion)"
+        )
+
+
+def validate_lag_profile(ds: xr.Dataset) -> None:
+    """Check a lag-profile dataset (humans and heads alike; see docs/schema.md)."""
+    kind = "lag_profile"
+    _require_vars(ds, ["profile", "lag"], kind)
+    if "lag" not in ds["profile"].dims:
+        raise SchemaError(f"lag_profile dataset: 'profile' needs dim 'lag'; got {ds['profile'].dims}")
+    lags = np.asarray(ds["lag"].values)
+    if not np.issubdtype(lags.dtype, np.integer) or (np.diff(lags) <= 0).any():
+        raise SchemaError("lag_profile dataset: coord 'lag' must be strictly increasing integers")
+    if "profile_kind" not in ds.attrs:
+        raise SchemaError("lag_profile dataset needs attr 'profile_kind'")
+    for name in ("sem", "actual", "possible"):
+        if name in ds and tuple(ds[name].dims) != tuple(ds["profile"].dims):
+            raise SchemaError(
+                f"lag_profile dataset: {name!r} must have the dims of 'profile' {ds['profile'].dims}; "
+                f"got {ds[name].dims}"
+            )
+
+
+_VALIDATORS = {
+    "events": validate_events,
+    "lag_profile": validate_lag_profile,
+}
+
+
+def validate(ds: xr.Dataset, kind: str | None = None) -> xr.Dataset:
+    """Validate ``ds`` against the schema of its kind (or of ``kind``); return it unchanged."""
+    if not isinstance(ds, xr.Dataset):
+        raise SchemaError(f"expected an xarray.Dataset; got {type(ds).__name__}")
+    got = ds.attrs.get(KIND_ATTR)
+    if got is None:
+        raise SchemaError(f"dataset has no {KIND_ATTR!r} attribute; it was not made by icl-cmr")
+    if kind is not None and got != kind:
+        raise SchemaError(f"expected a {kind!r} dataset; got {got!r}")
+    if got not in _VALIDATORS:
+        raise SchemaError(f"unknown dataset kind {got!r}; known: {', '.join(sorted(_VALIDATORS))}")
+    check_attrs_netcdf_safe(ds.attrs, got)
+    for name, var in ds.variables.items():
+        check_attrs_netcdf_safe(var.attrs, f"{got}.{name}")
+    _VALIDATORS[got](ds)
+    return ds
