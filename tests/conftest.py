@@ -1,0 +1,37 @@
+"""Shared test helpers.
+
+Optional dependencies (psifr, cymr, dask.distributed, the embedded model) and the reference
+data may be skipped on a user's machine, but never when ICL_CMR_REQUIRE_ALL=1 (as in
+`make test` and CI): then a missing one is a failure, not a skip.
+"""
+from __future__ import annotations
+
+import importlib
+import os
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+REFERENCE_DIR = REPO_ROOT.parent / "shared" / "reference"
+REQUIRE_ALL = os.environ.get("ICL_CMR_REQUIRE_ALL", "") not in ("", "0")
+
+
+def require(module_name: str):
+    """Import an optional module; skip the test if absent, fail if ICL_CMR_REQUIRE_ALL=1."""
+    try:
+        return importlib.import_module(module_name)
+    except ImportError as exc:
+        if REQUIRE_ALL:
+            pytest.fail(f"{module_name} is required (ICL_CMR_REQUIRE_ALL=1) but not importable: {exc}")
+        pytest.skip(f"{module_name} not installed")
+
+
+def reference_path(*parts: str) -> Path:
+    """Path under shared/reference; skip (or fail under ICL_CMR_REQUIRE_ALL=1) if absent."""
+    path = REFERENCE_DIR.joinpath(*parts)
+    if not path.exists():
+        if REQUIRE_ALL:
+            pytest.fail(f"reference data {path} is required (ICL_CMR_REQUIRE_ALL=1) but absent")
+        pytest.skip(f"reference data {path} not present")
+    return path
