@@ -1,0 +1,89 @@
+"""The study's saved CMR lag-distribution grid as a ``lag_profile`` dataset.
+
+Ji-An, Zhou, Benna & Mattar (NeurIPS 2024) simulated their simplified CMR (DESIGN 2b) by Monte
+Carlo on a grid of (beta_enc, beta_rec, gamma) and saved the lag distributions; the reference
+export ``cmr_crp_grid.npz`` holds ``crp[beta_enc, beta_rec, gamma_ft, lag]`` (20 x 21 x 11 x 17),
+``sem`` (SEM over the 20 recall start positions) and the axis values.
+"""
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+
+from cmr.errors import DataSourceError, FileFormatError
+from cmr.schema import provenance_attrs, validate
+
+__all__ = ["load_published_grid", "PARAMETER_DIMS"]
+
+#: the grid's parameter dims, in the order of the npz axes
+PARAMETER_DIMS = ("beta_enc", "beta_rec", "gamma")
+
+_NPZ_AXES = {"beta_enc": "beta_enc", "beta_rec": "beta_rec", "gamma": "gamma_ft"}
+
+
+def load_published_grid(path) -> xr.Dataset:
+    """Load the study's CMR grid (``cmr_crp_grid.npz``) as a ``lag_profile`` dataset.
+
+    Parameters
+    ----------
+    path : str or Path
+        The npz file with arrays ``crp`` and ``sem`` of shape
+        (n_beta_enc, n_beta_rec, n_gamma, n_lag) and the axis arrays ``beta_enc``,
+        ``beta_rec``, ``gamma_ft`` and ``lag``.
+
+    Returns
+    -------
+    xarray.Dataset
+        ``profile`` and ``sem`` with dims (beta_enc, beta_rec, gamma, lag) (float64), int64
+        ``lag`` coord, float64 parameter coords; attrs ``profile_kind="cmr_mc_crp"``,
+        ``unit_kind="cmr_parameters"`` and provenance naming the file. Each profile is the
+        distribution over lags -8..+8 (sums to 1); values are exactly those of the file.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise DataSourceError(f"published CMR grid: expected an existing .npz file; got {str(path)!r}")
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            arrays = {name: np.asarray(npz[name]) for name in npz.files}
+    except (OSError, ValueError, zipfile.BadZipFile) as exc:
+        raise FileFormatError(f"published CMR grid {str(path)!r} is not a readable .npz file: {exc}") from exc
+    needed = ["crp", "sem", "lag", *_NPZ_AXES.values()]
+    missing = [name for name in needed if name not in arrays]
+    if missing:
+        raise FileFormatError(
+            f"published CMR grid needs arrays {', '.join(needed)}; {str(path)!r} lacks {', '.join(missing)}"
+        )
+    coords = {dim: np.asarray(arrays[key], dtype=np.float64) for dim, key in _NPZ_AXES.items()}
+    lags = np.asarray(arrays["lag"]).astype(np.int64)
+    shape = tuple(len(coords[d]) for d in PARAMETER_DIMS) + (len(lags),)
+    for name in ("crp", "sem"):
+        if arrays[name].shape != shape:
+            raise FileFormatError(
+                f"published CMR grid: {name!r} must have shape {shape} (beta_enc, beta_rec, gamma, lag); "
+                f"got {arrays[name].shape}"
+            )
+    dims = (*PARAMETER_DIMS, "lag")
+    ds = xr.Dataset(
+        {
+            "profile": (dims, np.ascontiguousarray(arrays["crp"], dtype=np.float64)),
+            "sem": (dims, np.ascontiguousarray(arrays["sem"], dtype=np.float64)),
+        },
+        coords={**coords, "lag": lags},
+    )
+    ds["profile"].attrs["long_name"] = "probability of a recall transition at this lag"
+    ds["sem"].attrs["long_name"] = "SEM over the recall start positions"
+    ds.attrs.update(
+        provenance_attrs(
+            "lag_profile",
+            "adapters.published_grid.load_published_grid",
+            source=str(path.resolve()),
+            origin="Ji-An, Zhou, Benna & Mattar (NeurIPS 2024), saved CMR grid (MIT)",
+            variant="paper",
+        )
+    )
+    ds.attrs["profile_kind"] = "cmr_mc_crp"
+    ds.attrs["unit_kind"] = "cmr_parameters"
+    return validate(ds, "lag_profile")
