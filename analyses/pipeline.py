@@ -1,0 +1,99 @@
+"""A small resumable pipeline: named stages, atomic outputs, a manifest of finished stages.
+
+Each stage writes its outputs atomically (through :func:`cmr.io.save_dataset` or
+:func:`cmr.io.atomic_write`) and is then recorded in ``DIR/manifest.json`` (also written
+atomically) with its outputs and their sizes. With ``resume=True`` a stage whose manifest
+entry exists and whose outputs are all still present is skipped, so killing a run and
+starting it again with ``--resume`` redoes only unfinished stages and never reads a
+half-written file.
+"""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from cmr.io import atomic_write
+
+MANIFEST = "manifest.json"
+
+
+@dataclass
+class Stage:
+    """One step of a study: ``run(ctx)`` writes ``outputs`` (paths relative to the run dir)."""
+
+    name: str
+    outputs: tuple[str, ...]
+    run: Callable[["RunContext"], dict | None]
+    description: str = ""
+
+
+@dataclass
+class RunContext:
+    """What stages share: the output directory, settings, and per-stage summaries."""
+
+    out_dir: Path
+    settings: dict
+    summaries: dict = field(default_factory=dict)
+    log: Callable[[str], None] = print
+
+    def path(self, name: str) -> Path:
+        return self.out_dir / name
+
+
+def read_manifest(out_dir: Path) -> dict:
+    path = Path(out_dir) / MANIFEST
+    if not path.is_file():
+        return {"stages": {}}
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError:
+        return {"stages": {}}  # an unreadable manifest means: nothing is known to be finished
+
+
+def write_manifest(out_dir: Path, manifest: dict) -> None:
+    with atomic_write(Path(out_dir) / MANIFEST) as tmp:
+        tmp.write_text(json.dumps(manifest, indent=2, sort_keys=True))
+
+
+def stage_is_done(out_dir: Path, manifest: dict, stage: Stage) -> bool:
+    entry = manifest.get("stages", {}).get(stage.name)
+    if not entry or entry.get("status") != "done":
+        return False
+    for rel, size in entry.get("outputs", {}).items():
+        path = Path(out_dir) / rel
+        if not path.is_file() or path.stat().st_size != size:
+            return False
+    return True
+
+
+def run_stages(stages, ctx: RunContext, resume: bool = False) -> dict:
+    """Run ``stages`` in order; return the manifest. Skips finished stages when ``resume``."""
+    ctx.out_dir.mkdir(parents=True, exist_ok=True)
+    manifest = read_manifest(ctx.out_dir) if resume else {"stages": {}}
+    manifest["settings"] = ctx.settings
+    for index, stage in enumerate(stages, 1):
+        label = f"[{index}/{len(stages)}] {stage.name}"
+        if resume and stage_is_done(ctx.out_dir, manifest, stage):
+            ctx.summaries[stage.name] = manifest["stages"][stage.name].get("summary", {})
+            ctx.log(f"{label}: done in an earlier run, skipped")
+            continue
+        ctx.log(f"{label}: {stage.description or 'running'}")
+        start = time.perf_counter()
+        summary = stage.run(ctx) or {}
+        elapsed = time.perf_counter() - start
+        missing = [o for o in stage.outputs if not ctx.path(o).is_file()]
+        if missing:
+            raise RuntimeError(f"stage {stage.name} did not write {', '.join(missing)}")
+        ctx.summaries[stage.name] = summary
+        manifest["stages"][stage.name] = {
+            "status": "done",
+            "seconds": round(elapsed, 2),
+            "outputs": {o: ctx.path(o).stat().st_size for o in stage.outputs},
+            "summary": summary,
+        }
+        write_manifest(ctx.out_dir, manifest)
+        ctx.log(f"{label}: finished in {elapsed:.1f} s")
+    return manifest

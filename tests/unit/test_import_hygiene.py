@@ -1,0 +1,45 @@
+"""`import cmr` is the standalone modelling toolkit: no torch, transformer_lens or matplotlib."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+FORBIDDEN = ("torch", "transformer_lens", "transformers", "matplotlib", "adapters", "analyses")
+
+
+def _run(code: str) -> str:
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return out.stdout.strip().splitlines()[-1]
+
+
+def test_import_cmr_loads_no_heavy_or_upper_layer_modules():
+    code = (
+        "import sys, json, cmr\n"
+        "import cmr.lag_crp, cmr.events, cmr.io, cmr.schema\n"
+        f"print(json.dumps(sorted(m for m in {FORBIDDEN!r} if m in sys.modules)))"
+    )
+    assert json.loads(_run(code)) == []
+
+
+def test_every_cmr_module_imports_without_heavy_modules():
+    code = (
+        "import sys, json, pkgutil, importlib, cmr\n"
+        "for m in pkgutil.iter_modules(cmr.__path__):\n"
+        "    importlib.import_module('cmr.' + m.name)\n"
+        f"print(json.dumps(sorted(m for m in {FORBIDDEN!r} if m in sys.modules)))"
+    )
+    assert json.loads(_run(code)) == []
+
+
+def test_import_cmr_is_fast_when_warm():
+    code = "import time; t = time.perf_counter(); import cmr; print(time.perf_counter() - t)"
+    _run(code)  # warm the filesystem and bytecode caches
+    elapsed = min(float(_run(code)) for _ in range(3))
+    assert elapsed < 1.5, f"import cmr took {elapsed:.2f} s warm (limit 1.5 s)"
+
+
+@pytest.mark.parametrize("module", ["adapters", "analyses", "analyses.cli"])
+def test_upper_layers_import_without_torch(module):
+    code = f"import sys, {module}; print('torch' in sys.modules)"
+    assert _run(code) == "False"
