@@ -1,0 +1,156 @@
+"""Parameters of textbook CMR, named as in cymr (Morton & Polyn 2016).
+
+Each parameter has an admissible range (where the model is defined; values outside raise
+:class:`~cmr.errors.ParameterError`), a default (the cymr ``Morton2013_mixed`` example set)
+and a typical search range for maximum-likelihood fits. See docs/parameters.md for the
+table mapping these names to cymr's and jaxcmr's.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Mapping
+
+import numpy as np
+
+from .errors import ParameterError
+
+__all__ = [
+    "ParameterSpec",
+    "PARAMETER_NAMES",
+    "PARAMETER_SPECS",
+    "default_parameters",
+    "validate_parameters",
+    "parameter_vector",
+    "fit_bounds",
+]
+
+
+@dataclass(frozen=True)
+class ParameterSpec:
+    """One CMR parameter: admissible closed range, default and typical search range."""
+
+    name: str
+    lower: float
+    upper: float
+    default: float
+    fit_lower: float
+    fit_upper: float
+    description: str
+
+
+# Order matters: it is the layout of the float64 parameter vector the kernels read.
+PARAMETER_SPECS = (
+    ParameterSpec("Lfc", 0.0, 1.0, 0.15, 0.0, 1.0, "item-to-context learning rate"),
+    ParameterSpec("Lcf", 0.0, 1.0, 0.15, 0.0, 1.0, "context-to-item learning rate (asymptote)"),
+    ParameterSpec("P1", 0.0, 100.0, 0.2, 0.0, 10.0, "extra context-to-item learning for the first item"),
+    ParameterSpec("P2", 0.0, 100.0, 2.0, 0.1, 5.0, "decay of the primacy gradient over serial positions"),
+    ParameterSpec("B_enc", 0.0, 1.0, 0.7, 0.0, 1.0, "context drift rate during study"),
+    ParameterSpec("B_start", 0.0, 1.0, 0.3, 0.0, 1.0, "reinstatement of start-of-list context before recall"),
+    ParameterSpec("B_rec", 0.0, 1.0, 0.9, 0.0, 1.0, "context drift rate after each recall"),
+    ParameterSpec("T", 1e-6, 100.0, 0.1, 0.01, 1.0, "choice temperature of exp(2 a / T)"),
+    ParameterSpec("X1", 0.0, 1.0, 0.001, 0.0, 0.2, "probability of stopping before the first recall"),
+    ParameterSpec("X2", 0.0, 10.0, 0.25, 0.0, 2.0, "growth of the stop probability per output position"),
+    ParameterSpec("Afc", 0.0, 10.0, 0.0, 0.0, 1.0, "pre-experimental item-to-context weight, all units"),
+    ParameterSpec("Acf", 0.0, 10.0, 0.0, 0.0, 1.0, "pre-experimental context-to-item weight, all units"),
+    ParameterSpec("Dfc", 0.0, 10.0, 0.85, 0.0, 1.0, "pre-experimental item-to-context weight, own unit"),
+    ParameterSpec("Dcf", 0.0, 10.0, 0.85, 0.0, 1.0, "pre-experimental context-to-item weight, own unit"),
+)
+
+PARAMETER_NAMES = tuple(spec.name for spec in PARAMETER_SPECS)
+_SPEC_BY_NAME = {spec.name: spec for spec in PARAMETER_SPECS}
+
+
+def default_parameters() -> dict[str, float]:
+    """A new dict of the default parameter values (cymr's Morton2013_mixed example)."""
+    return {spec.name: spec.default for spec in PARAMETER_SPECS}
+
+
+def _bounds_text(spec: ParameterSpec) -> str:
+    return f"[{spec.lower:g}, {spec.upper:g}]"
+
+
+def validate_parameters(params: Mapping[str, float], *, partial: bool = False) -> dict[str, float]:
+    """Check names and values; return a new dict of plain floats.
+
+    Parameters
+    ----------
+    params : mapping of str to float
+        Parameter values in cymr's names.
+    partial : bool
+        If True, names may be missing (e.g. fixed parameters of a fit); otherwise all 14
+        parameters are required.
+
+    Raises
+    ------
+    ParameterError
+        For an unknown name, a missing name (unless ``partial``), a value that is not a real
+        number, NaN, or a value outside the admissible range; the message names the
+        parameter and its bounds. Also when ``Afc + Dfc == 0`` (item input to context would
+        be the zero vector, so context could not keep unit length).
+    """
+    if not isinstance(params, Mapping):
+        raise ParameterError(f"parameters must be a mapping of name to value; got {type(params).__name__}")
+    unknown = sorted(set(params) - set(PARAMETER_NAMES))
+    if unknown:
+        raise ParameterError(
+            f"unknown CMR parameter(s) {', '.join(map(repr, unknown))}; known: {', '.join(PARAMETER_NAMES)}"
+        )
+    missing = [name for name in PARAMETER_NAMES if name not in params]
+    if missing and not partial:
+        raise ParameterError(
+            "missing CMR parameter(s): "
+            + ", ".join(f"{name} (bounds {_bounds_text(_SPEC_BY_NAME[name])})" for name in missing)
+        )
+    clean = {}
+    for name in PARAMETER_NAMES:
+        if name not in params:
+            continue
+        spec = _SPEC_BY_NAME[name]
+        raw = params[name]
+        try:
+            value = float(raw)
+        except (TypeError, ValueError):
+            raise ParameterError(
+                f"CMR parameter {name} must be a real number in {_bounds_text(spec)}; got {raw!r}"
+            ) from None
+        if isinstance(raw, (bool, np.bool_)) or math.isnan(value) or not spec.lower <= value <= spec.upper:
+            raise ParameterError(f"CMR parameter {name} must be in {_bounds_text(spec)}; got {raw!r}")
+        clean[name] = value
+    if "Afc" in clean and "Dfc" in clean and clean["Afc"] + clean["Dfc"] <= 0:
+        raise ParameterError(
+            "CMR parameters Afc and Dfc (bounds [0, 10]) must not both be 0: an item would give "
+            f"context no input; got Afc={clean['Afc']!r}, Dfc={clean['Dfc']!r}"
+        )
+    return clean
+
+
+def parameter_vector(params: Mapping[str, float]) -> np.ndarray:
+    """Validate a full parameter set and pack it as the kernels' float64 vector, shape (14,)."""
+    clean = validate_parameters(params)
+    return np.array([clean[name] for name in PARAMETER_NAMES], dtype=np.float64)
+
+
+def fit_bounds(names, bounds: Mapping[str, tuple[float, float]] | None = None) -> list[tuple[float, float]]:
+    """Search bounds for the free parameters ``names``: typical ranges unless overridden.
+
+    Raises ParameterError for unknown names or bounds outside the admissible range.
+    """
+    bounds = dict(bounds or {})
+    unknown = sorted((set(names) | set(bounds)) - set(PARAMETER_NAMES))
+    if unknown:
+        raise ParameterError(
+            f"unknown CMR parameter(s) {', '.join(map(repr, unknown))}; known: {', '.join(PARAMETER_NAMES)}"
+        )
+    out = []
+    for name in names:
+        spec = _SPEC_BY_NAME[name]
+        low, high = bounds.get(name, (spec.fit_lower, spec.fit_upper))
+        low, high = float(low), float(high)
+        if not (spec.lower <= low < high <= spec.upper):
+            raise ParameterError(
+                f"search bounds for CMR parameter {name} must satisfy {spec.lower:g} <= low < high <= "
+                f"{spec.upper:g} (bounds {_bounds_text(spec)}); got ({low!r}, {high!r})"
+            )
+        out.append((low, high))
+    return out
