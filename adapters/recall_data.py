@@ -1,0 +1,118 @@
+"""Human free-recall data in: bundled data sets by name, CSV files and DataFrames.
+
+Bundled data sets are read at run time from the installed packages that ship them (never
+copied into this repository):
+
+===========================  ===========================================  =====================
+name                         contents                                     package (licence)
+===========================  ===========================================  =====================
+``psifr:Morton2013``         40 subjects x 48 lists x 24 items            psifr (GPL-3.0)
+``psifr:peers_notask``       126 subjects x 28 lists x 16 items (PEERS)   psifr (GPL-3.0)
+``cymr:Morton2013_mixed``    29 subjects x 30 lists x 24 items            cymr (GPL-3.0)
+``cymr:sample1``             2 subjects x 1 list x 3 items (toy)          cymr (GPL-3.0)
+===========================  ===========================================  =====================
+"""
+from __future__ import annotations
+
+import os
+from importlib import resources
+from pathlib import Path
+
+from cmr.errors import DataSourceError, FileFormatError, OptionalDependencyError
+
+__all__ = ["BUNDLED", "load_recall_data", "read_recall_table"]
+
+# name -> (package, file inside the package)
+BUNDLED = {
+    "psifr:Morton2013": ("psifr", "data/Morton2013.csv"),
+    "psifr:peers_notask": ("psifr", "data/peers_notask.csv"),
+    "cymr:Morton2013_mixed": ("cymr", "data/Morton2013_mixed.csv"),
+    "cymr:sample1": ("cymr", "data/sample1.csv"),
+}
+
+
+def _read_csv(path, label: str):
+    import pandas as pd
+
+    try:
+        # utf-8-sig: some shipped files (cymr's sample1.csv) start with a byte-order mark
+        return pd.read_csv(path, encoding="utf-8-sig")
+    except FileNotFoundError as exc:
+        raise DataSourceError(f"no such recall-data file: {label!r}") from exc
+    except (PermissionError, IsADirectoryError) as exc:
+        raise DataSourceError(f"cannot read recall-data file {label!r}: {exc}") from exc
+    except (UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError, ValueError) as exc:
+        raise FileFormatError(
+            f"{label!r} is not a readable CSV recall table (expected a psifr long table with columns "
+            f"subject, list, trial_type, position, item): {type(exc).__name__}: {exc}"
+        ) from exc
+
+
+def read_recall_table(source):
+    """The psifr long table (pandas DataFrame) of a bundled name or a CSV path."""
+    if isinstance(source, str) and source in BUNDLED:
+        package, inner = BUNDLED[source]
+        try:
+            root = resources.files(package)
+        except ModuleNotFoundError as exc:
+            raise OptionalDependencyError(
+                f"bundled data set {source!r} is read from the {package!r} package, which is not "
+                f"installed; install it with `pip install {package}`"
+            ) from exc
+        with resources.as_file(root.joinpath(inner)) as path:
+            return _read_csv(path, source)
+    if isinstance(source, str) and ":" in source and not os.path.exists(source) and not Path(source).suffix:
+        raise DataSourceError(
+            f"unknown bundled recall data set {source!r}; known: {', '.join(BUNDLED)} (or give a CSV path)"
+        )
+    if isinstance(source, (str, os.PathLike)):
+        path = Path(source)
+        if not path.exists():
+            raise DataSourceError(
+                f"no such recall-data file: {str(path)!r}; give a CSV path or one of: {', '.join(BUNDLED)}"
+            )
+        if path.is_dir():
+            raise DataSourceError(f"expected a CSV file; got a directory: {str(path)!r}")
+        return _read_csv(path, str(path))
+    raise DataSourceError(
+        f"recall data source must be a bundled name, a CSV path or a pandas DataFrame; got {type(source).__name__}"
+    )
+
+
+def load_recall_data(source):
+    """Events dataset (kind ``"events"``) from a bundled name, a CSV path or a DataFrame.
+
+    Parameters
+    ----------
+    source : str, os.PathLike or pandas.DataFrame
+        A bundled name (see :data:`BUNDLED`), a psifr-format CSV file, or a psifr-format
+        DataFrame (not modified).
+
+    Returns
+    -------
+    xarray.Dataset
+        See :func:`cmr.events.from_table`; the source is recorded in ``attrs["provenance"]``.
+
+    Raises
+    ------
+    DataSourceError
+        Unknown bundled name, missing or unreadable file.
+    FileFormatError
+        A file that is not a readable CSV table.
+    OptionalDependencyError
+        A bundled data set whose package is not installed.
+    cmr.errors.RecallDataError
+        A table that is not a valid psifr long table.
+    """
+    import pandas as pd
+
+    from cmr.events import from_table
+
+    if isinstance(source, pd.DataFrame):
+        return from_table(source, source="DataFrame")
+    table = read_recall_table(source)
+    if isinstance(source, str) and source in BUNDLED:
+        label = source
+    else:
+        label = str(Path(source).resolve())
+    return from_table(table, source=label)

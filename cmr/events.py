@@ -1,0 +1,434 @@
+"""Free-recall events: psifr long tables and recall matrices <-> the events dataset.
+
+The events dataset (kind ``"events"``, see docs/schema.md) holds one row per studied list
+("trial"): the studied items by serial position, the recalled items by output position and
+``recalls``, the serial position (1-based) of each recall, ``-1`` for an intrusion and ``0``
+for padding. Recalls are matched to study items by item identity within (subject, list),
+exactly as ``psifr.fr.merge_free_recall`` does, so repeats keep their serial position and
+prior-list intrusions are intrusions.
+
+Two outside formats convert both ways:
+
+* the psifr long table (:func:`from_table`, :func:`to_table`): one row per study or recall
+  event with columns ``subject, list, trial_type, position, item``; recall rows' ``position``
+  is the output position. Extra columns are kept.
+* recall matrices in the EMBAM / jaxcmr convention (:func:`from_recall_matrix`,
+  :func:`to_recall_matrix`): ``(n_trials, n_outputs)`` integers, 1-based serial positions,
+  ``0`` padding, ``-1`` intrusions.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from .errors import RecallDataError
+from .schema import provenance_attrs, validate
+
+__all__ = ["REQUIRED_COLUMNS", "from_table", "to_table", "from_recall_matrix", "to_recall_matrix"]
+
+REQUIRED_COLUMNS = ("subject", "list", "trial_type", "position", "item")
+_INTRUSION_ITEM = "<intrusion>"
+
+
+# --- helpers ----------------------------------------------------------------------------
+
+
+def _integer_column(values: pd.Series, what: str) -> np.ndarray:
+    """Column as int64, or RecallDataError if any value is not a whole number."""
+    if pd.api.types.is_bool_dtype(values.dtype) or not pd.api.types.is_numeric_dtype(values.dtype):
+        raise RecallDataError(f"{what} must be integers; got values of type {values.dtype}")
+    floats = values.to_numpy(dtype=np.float64)
+    bad = ~np.isfinite(floats) | (floats != np.round(floats))
+    if bad.any():
+        raise RecallDataError(
+            f"{what} must be integers; got {floats[bad][0]!r} ({int(bad.sum())} non-integer value(s))"
+        )
+    return floats.astype(np.int64)
+
+
+def _label_values(values: pd.Series, what: str) -> np.ndarray:
+    """Subject or list labels as int64 when whole numbers, else as str."""
+    if pd.api.types.is_numeric_dtype(values.dtype) and not pd.api.types.is_bool_dtype(values.dtype):
+        return _integer_column(values, what)
+    return values.astype(str).to_numpy(dtype=object)
+
+
+def _item_strings(values: pd.Series) -> np.ndarray:
+    """Items as an object array of Python str (variable-length, as netCDF stores them)."""
+    return values.astype(str).to_numpy(dtype=object)
+
+
+def _extra_matrix(values: pd.Series, rows: np.ndarray, cols: np.ndarray, shape) -> tuple[np.ndarray, str]:
+    """Scatter an extra column into a padded matrix: float64 with NaN, or str with ''."""
+    dtype = values.dtype
+    if pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_bool_dtype(dtype):
+        out = np.full(shape, np.nan)
+        out[rows, cols] = values.to_numpy(dtype=np.float64, na_value=np.nan)
+        kind = "int64" if pd.api.types.is_integer_dtype(dtype) or pd.api.types.is_bool_dtype(dtype) else "float64"
+        return out, kind
+    text = values.astype(object).where(values.notna(), "").astype(str).to_numpy(dtype=object)
+    out = np.full(shape, "", dtype=object)
+    out[rows, cols] = text
+    return out, "str"
+
+
+# --- long table -> events -----------------------------------------------------------------
+
+
+def from_table(table: pd.DataFrame, *, source: str = "DataFrame") -> xr.Dataset:
+    """Events dataset from a psifr-format long table.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        One row per event; columns ``subject``, ``list``, ``trial_type`` (``"study"`` or
+        ``"recall"``), ``position`` (serial position for study rows, output position for
+        recall rows) and ``item``. Study positions of each list must be exactly 1..n.
+        Recall positions must be distinct whole numbers >= 1 within a list; they are
+        renumbered 1..m in their order. Other columns are kept as ``study_<name>`` and
+        ``recall_<name>`` variables. The table is not modified.
+    source : str
+        Where the table came from, recorded in the provenance.
+
+    Returns
+    -------
+    xarray.Dataset
+        Kind ``"events"``; dims ``trial`` (one per (subject, list), sorted), ``study_position``
+        and ``output_position``.
+
+    Raises
+    ------
+    RecallDataError
+        For any malformed table (the message says what was expected and what came in).
+    """
+    if not isinstance(table, pd.DataFrame):
+        raise RecallDataError(f"expected a pandas.DataFrame recall table; got {type(table).__name__}")
+    missing = [c for c in REQUIRED_COLUMNS if c not in table.columns]
+    if missing:
+        raise RecallDataError(
+            f"recall table needs columns {', '.join(REQUIRED_COLUMNS)}; missing: {', '.join(missing)}"
+            f" (got columns: {', '.join(map(str, table.columns))})"
+        )
+    if len(table) == 0:
+        raise RecallDataError("recall table is empty; expected at least one study event")
+    if table.columns.duplicated().any():
+        dup = table.columns[table.columns.duplicated()].tolist()
+        raise RecallDataError(f"recall table has duplicate column names: {dup}")
+    for column in REQUIRED_COLUMNS:
+        n_missing = int(table[column].isna().sum())
+        if n_missing:
+            raise RecallDataError(
+                f"recall table column {column!r} must have no missing values; got {n_missing} NaN/None"
+            )
+    phase = table["trial_type"].astype(str).to_numpy()
+    is_study = phase == "study"
+    is_recall = phase == "recall"
+    if not (is_study | is_recall).all():
+        bad = sorted(set(phase[~(is_study | is_recall)].tolist()))[:5]
+        raise RecallDataError(f"trial_type must be 'study' or 'recall'; got {bad}")
+    if not is_study.any():
+        raise RecallDataError("recall table has no study events; expected 'study' rows for every list")
+
+    subject = _label_values(table["subject"], "subject labels")
+    list_label = _label_values(table["list"], "list labels")
+    position = _integer_column(table["position"], "positions")
+    items = _item_strings(table["item"])
+
+    # one trial per (subject, list), in sorted order
+    keys = pd.DataFrame({"subject": subject, "list": list_label})
+    try:
+        study_keys = keys[is_study].drop_duplicates().sort_values(["subject", "list"], ignore_index=True)
+    except TypeError as exc:
+        raise RecallDataError(f"subject and list labels must be sortable; {exc}") from exc
+    n_trials = len(study_keys)
+    trial_index = pd.MultiIndex.from_frame(study_keys)
+    trial = trial_index.get_indexer(pd.MultiIndex.from_frame(keys))
+    orphan = is_recall & (trial < 0)
+    if orphan.any():
+        row = keys[orphan].iloc[0]
+        raise RecallDataError(
+            f"recall events for a list with no study events: subject {row['subject']!r}, list "
+            f"{row['list']!r} ({int(orphan.sum())} recall row(s)); every list needs its study rows"
+        )
+
+    # study events: positions exactly 1..n per list, items distinct within a list
+    s_trial, s_pos, s_item = trial[is_study], position[is_study], items[is_study]
+    if (s_pos < 1).any():
+        raise RecallDataError(f"study positions must be >= 1 (serial positions); got {s_pos.min()}")
+    study_frame = pd.DataFrame({"trial": s_trial, "pos": s_pos, "item": s_item})
+    dup_pos = study_frame.duplicated(["trial", "pos"])
+    if dup_pos.any():
+        raise RecallDataError(_where("duplicate study position", study_keys, study_frame[dup_pos].iloc[0]))
+    dup_item = study_frame.duplicated(["trial", "item"])
+    if dup_item.any():
+        raise RecallDataError(
+            _where("duplicate study item", study_keys, study_frame[dup_item].iloc[0])
+            + "; items must be unique within a studied list so recalls can be matched"
+        )
+    counts = np.bincount(s_trial, minlength=n_trials)
+    max_pos = np.zeros(n_trials, dtype=np.int64)
+    np.maximum.at(max_pos, s_trial, s_pos)
+    gaps = np.nonzero(max_pos != counts)[0]
+    if gaps.size:
+        t = gaps[0]
+        raise RecallDataError(
+            f"study positions of each list must be 1..n without gaps; subject "
+            f"{study_keys['subject'][t]!r}, list {study_keys['list'][t]!r} has {counts[t]} study "
+            f"events but positions up to {max_pos[t]}"
+        )
+    list_length = counts.astype(np.int64)
+    n_study = int(list_length.max())
+    study_item = np.full((n_trials, n_study), "", dtype=object)
+    study_item[s_trial, s_pos - 1] = s_item
+
+    # recall events: order by output position, renumber 1..m, match items within the list
+    r_rows = np.nonzero(is_recall)[0]
+    r_trial, r_pos, r_item = trial[r_rows], position[r_rows], items[r_rows]
+    if (r_pos < 1).any():
+        raise RecallDataError(f"recall (output) positions must be >= 1; got {r_pos.min()}")
+    order = np.lexsort((r_pos, r_trial))
+    r_rows, r_trial, r_pos, r_item = r_rows[order], r_trial[order], r_pos[order], r_item[order]
+    same = (r_trial[1:] == r_trial[:-1]) & (r_pos[1:] == r_pos[:-1])
+    if same.any():
+        i = int(np.nonzero(same)[0][0]) + 1
+        raise RecallDataError(
+            f"duplicate recall (output) position {r_pos[i]} in subject "
+            f"{study_keys['subject'][r_trial[i]]!r}, list {study_keys['list'][r_trial[i]]!r}; "
+            "each output position must occur once per list"
+        )
+    n_recalled = np.bincount(r_trial, minlength=n_trials)
+    first = np.concatenate(([0], np.cumsum(n_recalled)[:-1]))
+    r_out = np.arange(r_trial.size) - first[r_trial]  # 0-based output index
+    n_out = max(int(n_recalled.max()) if r_trial.size else 0, 1)
+    lookup = pd.Series(
+        s_pos, index=pd.MultiIndex.from_arrays([s_trial, s_item], names=["trial", "item"])
+    )
+    matched = lookup.reindex(pd.MultiIndex.from_arrays([r_trial, r_item])).to_numpy()
+    serial = np.where(np.isnan(matched), -1, matched).astype(np.int64)
+    recalls = np.zeros((n_trials, n_out), dtype=np.int64)
+    recalls[r_trial, r_out] = serial
+    recall_item = np.full((n_trials, n_out), "", dtype=object)
+    recall_item[r_trial, r_out] = r_item
+
+    data_vars = {
+        "list_length": ("trial", list_length),
+        "study_item": (("trial", "study_position"), study_item),
+        "recall_item": (("trial", "output_position"), recall_item),
+        "recalls": (("trial", "output_position"), recalls),
+    }
+    item_kind = "int64" if pd.api.types.is_integer_dtype(table["item"].dtype) else "str"
+    extras = [c for c in table.columns if c not in REQUIRED_COLUMNS]
+    study_rows = np.nonzero(is_study)[0]
+    for column in extras:
+        values = table[column]
+        for prefix, rows, t_idx, col_idx, shape in (
+            ("study", study_rows, s_trial, s_pos - 1, study_item.shape),
+            ("recall", r_rows, r_trial, r_out, recalls.shape),
+        ):
+            matrix, kind = _extra_matrix(values.iloc[rows], t_idx, col_idx, shape)
+            dims = ("trial", "study_position" if prefix == "study" else "output_position")
+            data_vars[f"{prefix}_{column}"] = (dims, matrix, {"table_column": str(column), "table_dtype": kind})
+    ds = xr.Dataset(
+        data_vars,
+        coords={
+            "trial": np.arange(n_trials, dtype=np.int64),
+            "subject": ("trial", study_keys["subject"].to_numpy()),
+            "list": ("trial", study_keys["list"].to_numpy()),
+            "study_position": np.arange(1, n_study + 1, dtype=np.int64),
+            "output_position": np.arange(1, n_out + 1, dtype=np.int64),
+        },
+        attrs=provenance_attrs("events", "cmr.events.from_table", source=str(source)),
+    )
+    ds["study_item"].attrs["item_dtype"] = item_kind
+    return validate(ds, "events")
+
+
+def _where(what: str, study_keys: pd.DataFrame, row) -> str:
+    t = int(row["trial"])
+    return (
+        f"{what} {row['pos'] if what.endswith('position') else row['item']!r} in subject "
+        f"{study_keys['subject'][t]!r}, list {study_keys['list'][t]!r}"
+    )
+
+
+# --- events -> long table -----------------------------------------------------------------
+
+
+def to_table(events: xr.Dataset) -> pd.DataFrame:
+    """psifr-format long table from an events dataset (inverse of :func:`from_table`).
+
+    Rows are ordered by trial, then study events by serial position, then recall events by
+    output position. ``study_<name>``/``recall_<name>`` variables become column ``<name>``;
+    empty strings in text columns come back as missing values.
+
+    Parameters
+    ----------
+    events : xarray.Dataset
+        Kind ``"events"``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``subject, list, trial_type, position, item`` and any extra columns.
+    """
+    validate(events, "events")
+    length = events["list_length"].values.astype(np.int64)
+    study_item = events["study_item"].transpose("trial", "study_position").values
+    recalls = events["recalls"].transpose("trial", "output_position").values
+    recall_item = events["recall_item"].transpose("trial", "output_position").values
+    n_trials, n_study = study_item.shape
+    s_trial, s_col = np.nonzero(np.arange(n_study)[None, :] < length[:, None])
+    r_trial, r_col = np.nonzero(recalls != 0)
+    n_s, n_r = s_trial.size, r_trial.size
+    trial = np.concatenate([s_trial, r_trial])
+    phase = np.concatenate([np.zeros(n_s, np.int64), np.ones(n_r, np.int64)])
+    pos = np.concatenate([s_col, r_col]) + 1
+    order = np.lexsort((pos, phase, trial))
+    items = np.concatenate([study_item[s_trial, s_col], recall_item[r_trial, r_col]])
+    table = {
+        "subject": events["subject"].values[trial],
+        "list": events["list"].values[trial],
+        "trial_type": np.where(phase == 0, "study", "recall"),
+        "position": pos.astype(np.int64),
+        "item": items,
+    }
+    if events["study_item"].attrs.get("item_dtype") == "int64":
+        table["item"] = items.astype(np.int64)
+    for name in events.data_vars:
+        if not name.startswith("study_") or name == "study_item":
+            continue
+        column = events[name].attrs.get("table_column", name[len("study_"):])
+        recall_name = f"recall_{name[len('study_'):]}"
+        s_vals = events[name].transpose("trial", "study_position").values[s_trial, s_col]
+        if recall_name in events:
+            r_vals = events[recall_name].transpose("trial", "output_position").values[r_trial, r_col]
+        else:
+            r_vals = np.full(n_r, np.nan if s_vals.dtype.kind == "f" else "", dtype=s_vals.dtype)
+        table[column] = _restore_column(np.concatenate([s_vals, r_vals]), events[name].attrs.get("table_dtype"))
+    frame = pd.DataFrame(table).iloc[order].reset_index(drop=True)
+    return frame
+
+
+def _restore_column(values: np.ndarray, kind):
+    if values.dtype.kind == "f":
+        if kind == "int64" and not np.isnan(values).any():
+            return values.astype(np.int64)
+        return values
+    return pd.Series(values, dtype=object).where(values != "", np.nan).to_numpy()
+
+
+# --- recall matrices ----------------------------------------------------------------------
+
+
+def from_recall_matrix(
+    recalls,
+    list_length,
+    subject=None,
+    list=None,  # noqa: A002 - the psifr column name
+    study_items=None,
+    *,
+    source: str = "recall matrix",
+) -> xr.Dataset:
+    """Events dataset from a recall matrix (EMBAM / jaxcmr convention).
+
+    Parameters
+    ----------
+    recalls : array_like of int, shape (n_trials, n_outputs)
+        Serial positions 1..list_length in output order, ``-1`` for an intrusion, ``0`` for
+        padding after the last recall. Repeats are the same serial position again.
+    list_length : int or array_like of int, shape (n_trials,)
+    subject : array_like, shape (n_trials,), optional
+        Subject label of each trial (default: all 1).
+    list : array_like of int, shape (n_trials,), optional
+        List label of each trial (default: 1..n within each subject).
+    study_items : array_like of str, shape (n_trials, max list_length), optional
+        Item names; default: the serial position as text (``"1"``, ``"2"``, ...).
+    """
+    matrix = np.asarray(recalls)
+    if matrix.ndim != 2:
+        raise RecallDataError(f"recall matrix must be 2-d (trials x outputs); got shape {matrix.shape}")
+    if matrix.shape[0] == 0:
+        raise RecallDataError("recall matrix has no trials (shape[0] == 0)")
+    if matrix.dtype.kind == "f":
+        if not np.isfinite(matrix).all():
+            raise RecallDataError("recall matrix must be integers; got NaN or infinite values")
+        if (matrix != np.round(matrix)).any():
+            raise RecallDataError(f"recall matrix must be integers; got {matrix[matrix != np.round(matrix)][0]!r}")
+    elif matrix.dtype.kind not in "iu":
+        raise RecallDataError(f"recall matrix must be integers; got dtype {matrix.dtype}")
+    matrix = np.ascontiguousarray(matrix, dtype=np.int64)
+    n_trials = matrix.shape[0]
+    lengths = np.asarray(list_length)
+    if lengths.dtype.kind not in "iu" or lengths.ndim > 1:
+        raise RecallDataError(f"list_length must be an integer or one integer per trial; got {list_length!r}")
+    lengths = np.broadcast_to(lengths.astype(np.int64), (n_trials,)).copy() if lengths.ndim == 0 or lengths.size == n_trials else None
+    if lengths is None:
+        raise RecallDataError(
+            f"list_length needs one value per trial ({n_trials}); got {np.size(list_length)} values"
+        )
+    if (lengths < 1).any():
+        raise RecallDataError(f"list_length must be >= 1; got {lengths.min()}")
+    outside = (matrix < -1) | (matrix > lengths[:, None])
+    if outside.any():
+        t, o = np.argwhere(outside)[0]
+        raise RecallDataError(
+            f"recall matrix entries must be serial positions 1..list_length ({lengths[t]}), 0 (padding) "
+            f"or -1 (intrusion); got {matrix[t, o]} at trial {t}, output {o + 1}"
+        )
+    after_pad = (np.cumsum(matrix == 0, axis=1) > 0) & (matrix != 0)
+    if after_pad.any():
+        t, o = np.argwhere(after_pad)[0]
+        raise RecallDataError(
+            f"recall matrix padding (0) must come after the last recall; got {matrix[t, o]} after a 0 "
+            f"at trial {t}, output {o + 1}"
+        )
+    n_study = int(lengths.max())
+    if study_items is None:
+        names = np.char.mod("%d", np.arange(1, n_study + 1)).astype(str)
+        items = np.where(np.arange(n_study)[None, :] < lengths[:, None], names[None, :], "")
+    else:
+        items = np.asarray(study_items).astype(str)
+        if items.shape != (n_trials, n_study):
+            raise RecallDataError(
+                f"study_items must have shape (n_trials, max list_length) = {(n_trials, n_study)}; got {items.shape}"
+            )
+    subjects = np.ones(n_trials, np.int64) if subject is None else np.asarray(subject)
+    if subjects.shape != (n_trials,):
+        raise RecallDataError(f"subject needs one label per trial ({n_trials}); got shape {subjects.shape}")
+    if list is None:
+        lists = pd.Series(subjects).groupby(subjects, sort=False).cumcount().to_numpy() + 1
+    else:
+        lists = np.asarray(list)
+    if lists.shape != (n_trials,):
+        raise RecallDataError(f"list needs one label per trial ({n_trials}); got shape {lists.shape}")
+
+    # build the long table and go through the one validated path
+    s_trial, s_col = np.nonzero(np.arange(n_study)[None, :] < lengths[:, None])
+    r_trial, r_col = np.nonzero(matrix != 0)
+    r_serial = matrix[r_trial, r_col]
+    r_item = np.where(r_serial > 0, items[r_trial, np.maximum(r_serial, 1) - 1], _INTRUSION_ITEM)
+    table = pd.DataFrame(
+        {
+            "subject": np.concatenate([subjects[s_trial], subjects[r_trial]]),
+            "list": np.concatenate([lists[s_trial], lists[r_trial]]),
+            "trial_type": np.repeat(["study", "recall"], [s_trial.size, r_trial.size]),
+            "position": np.concatenate([s_col, r_col]) + 1,
+            "item": np.concatenate([items[s_trial, s_col], r_item]),
+        }
+    )
+    return from_table(table, source=source)
+
+
+def to_recall_matrix(events: xr.Dataset) -> tuple[np.ndarray, np.ndarray]:
+    """Recall matrix and list lengths of an events dataset.
+
+    Returns
+    -------
+    recalls : numpy.ndarray of int64, shape (n_trials, n_outputs)
+        1-based serial positions, ``-1`` intrusions, ``0`` padding.
+    list_length : numpy.ndarray of int64, shape (n_trials,)
+    """
+    validate(events, "events")
+    recalls = np.ascontiguousarray(events["recalls"].transpose("trial", "output_position").values, dtype=np.int64)
+    return recalls, np.ascontiguousarray(events["list_length"].values, dtype=np.int64)
