@@ -150,9 +150,27 @@ def validate_lag_profile(ds: xr.Dataset) -> None:
             )
 
 
+def validate_recall_stat(ds: xr.Dataset) -> None:
+    """Check a recall-statistics dataset (SPC, PNR/PFR, lag rank; see docs/schema.md)."""
+    if "stat_kind" not in ds.attrs:
+        raise SchemaError("recall_stat dataset needs attr 'stat_kind' (e.g. 'spc', 'pfr', 'lag_rank')")
+    if not ds.data_vars:
+        raise SchemaError("recall_stat dataset has no data variables")
+    if "actual" in ds or "possible" in ds:
+        _require_vars(ds, ["actual", "possible"], "recall_stat")
+        actual, possible = ds["actual"], ds["possible"]
+        if tuple(actual.dims) != tuple(possible.dims):
+            raise SchemaError(f"recall_stat dataset: 'actual' dims {actual.dims} differ from 'possible' dims {possible.dims}")
+        if not (np.issubdtype(actual.dtype, np.integer) and np.issubdtype(possible.dtype, np.integer)):
+            raise SchemaError(f"recall_stat dataset: counts must be integers; got {actual.dtype} and {possible.dtype}")
+        if bool((actual.values < 0).any()) or bool((actual.values > possible.values).any()):
+            raise SchemaError("recall_stat dataset: counts must satisfy 0 <= actual <= possible")
+
+
 _VALIDATORS = {
     "events": validate_events,
     "lag_profile": validate_lag_profile,
+    "recall_stat": validate_recall_stat,
 }
 
 
