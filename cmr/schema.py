@@ -150,6 +150,19 @@ def validate_lag_profile(ds: xr.Dataset) -> None:
             )
 
 
+def validate_profile_fit(ds: xr.Dataset) -> None:
+    """Check a profile-fit dataset (CMR fits of lag profiles; see docs/schema.md)."""
+    kind = "profile_fit"
+    _require_vars(ds, ["profile", "fitted", "distance", "gain", "offset", "parameters", "lag"], kind)
+    for name in ("profile", "fitted"):
+        if "lag" not in ds[name].dims:
+            raise SchemaError(f"profile_fit dataset: {name!r} needs dim 'lag'; got {ds[name].dims}")
+    if "parameter" not in ds["parameters"].dims:
+        raise SchemaError(f"profile_fit dataset: 'parameters' needs dim 'parameter'; got {ds['parameters'].dims}")
+    if ds.attrs.get("objective") not in ("paper", "lsq"):
+        raise SchemaError(f"profile_fit dataset needs attr objective 'paper' or 'lsq'; got {ds.attrs.get('objective')!r}")
+
+
 def validate_recall_stat(ds: xr.Dataset) -> None:
     """Check a recall-statistics dataset (SPC, PNR/PFR, lag rank; see docs/schema.md)."""
     if "stat_kind" not in ds.attrs:
@@ -167,10 +180,27 @@ def validate_recall_stat(ds: xr.Dataset) -> None:
             raise SchemaError("recall_stat dataset: counts must satisfy 0 <= actual <= possible")
 
 
+def validate_ablation(ds: xr.Dataset) -> None:
+    """Check an ablation dataset (ICL scores with heads ablated; see docs/schema.md)."""
+    kind = "ablation"
+    _require_vars(ds, ["icl_score", "baseline_icl_score", "set_layer", "set_head", "mode", "head_set"], kind)
+    _require_dims(ds["icl_score"], ["mode", "head_set", "passage"], kind, "icl_score")
+    _require_dims(ds["baseline_icl_score"], ["passage"], kind, "baseline_icl_score")
+    _require_dims(ds["set_layer"], ["head_set", "member"], kind, "set_layer")
+    _require_dims(ds["set_head"], ["head_set", "member"], kind, "set_head")
+    if "top" not in [str(v) for v in ds["head_set"].values]:
+        raise SchemaError("ablation dataset: coord 'head_set' must contain 'top'")
+    bad = sorted({str(v) for v in ds["mode"].values} - {"zero", "mean"})
+    if bad:
+        raise SchemaError(f"ablation dataset: modes must be 'zero' or 'mean'; got {', '.join(bad)}")
+
+
 _VALIDATORS = {
     "events": validate_events,
     "lag_profile": validate_lag_profile,
     "recall_stat": validate_recall_stat,
+    "profile_fit": validate_profile_fit,
+    "ablation": validate_ablation,
 }
 
 

@@ -1,0 +1,180 @@
+"""The study's published attention-head lag profiles as a ``lag_profile`` dataset.
+
+Ji-An, Zhou, Benna & Mattar (NeurIPS 2024) saved, for every head of GPT-2 small, Pythia
+(70m/410m/2.8b/12b deduped, 16 training checkpoints each), Qwen-7B, Mistral-7B and Llama3-8B,
+the mean pre-softmax attention score by lag (``head_profiles.csv.gz``: one row per model,
+checkpoint, layer, head, lag with ``score_mean`` and ``score_sem``) and head scores
+(``head_metrics.csv.gz``: ``induction_score``, ``copying_score``). This module reads them into
+the same dataset an attention-head scan produces, so the paper's heads can be re-analysed
+without any model.
+
+Representation: dims (model, checkpoint, layer, head, lag). Models have different numbers of
+layers and heads and different checkpoints; when several models are read together they share
+the union of those coords and the missing cells are NaN (``attrs["padded"] = 1``). Select one
+model (``model=...``) for a dense dataset; :func:`cmr.profile_fit.fit_profiles` gives NaN results
+for all-NaN padding units without complaint.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from cmr.errors import DataSourceError, FileFormatError, ParameterError
+from cmr.schema import HEAD_DIMS, provenance_attrs, validate
+
+__all__ = ["read_published_profiles", "read_published_metrics", "PROFILE_COLUMNS", "METRIC_COLUMNS"]
+
+PROFILE_COLUMNS = ("model", "checkpoint", "layer", "head", "lag", "score_mean", "score_sem")
+METRIC_COLUMNS = ("model", "checkpoint", "layer", "head", "induction_score", "copying_score")
+_INT_COLUMNS = ("checkpoint", "layer", "head", "lag")
+ORIGIN = "Ji-An, Zhou, Benna & Mattar (NeurIPS 2024), published head profiles (MIT)"
+
+
+def _read_table(path, columns, what) -> pd.DataFrame:
+    path = Path(path)
+    if not path.is_file():
+        raise DataSourceError(f"published {what}: expected an existing CSV file; got {str(path)!r}")
+    try:
+        table = pd.read_csv(path)
+    except (OSError, ValueError, UnicodeDecodeError, EOFError) as exc:
+        raise FileFormatError(f"published {what} {str(path)!r} is not a readable CSV table: {exc}") from exc
+    missing = [c for c in columns if c not in table.columns]
+    if missing:
+        raise FileFormatError(
+            f"published {what} needs columns {', '.join(columns)}; {str(path)!r} lacks {', '.join(missing)}"
+        )
+    if table.empty:
+        raise FileFormatError(f"published {what} {str(path)!r} has no rows")
+    table = table[list(columns)].copy()
+    table["model"] = table["model"].astype(str)
+    for col in columns[1:]:
+        numeric = pd.to_numeric(table[col], errors="coerce")
+        if numeric.isna().any() and not table[col].isna().equals(numeric.isna()):
+            bad = table.loc[numeric.isna() & table[col].notna(), col].iloc[0]
+            raise FileFormatError(f"published {what}: column {col!r} must be numeric; found {bad!r}")
+        if col in _INT_COLUMNS:
+            if numeric.isna().any() or (numeric != np.round(numeric)).any():
+                raise FileFormatError(f"published {what}: column {col!r} must hold integers with no gaps")
+            numeric = numeric.astype(np.int64)
+        table[col] = numeric
+    keys = [c for c in ("model", "checkpoint", "layer", "head", "lag") if c in columns]
+    duplicated = table.duplicated(keys)
+    if duplicated.any():
+        row = table.loc[duplicated, keys].iloc[0].to_dict()
+        raise FileFormatError(f"published {what}: duplicate rows for {row}")
+    return table
+
+
+def _select(table, model, checkpoint, what):
+    models = sorted(table["model"].unique())
+    if model is not None:
+        wanted = [model] if isinstance(model, str) else list(model)
+        unknown = [m for m in wanted if m not in models]
+        if unknown:
+            raise DataSourceError(f"published {what}: no model {', '.join(unknown)}; models: {', '.join(models)}")
+        table = table[table["model"].isin(wanted)]
+    if checkpoint is None:
+        return table
+    if isinstance(checkpoint, str):
+        if checkpoint != "final":
+            raise ParameterError(f"checkpoint must be an int, a list of ints or 'final'; got {checkpoint!r}")
+        finals = table.groupby("model")["checkpoint"].max()
+        if finals.nunique() > 1:
+            raise ParameterError(
+                "checkpoint='final' needs models with the same final checkpoint; select one model "
+                f"(final checkpoints: {finals.to_dict()})"
+            )
+        return table[table["checkpoint"] == finals.iloc[0]]
+    wanted = [int(checkpoint)] if np.ndim(checkpoint) == 0 else [int(c) for c in checkpoint]
+    present = set(table["checkpoint"].unique().tolist())
+    missing = [c for c in wanted if c not in present]
+    if missing:
+        raise DataSourceError(
+            f"published {what}: no checkpoint {missing} for the selected model(s); "
+            f"checkpoints: {sorted(present)}"
+        )
+    return table[table["checkpoint"].isin(wanted)]
+
+
+def _check_complete(table, keys, inner, what):
+    """Each (model, checkpoint) must hold the full layer x head (x lag) grid it spans."""
+    for (model, checkpoint), part in table.groupby(["model", "checkpoint"], sort=False):
+        expected = int(np.prod([part[c].nunique() for c in inner]))
+        if len(part) != expected:
+            raise FileFormatError(
+                f"published {what}: model {model!r} checkpoint {checkpoint} has {len(part)} rows; "
+                f"a complete {' x '.join(inner)} grid needs {expected}"
+            )
+
+
+def read_published_metrics(path, model=None, checkpoint=None) -> xr.Dataset:
+    """Read ``head_metrics.csv.gz``: ``induction_score`` and ``copying_score`` with dims
+    (model, checkpoint, layer, head) (float64; NaN where a model lacks a layer or head)."""
+    table = _select(_read_table(path, METRIC_COLUMNS, "head metrics"), model, checkpoint, "head metrics")
+    _check_complete(table, HEAD_DIMS, ("layer", "head"), "head metrics")
+    frame = table.set_index(list(HEAD_DIMS))[["induction_score", "copying_score"]].astype(np.float64)
+    return xr.Dataset.from_dataframe(frame)
+
+
+def read_published_profiles(path, model=None, checkpoint=None, metrics="auto") -> xr.Dataset:
+    """Read the study's head profiles into a ``lag_profile`` dataset.
+
+    Parameters
+    ----------
+    path : str or Path
+        ``head_profiles.csv.gz`` (columns model, checkpoint, layer, head, lag, score_mean,
+        score_sem; one row per head and lag).
+    model : str or list of str, optional
+        Model(s) to read (e.g. ``"gpt2-small"``); default all, padded with NaN (module doc).
+    checkpoint : int, list of int or "final", optional
+        Checkpoint(s) to read; ``-1`` is a released model; ``"final"`` the last one of the
+        selected model (142 for Pythia). Default all.
+    metrics : "auto", path or False
+        ``head_metrics.csv.gz`` to merge (``induction_score``, ``copying_score``); "auto" reads
+        the file of that name next to ``path`` if it exists.
+
+    Returns
+    -------
+    xarray.Dataset
+        ``profile`` (= score_mean) and ``sem`` (= score_sem) with dims (model, checkpoint,
+        layer, head, lag), float64, int64 coords; attrs ``profile_kind="attention_score"``,
+        ``unit_kind="heads"``, ``padded`` (1 if some cells are NaN padding) and provenance.
+    """
+    table = _select(_read_table(path, PROFILE_COLUMNS, "head profiles"), model, checkpoint, "head profiles")
+    _check_complete(table, (*HEAD_DIMS, "lag"), ("layer", "head", "lag"), "head profiles")
+    frame = table.set_index([*HEAD_DIMS, "lag"])[["score_mean", "score_sem"]].astype(np.float64)
+    ds = xr.Dataset.from_dataframe(frame).rename({"score_mean": "profile", "score_sem": "sem"})
+    ds = ds.transpose(*HEAD_DIMS, "lag")
+    for dim in ("checkpoint", "layer", "head", "lag"):
+        ds[dim] = ds[dim].astype(np.int64)
+    ds["model"] = ds["model"].astype(str)
+    padded = int(bool(ds["profile"].isnull().any()))
+    metrics_path = None
+    if metrics == "auto":
+        candidate = Path(path).with_name("head_metrics.csv.gz")
+        metrics_path = candidate if candidate.is_file() else None
+    elif metrics is not False and metrics is not None:
+        metrics_path = Path(metrics)
+    if metrics_path is not None:
+        scores = read_published_metrics(metrics_path, model=model, checkpoint=checkpoint)
+        scores = scores.reindex_like(ds[list(HEAD_DIMS)])
+        for name in ("induction_score", "copying_score"):
+            ds[name] = scores[name].transpose(*HEAD_DIMS)
+    ds["profile"].attrs["long_name"] = "mean pre-softmax attention score from a second-repeat token to lag"
+    ds["sem"].attrs["long_name"] = "SEM of the score across query tokens"
+    ds.attrs.update(
+        provenance_attrs(
+            "lag_profile",
+            "adapters.published.read_published_profiles",
+            source=str(Path(path).resolve()),
+            metrics_source=str(metrics_path.resolve()) if metrics_path is not None else "",
+            origin=ORIGIN,
+            models=sorted(ds["model"].values.tolist()),
+            checkpoints=sorted(int(c) for c in ds["checkpoint"].values),
+        )
+    )
+    ds.attrs.update(profile_kind="attention_score", unit_kind="heads", padded=padded)
+    return validate(ds, "lag_profile")

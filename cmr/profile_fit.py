@@ -1,0 +1,471 @@
+"""One fit for heads and humans: CMR lag profiles matched to any lag-profile dataset.
+
+:func:`fit_profiles` fits every unit of a ``lag_profile`` dataset (human subjects, attention
+heads, anything along the batch dims) against a grid of CMR profiles (a ``lag_profile`` dataset
+whose batch dims are CMR parameters, ``unit_kind="cmr_parameters"``), by the CMR distance of
+DESIGN 4, ``d = mean_lag((fitted - y)^2) / var_lag(y)``, and fits the fair Gaussian baseline
+next to it. The computation goes through ``xarray.apply_ufunc`` with core dim ``lag``, so
+dask-backed (chunked) inputs are fitted chunk by chunk, in parallel or on a cluster, with
+results identical to the in-process path. See docs/fitting.md for the equations.
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import xarray as xr
+
+from . import _profile_fit as kernels
+from .errors import ParameterError, ProfileError, SchemaError
+from .schema import batch_dims, provenance_attrs, validate
+
+__all__ = ["fit_profiles", "ProfileWarning", "PAPER_LAGS", "N_PARAMETERS_GAUSSIAN", "information_criteria"]
+
+#: the study's fitting window
+PAPER_LAGS = tuple(range(-5, 6))
+#: free parameters of the Gaussian baseline (a, b, mu, sigma)
+N_PARAMETERS_GAUSSIAN = 4
+GAUSSIAN_PARAMETERS = ("a", "b", "mu", "sigma")
+#: grid profile kinds that are probability distributions over lags: renormalised over the window
+PROBABILITY_KINDS = ("cmr_mc_crp", "cmr_tf_prob", "lag_crp", "soft_lag_crp", "attention_prob")
+
+
+class ProfileWarning(UserWarning):
+    """Some units could not be fitted and got NaN results (``invalid="nan"``)."""
+
+
+def information_criteria(rss, n_lag: int, n_parameters: int):
+    """AIC and BIC of a least-squares fit from its residual sum of squares.
+
+    ``AIC = n ln(RSS/n) + 2k`` and ``BIC = n ln(RSS/n) + k ln n`` (Gaussian errors of unknown
+    variance, additive constants dropped; ``RSS`` floored at the smallest positive float).
+    """
+    rss = np.maximum(np.asarray(rss, dtype=np.float64), np.finfo(np.float64).tiny)
+    base = n_lag * np.log(rss / n_lag)
+    return base + 2.0 * n_parameters, base + n_parameters * np.log(n_lag)
+
+
+def fit_profiles(
+    profiles: xr.Dataset,
+    grid: xr.Dataset,
+    objective: str = "paper",
+    lags=PAPER_LAGS,
+    refine=None,
+    gaussian: bool = True,
+    n_bootstrap: int = 0,
+    seed: int = 0,
+    ci: float = 0.95,
+    renormalize="auto",
+    invalid: str = "raise",
+    variable: str = "profile",
+) -> xr.Dataset:
+    """Fit CMR (and a Gaussian baseline) to every unit of a lag-profile dataset.
+
+    Parameters
+    ----------
+    profiles : xarray.Dataset
+        ``lag_profile`` dataset; units are all dims of ``profiles[variable]`` except ``lag``
+        (``subject``; ``model, checkpoint, layer, head``; anything). May be dask-backed.
+    grid : xarray.Dataset
+        ``lag_profile`` dataset with ``unit_kind="cmr_parameters"``, whose batch dims are CMR
+        parameters with numeric coords (e.g. ``beta_enc, beta_rec, gamma``).
+    objective : {"paper", "lsq"}
+        ``paper``: the study's min/max-matched map (gain = range of the unit / range of the CMR
+        profile, offset matching the minima), grid search only. ``lsq``: least-squares affine
+        map with gain >= 0, best grid point, then (``refine``) continuous refinement.
+    lags : sequence of int
+        The fitting window; both datasets must contain every lag. Default -5..+5 (the study's).
+    refine : None, bool or callable
+        For ``lsq`` only (default True there, False for ``paper``). True: compass search over
+        the multilinear interpolant of the grid, from the best grid point, within the grid's
+        bounds. A callable ``profile_fn(**params) -> ndarray (n_lag,)`` (e.g. teacher-forced
+        CMR profiles over ``lags``) is refined instead with bounded scipy Powell.
+    gaussian : bool
+        Also fit ``a + b exp(-(lag-mu)^2/(2 sigma^2))`` (see :func:`_profile_fit.fit_gaussian`).
+    n_bootstrap, seed, ci : int, int, float
+        If ``n_bootstrap > 0``, percentile intervals (level ``ci``) of distance, gain and grid
+        parameters from refits of ``profile + sem * z`` (``z`` standard normal per lag, drawn
+        once from ``numpy.random.default_rng(seed)`` and shared by all units, so results do not
+        depend on chunking). Needs variable ``sem``.
+    renormalize : "auto" or bool
+        Divide each grid profile by its sum over the window (the study cuts its 17-lag CMR
+        distribution to -5..+5 and renormalises). "auto": if the grid's ``profile_kind`` is a
+        probability (cmr_mc_crp, cmr_tf_prob, ...). Only the gain and the CMR curve depend on it.
+    invalid : {"raise", "nan"}
+        Units with some NaN lags or zero variance: raise :class:`ProfileError`, or give NaN
+        results with a :class:`ProfileWarning`. Units that are NaN at every lag (padding, e.g.
+        models with fewer layers) always give NaN results without a warning.
+    variable : str
+        The variable of ``profiles`` to fit.
+
+    Returns
+    -------
+    xarray.Dataset
+        A ``profile_fit`` dataset (docs/schema.md) with the units' dims plus ``parameter``,
+        ``gaussian_parameter``, ``lag`` (the window) and, with bootstrap, ``bound``.
+    """
+    if objective not in ("paper", "lsq"):
+        raise ParameterError(f"objective must be 'paper' or 'lsq'; got {objective!r}")
+    if invalid not in ("raise", "nan"):
+        raise ParameterError(f"invalid must be 'raise' or 'nan'; got {invalid!r}")
+    if refine is None:
+        refine = objective == "lsq"
+    if refine is not False and objective == "paper":
+        raise ParameterError("refine applies to objective 'lsq' only; the 'paper' objective is the study's grid search")
+    if not (0.0 < ci < 1.0):
+        raise ParameterError(f"ci must be in (0, 1); got {ci!r}")
+    if int(n_bootstrap) < 0:
+        raise ParameterError(f"n_bootstrap must be >= 0; got {n_bootstrap!r}")
+    window = _check_window(lags)
+    values = _profiles_window(profiles, variable, window)
+    param_dims, axes, grid_rows = _grid_window(grid, window, renormalize)
+    renormalized = bool(_wants_renormalize(grid, renormalize))
+
+    inputs = [values]
+    n_bootstrap = int(n_bootstrap)
+    if n_bootstrap > 0:
+        if "sem" not in profiles:
+            raise SchemaError("bootstrap intervals need variable 'sem' in the profiles; it is absent")
+        inputs.append(profiles["sem"].sel(lag=list(window)))
+    noise = np.random.default_rng(seed).standard_normal((n_bootstrap, len(window)))
+
+    layout = _Layout(param_dims, n_bootstrap > 0)
+    options = dict(
+        lags=np.asarray(window, dtype=np.float64), grid_rows=grid_rows, axes=axes, objective=objective,
+        refine=refine, gaussian=gaussian, noise=noise, ci=ci, invalid=invalid, layout=layout,
+    )
+    chunked = values.chunks is not None
+    if chunked:
+        inputs = [x.chunk({"lag": -1}) for x in inputs]
+    fields, curves = xr.apply_ufunc(
+        _fit_block,
+        *inputs,
+        input_core_dims=[["lag"]] * len(inputs),
+        output_core_dims=[["field"], ["curve", "lag"]],
+        kwargs=options,
+        dask="parallelized",
+        output_dtypes=[np.float64, np.float64],
+        dask_gufunc_kwargs={"output_sizes": {"field": layout.n_fields, "curve": 2}},
+    )
+    return _assemble(values, fields, curves, layout, window, grid, objective, refine, gaussian, n_bootstrap,
+                     seed, ci, renormalized, profiles)
+
+
+# --- validation -------------------------------------------------------------------------------
+
+
+def _check_window(lags) -> tuple:
+    window = np.asarray(lags)
+    if window.ndim != 1 or window.size < 3 or not np.issubdtype(window.dtype, np.integer):
+        raise ProfileError(f"lags must be a 1-d sequence of at least 3 integers; got {lags!r}")
+    if (np.diff(window) <= 0).any():
+        raise ProfileError(f"lags must be strictly increasing; got {window.tolist()}")
+    return tuple(int(v) for v in window)
+
+
+def _missing_lags(ds, window):
+    have = set(np.asarray(ds["lag"].values).tolist())
+    return [lag for lag in window if lag not in have]
+
+
+def _profiles_window(profiles, variable, window) -> xr.DataArray:
+    validate(profiles, "lag_profile")
+    if variable not in profiles:
+        raise SchemaError(f"profiles have no variable {variable!r}; variables: {', '.join(map(str, profiles.data_vars))}")
+    missing = _missing_lags(profiles, window)
+    if missing:
+        raise ProfileError(
+            f"the fitting window {window[0]}..{window[-1]} needs lags the profiles lack: {missing}; "
+            f"profile lags are {np.asarray(profiles['lag'].values).tolist()}"
+        )
+    values = profiles[variable].sel(lag=list(window))
+    if not np.issubdtype(values.dtype, np.floating):
+        values = values.astype(np.float64)
+    return values
+
+
+def _wants_renormalize(grid, renormalize) -> bool:
+    if renormalize == "auto":
+        return grid.attrs.get("profile_kind") in PROBABILITY_KINDS
+    if isinstance(renormalize, (bool, np.bool_)):
+        return bool(renormalize)
+    raise ParameterError(f"renormalize must be 'auto', True or False; got {renormalize!r}")
+
+
+def _grid_window(grid, window, renormalize):
+    """Validate the grid; return parameter dims, (values per dim) and rows (n_point, n_lag)."""
+    validate(grid, "lag_profile")
+    if grid.attrs.get("unit_kind") != "cmr_parameters":
+        raise SchemaError(
+            f"a CMR grid needs attr unit_kind='cmr_parameters'; got {grid.attrs.get('unit_kind')!r}"
+        )
+    param_dims = batch_dims(grid["profile"])
+    if not param_dims:
+        raise SchemaError("the CMR grid has no parameter dims; expected e.g. beta_enc, beta_rec, gamma")
+    for dim in param_dims:
+        if dim not in grid.coords or not np.issubdtype(grid[dim].dtype, np.number):
+            raise SchemaError(f"the CMR grid's parameter dim {dim!r} needs a numeric coordinate; it has none")
+        if len(np.unique(grid[dim].values)) != grid.sizes[dim]:
+            raise SchemaError(f"the CMR grid's coordinate {dim!r} has repeated values")
+    missing = _missing_lags(grid, window)
+    if missing:
+        raise ProfileError(
+            f"the fitting window {window[0]}..{window[-1]} does not match the grid: it lacks lags {missing}; "
+            f"grid lags are {np.asarray(grid['lag'].values).tolist()}"
+        )
+    ordered = grid["profile"].sortby(list(param_dims)).sel(lag=list(window)).transpose(*param_dims, "lag")
+    cube = np.asarray(ordered.values, dtype=np.float64)
+    if not np.isfinite(cube).all():
+        raise ProfileError("the CMR grid has NaN or infinite values inside the fitting window")
+    if _wants_renormalize(grid, renormalize):
+        total = cube.sum(axis=-1, keepdims=True)
+        if (total <= 0).any():
+            raise ProfileError("cannot renormalise the CMR grid: some profiles sum to <= 0 over the window")
+        cube = cube / total
+    axes = tuple(np.asarray(ordered[dim].values, dtype=np.float64) for dim in param_dims)
+    return param_dims, axes, np.ascontiguousarray(cube.reshape(-1, len(window)))
+
+
+# --- the per-block computation (runs on dask workers for chunked input) ------------------------
+
+
+class _Layout:
+    """Positions of the scalar results along the packed ``field`` axis."""
+
+    def __init__(self, param_dims, bootstrap: bool):
+        self.param_dims = tuple(param_dims)
+        n_dim = len(param_dims)
+        names = ["distance", "gain", "offset", "grid_distance", "rss", "gaussian_distance", "gaussian_rss"]
+        names += [f"parameter:{d}" for d in param_dims] + [f"grid_parameter:{d}" for d in param_dims]
+        names += [f"gaussian:{p}" for p in GAUSSIAN_PARAMETERS]
+        if bootstrap:
+            for bound in ("lower", "upper"):
+                names += [f"distance_ci:{bound}", f"gain_ci:{bound}"]
+                names += [f"parameter_ci:{d}:{bound}" for d in param_dims]
+        self.names = tuple(names)
+        self.index = {name: i for i, name in enumerate(names)}
+        self.n_fields = len(names)
+        self.n_dim = n_dim
+
+
+def _fit_block(values, *rest, lags, grid_rows, axes, objective, refine, gaussian, noise, ci, invalid, layout):
+    shape = values.shape[:-1]
+    n_lag = values.shape[-1]
+    flat = np.ascontiguousarray(values.reshape(-1, n_lag), dtype=np.float64)
+    sem = np.ascontiguousarray(rest[0].reshape(-1, n_lag), dtype=np.float64) if rest else None
+    fields = np.full((flat.shape[0], layout.n_fields), np.nan)
+    curves = np.full((flat.shape[0], 2, n_lag), np.nan)
+
+    finite = np.isfinite(flat).all(axis=1)
+    padding = np.isnan(flat).all(axis=1)
+    with np.errstate(invalid="ignore"):
+        constant = finite & ~(flat.var(axis=1) > 0)
+    bad = (~finite & ~padding) | constant
+    if bad.any():
+        message = (
+            f"{int((~finite & ~padding).sum())} unit(s) with NaN or infinite lags and {int(constant.sum())} "
+            "constant (zero-variance) unit(s) cannot be fitted: the CMR distance divides by the variance over lags"
+        )
+        if invalid == "raise":
+            raise ProfileError(message + "; pass invalid='nan' to get NaN results for them instead")
+        warnings.warn(message + "; their results are NaN", ProfileWarning, stacklevel=2)
+    good = np.flatnonzero(finite & ~constant)
+    if good.size:
+        _fit_units(flat[good], None if sem is None else sem[good], good, fields, curves, lags, grid_rows, axes,
+                   objective, refine, gaussian, noise, ci, layout)
+    return fields.reshape(*shape, layout.n_fields), curves.reshape(*shape, 2, n_lag)
+
+
+def _grid_layout(axes):
+    sizes = np.array([len(a) for a in axes], dtype=np.int64)
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+    strides = np.array([int(np.prod(sizes[i + 1:])) for i in range(len(sizes))], dtype=np.int64)
+    return np.ascontiguousarray(np.concatenate(axes)), starts, sizes, strides
+
+
+def _grid_points(best, axes):
+    idx = np.unravel_index(best, tuple(len(a) for a in axes))
+    return np.stack([axes[d][idx[d]] for d in range(len(axes))], axis=1)
+
+
+def _fit_units(y, sem, rows, fields, curves, lags, grid_rows, axes, objective, refine, gaussian, noise, ci, layout):
+    ix = layout.index
+    n_lag = y.shape[1]
+    best = kernels.best_grid_point(y, grid_rows, objective)
+    gain, offset, fitted, distance = kernels.affine_map(y, grid_rows[best], objective)
+    grid_points = _grid_points(best, axes)
+    fields[rows, ix["grid_distance"]] = distance
+    for d, dim in enumerate(layout.param_dims):
+        fields[rows, ix[f"grid_parameter:{dim}"]] = grid_points[:, d]
+    points = grid_points.copy()
+    if refine is not False:
+        points, chosen = _refine(y, grid_points, grid_rows, axes, refine, layout.param_dims)
+        r_gain, r_offset, r_fitted, r_distance = kernels.affine_map(y, chosen, "lsq")
+        better = r_distance < distance  # guard against rounding: never worse than the grid point
+        gain = np.where(better, r_gain, gain)
+        offset = np.where(better, r_offset, offset)
+        fitted = np.where(better[:, None], r_fitted, fitted)
+        distance = np.where(better, r_distance, distance)
+        points = np.where(better[:, None], points, grid_points)
+    fields[rows, ix["distance"]] = distance
+    fields[rows, ix["gain"]] = gain
+    fields[rows, ix["offset"]] = offset
+    fields[rows, ix["rss"]] = distance * n_lag * y.var(axis=1)
+    for d, dim in enumerate(layout.param_dims):
+        fields[rows, ix[f"parameter:{dim}"]] = points[:, d]
+    curves[rows, 0] = fitted
+    if gaussian:
+        for k, row in enumerate(rows):
+            params, g_fitted = kernels.fit_gaussian(lags, y[k])
+            curves[row, 1] = g_fitted
+            for name, value in zip(GAUSSIAN_PARAMETERS, params):
+                fields[row, ix[f"gaussian:{name}"]] = value
+        g_fit = curves[rows, 1]
+        g_dist = kernels.cmr_distance(g_fit, y)
+        fields[rows, ix["gaussian_distance"]] = g_dist
+        fields[rows, ix["gaussian_rss"]] = g_dist * n_lag * y.var(axis=1)
+    if noise.shape[0]:
+        _bootstrap(y, sem, rows, fields, grid_rows, axes, objective, noise, ci, layout)
+
+
+def _refine(y, grid_points, grid_rows, axes, refine, param_dims):
+    flat_axes, starts, sizes, strides = _grid_layout(axes)
+    if refine is True:
+        unit_rows = kernels._unit_rows(y)
+        points, _ = kernels.refine_lsq(unit_rows, np.ascontiguousarray(grid_points), flat_axes, starts, sizes,
+                                       strides, grid_rows, 1e-3, 2000)
+        chosen = kernels.interpolate_rows(points, flat_axes, starts, sizes, strides, grid_rows)
+        return points, chosen
+    if callable(refine):
+        return _refine_with_generator(y, grid_points, axes, refine, param_dims)
+    raise ParameterError(f"refine must be None, True, False or a callable profile generator; got {refine!r}")
+
+
+def _refine_with_generator(y, grid_points, axes, profile_fn, param_dims):
+    from scipy.optimize import minimize
+
+    bounds = [(float(a[0]), float(a[-1])) for a in axes]
+    points = grid_points.copy()
+    chosen = np.empty_like(y)
+    for k in range(y.shape[0]):
+        target = y[k:k + 1]
+
+        def loss(x):
+            profile = np.asarray(profile_fn(**dict(zip(param_dims, x))), dtype=np.float64)[None, :]
+            return float(kernels.affine_map(target, profile, "lsq")[3][0])
+
+        result = minimize(loss, grid_points[k], method="Powell", bounds=bounds, options={"xtol": 1e-4, "ftol": 1e-10})
+        points[k] = result.x
+        chosen[k] = np.asarray(profile_fn(**dict(zip(param_dims, result.x))), dtype=np.float64)
+    return points, chosen
+
+
+def _bootstrap(y, sem, rows, fields, grid_rows, axes, objective, noise, ci, layout):
+    ix = layout.index
+    n_boot = noise.shape[0]
+    n_unit = y.shape[0]
+    dist = np.empty((n_boot, n_unit))
+    gain = np.empty((n_boot, n_unit))
+    params = np.empty((n_boot, n_unit, len(axes)))
+    for b in range(n_boot):
+        sample = y + sem * noise[b]
+        best = kernels.best_grid_point(sample, grid_rows, objective)
+        g, _, _, d = kernels.affine_map(sample, grid_rows[best], objective)
+        dist[b], gain[b], params[b] = d, g, _grid_points(best, axes)
+    tail = 100.0 * (1.0 - ci) / 2.0
+    for bound, q in (("lower", tail), ("upper", 100.0 - tail)):
+        fields[rows, ix[f"distance_ci:{bound}"]] = np.nanpercentile(dist, q, axis=0)
+        fields[rows, ix[f"gain_ci:{bound}"]] = np.nanpercentile(gain, q, axis=0)
+        for d, dim in enumerate(layout.param_dims):
+            fields[rows, ix[f"parameter_ci:{dim}:{bound}"]] = np.percentile(params[:, :, d], q, axis=0)
+
+
+# --- the output dataset ------------------------------------------------------------------------
+
+
+def _assemble(values, fields, curves, layout, window, grid, objective, refine, gaussian, n_bootstrap, seed, ci,
+              renormalized, profiles):
+    def field(name):
+        return fields.isel(field=layout.index[name], drop=True)
+
+    def stack(prefix, names, dim):
+        parts = [field(f"{prefix}:{n}") for n in names]
+        return xr.concat(parts, dim=dim, coords="minimal", compat="override").assign_coords({dim: list(names)})
+
+    lag = np.asarray(window, dtype=np.int64)
+    n_lag = len(window)
+    out = xr.Dataset(coords={"lag": lag})
+    out["profile"] = values.assign_coords(lag=lag)
+    out["fitted"] = curves.isel(curve=0, drop=True).assign_coords(lag=lag)
+    for name in ("distance", "gain", "offset", "grid_distance", "rss"):
+        out[name] = field(name)
+    out["inverse_temperature"] = field("gain")
+    out["parameters"] = stack("parameter", layout.param_dims, "parameter")
+    out["grid_parameters"] = stack("grid_parameter", layout.param_dims, "parameter")
+    n_cmr = layout.n_dim + 2
+    out["aic"], out["bic"] = _criteria(out["rss"], n_lag, n_cmr)
+    if gaussian:
+        out["gaussian_fitted"] = curves.isel(curve=1, drop=True).assign_coords(lag=lag)
+        out["gaussian_parameters"] = stack("gaussian", GAUSSIAN_PARAMETERS, "gaussian_parameter")
+        out["gaussian_distance"] = field("gaussian_distance")
+        out["gaussian_rss"] = field("gaussian_rss")
+        out["gaussian_aic"], out["gaussian_bic"] = _criteria(out["gaussian_rss"], n_lag, N_PARAMETERS_GAUSSIAN)
+    if n_bootstrap:
+        for name in ("distance", "gain"):
+            out[f"{name}_ci"] = stack(f"{name}_ci", ("lower", "upper"), "bound")
+        parts = [stack(f"parameter_ci:{dim}", ("lower", "upper"), "bound") for dim in layout.param_dims]
+        out["parameters_ci"] = xr.concat(parts, dim="parameter", coords="minimal", compat="override").assign_coords(
+            parameter=list(layout.param_dims))
+    _describe(out, objective)
+    refine_name = "none" if refine is False else ("grid_interpolation" if refine is True else "generator")
+    info = dict(objective=objective, lags=list(window), refine=refine_name, gaussian=int(bool(gaussian)),
+                n_bootstrap=n_bootstrap, seed=int(seed), ci=float(ci), grid_renormalized=int(renormalized),
+                grid_provenance=grid.attrs.get("provenance", ""), profiles_provenance=profiles.attrs.get("provenance", ""))
+    out.attrs.update(provenance_attrs("profile_fit", "cmr.profile_fit.fit_profiles", **info))
+    out.attrs.update(
+        objective=objective, refine=refine_name, profile_kind=str(profiles.attrs.get("profile_kind", "")),
+        grid_profile_kind=str(grid.attrs.get("profile_kind", "")), grid_renormalized=int(renormalized),
+        n_parameters_cmr=int(n_cmr), n_parameters_gaussian=N_PARAMETERS_GAUSSIAN if gaussian else 0,
+        unit_dims=" ".join(d for d in values.dims if d != "lag"),
+    )
+    if "unit_kind" in profiles.attrs:
+        out.attrs["unit_kind"] = profiles.attrs["unit_kind"]
+    return validate(out, "profile_fit")
+
+
+def _criteria(rss, n_lag, n_parameters):
+    """AIC and BIC as in :func:`information_criteria`, lazily for dask-backed ``rss``."""
+    base = n_lag * np.log(np.maximum(rss, np.finfo(np.float64).tiny) / n_lag)
+    return base + 2.0 * n_parameters, base + n_parameters * np.log(n_lag)
+
+
+_DESCRIPTIONS = {
+    "profile": "the unit's profile over the fitting window",
+    "fitted": "CMR profile after the affine map (gain * cmr + offset)",
+    "distance": "CMR distance mean_lag((fitted - profile)^2) / var_lag(profile)",
+    "gain": "gain of the affine map (>= 0)",
+    "offset": "offset of the affine map",
+    "inverse_temperature": "the gain read as an inverse temperature (the study's 1/tau; for a log-support grid the softmax inverse temperature)",
+    "grid_distance": "CMR distance at the best grid point, before refinement",
+    "rss": "residual sum of squares of the CMR fit",
+    "parameters": "fitted CMR parameters",
+    "grid_parameters": "best grid point",
+    "aic": "AIC = n ln(RSS/n) + 2k of the CMR fit (k = n_parameters_cmr)",
+    "bic": "BIC = n ln(RSS/n) + k ln(n) of the CMR fit",
+    "gaussian_fitted": "Gaussian baseline a + b exp(-(lag-mu)^2/(2 sigma^2))",
+    "gaussian_parameters": "Gaussian baseline parameters a, b, mu, sigma",
+    "gaussian_distance": "CMR distance of the Gaussian baseline",
+    "gaussian_rss": "residual sum of squares of the Gaussian baseline",
+    "gaussian_aic": "AIC of the Gaussian baseline (k = 4)",
+    "gaussian_bic": "BIC of the Gaussian baseline (k = 4)",
+    "distance_ci": "bootstrap percentile interval of the grid distance (profile + sem * z)",
+    "gain_ci": "bootstrap percentile interval of the gain",
+    "parameters_ci": "bootstrap percentile interval of the grid parameters",
+}
+
+
+def _describe(out, objective):
+    for name, text in _DESCRIPTIONS.items():
+        if name in out:
+            out[name].attrs["long_name"] = text
+    out["distance"].attrs["objective"] = objective
