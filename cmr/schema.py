@@ -195,9 +195,24 @@ def validate_ablation(ds: xr.Dataset) -> None:
         raise SchemaError(f"ablation dataset: modes must be 'zero' or 'mean'; got {', '.join(bad)}")
 
 
+def validate_recall_fit(ds: xr.Dataset) -> None:
+    """Check a recall_fit dataset (maximum-likelihood CMR fits per subject; docs/schema.md)."""
+    kind = "recall_fit"
+    _require_vars(ds, ["value", "logl", "n", "parameter", "free"], kind)
+    if "parameter" not in ds["value"].dims:
+        raise SchemaError(f"recall_fit dataset: 'value' needs dim 'parameter'; got {ds['value'].dims}")
+    units = tuple(d for d in ds["value"].dims if d != "parameter")
+    for name in ("logl", "n"):
+        _require_dims(ds[name], units, kind, name)
+    _require_dims(ds["free"], ["parameter"], kind, "free")
+    if not np.issubdtype(np.asarray(ds["n"].values).dtype, np.integer):
+        raise SchemaError(f"recall_fit dataset: 'n' must be integers; got {ds['n'].dtype}")
+
+
 _VALIDATORS = {
     "events": validate_events,
     "lag_profile": validate_lag_profile,
+    "recall_fit": validate_recall_fit,
     "recall_stat": validate_recall_stat,
     "profile_fit": validate_profile_fit,
     "ablation": validate_ablation,

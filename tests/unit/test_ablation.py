@@ -1,0 +1,195 @@
+"""Causal ablation: head sets, hooks at the head output, ICL scores and paired statistics.
+
+A tiny random Llama (2 layers, 4 query heads, 2 key/value heads: grouped-query attention) stands
+in for a language model; weight surgery on a copy (zeroing the head's columns of the output
+projection) is the oracle for zero ablation at ``hook_z``.
+"""
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+import xarray as xr
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from analyses import ablation
+from cmr.errors import ParameterError, SchemaError
+from cmr.io import load_dataset, save_dataset
+from tests.conftest import require
+
+EARLY, LATE, WINDOW = 5, 20, 2
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    torch = require("torch")
+    require("transformer_lens")
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformer_lens.model_bridge import TransformerBridge
+
+    torch.set_num_threads(1)
+    vocab = {f"w{i}": i for i in range(1, 64)} | {"<bos>": 0}
+    core = Tokenizer(models.WordLevel(vocab, unk_token="w1"))
+    core.pre_tokenizer = pre_tokenizers.Whitespace()
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=core, bos_token="<bos>", eos_token="<bos>", unk_token="w1",
+                                        add_bos_token=True, name_or_path="tiny-word-level")
+    config = LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+                         bos_token_id=0, eos_token_id=0)
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(config).eval()
+    reference = copy.deepcopy(model)
+    bridge = TransformerBridge.boot_transformers("tiny-llama", hf_model=model, tokenizer=tokenizer)
+    passages = np.random.default_rng(1).integers(1, 64, size=(5, 32))
+    return bridge, reference, passages
+
+
+def _reference_losses(model, passages, targets, bos=0):
+    import torch
+
+    with torch.inference_mode():
+        ids = torch.cat([torch.zeros((len(passages), 1), dtype=torch.long), torch.as_tensor(passages)], 1)
+        logp = torch.log_softmax(model(ids).logits.double(), -1)
+        return np.stack([[-logp[p, t, passages[p, t]].item() for t in targets] for p in range(len(passages))])
+
+
+def test_zero_ablation_at_hook_z_equals_weight_surgery(tiny):
+    bridge, reference, passages = tiny
+    targets = np.arange(1, 30)
+    base, _ = ablation.passage_losses(bridge, passages, targets, batch_size=2)
+    np.testing.assert_allclose(base, _reference_losses(reference, passages, targets), rtol=0, atol=1e-5)
+    heads = [(1, 1), (0, 3)]
+    ablated, _ = ablation.passage_losses(bridge, passages, targets, heads=heads, mode="zero", batch_size=2)
+    surgery = copy.deepcopy(reference)
+    d_head = 8
+    for layer, head in heads:
+        surgery.model.layers[layer].self_attn.o_proj.weight.data[:, head * d_head:(head + 1) * d_head] = 0
+    np.testing.assert_allclose(ablated, _reference_losses(surgery, passages, targets), rtol=0, atol=1e-5)
+    assert np.abs(ablated - base).max() > 1e-3  # ablating heads changes the outputs
+    again, _ = ablation.passage_losses(bridge, passages, targets, batch_size=3)
+    np.testing.assert_array_equal(again, base)  # hooks are removed afterwards
+
+
+def test_mean_ablation_uses_the_heads_mean_output(tiny):
+    bridge, reference, passages = tiny
+    import torch
+
+    targets = np.arange(1, 30)
+    _, means = ablation.passage_losses(bridge, passages, targets, capture_means=True, batch_size=2)
+    length = targets.max() + 1
+    ids = torch.cat([torch.zeros((len(passages), 1), dtype=torch.long), torch.as_tensor(passages[:, : length - 1])], 1)
+    with torch.inference_mode():
+        _, cache = bridge.run_with_cache(ids, names_filter=lambda n: n.endswith("attn.hook_z"))
+    expected = cache["blocks.1.attn.hook_z"][:, 1:].double().mean(dim=(0, 1)).numpy()
+    np.testing.assert_allclose(means[1], expected, atol=1e-6)
+    zero, _ = ablation.passage_losses(bridge, passages, targets, heads=[(1, 2)], mode="zero")
+    mean, _ = ablation.passage_losses(bridge, passages, targets, heads=[(1, 2)], mode="mean", means=means)
+    assert np.abs(zero - mean).max() > 1e-4
+    # oracle: mean ablation = zero ablation plus the constant W_O-projected mean added after attention
+    surgery = copy.deepcopy(reference)
+    o_proj = surgery.model.layers[1].self_attn.o_proj
+    shift = o_proj.weight.data[:, 16:24].double() @ torch.as_tensor(means[1, 2])
+    o_proj.weight.data[:, 16:24] = 0
+    o_proj.bias = torch.nn.Parameter(shift.float())
+    np.testing.assert_allclose(mean, _reference_losses(surgery, passages, targets), atol=1e-5)
+    with pytest.raises(ParameterError, match="means"):
+        ablation.passage_losses(bridge, passages, targets, heads=[(1, 2)], mode="mean")
+
+
+def test_run_ablation_dataset_round_trip(tiny, tmp_path):
+    bridge, _, passages = tiny
+    ds = ablation.run_ablation(bridge, passages, [(1, 0), (1, 3)], n_random=3, seed=4, early=EARLY, late=LATE,
+                               window=WINDOW, batch_size=2, progress=False, info={"model": "tiny"})
+    assert ds.sizes == {"mode": 2, "head_set": 4, "passage": 5, "member": 2, "comparison": 2}
+    assert list(ds["set_layer"].sel(head_set="top").values) == [1, 1]
+    effects = ds["icl_score"] - ds["baseline_icl_score"]
+    np.testing.assert_allclose(ds["mean_effect"], effects.mean("passage"))
+    top = effects.sel(head_set="top", mode="zero").values
+    assert ds["mean_difference"].sel(mode="zero", comparison="top_vs_none") == pytest.approx(top.mean())
+    path = save_dataset(ds, tmp_path / "ablation.nc")
+    back = load_dataset(path, kind="ablation")
+    xr.testing.assert_identical(back, ds)
+    with pytest.raises(SchemaError):
+        save_dataset(ds.drop_vars("baseline_icl_score"), tmp_path / "bad.nc")
+
+
+def test_scored_positions_must_fit_the_passage(tiny):
+    bridge, _, passages = tiny
+    with pytest.raises(ParameterError, match="windows"):
+        ablation.run_ablation(bridge, passages, [(0, 0)], n_random=1, early=5, late=40, window=2, progress=False)
+
+
+# --- head sets ------------------------------------------------------------------------------
+
+
+def test_parse_heads():
+    assert ablation.parse_heads("L18.H6, L17.H3,l2h0") == [(18, 6), (17, 3), (2, 0)]
+    for bad in ("", "18.6", "L1.H2,L1.H2"):
+        with pytest.raises(ParameterError):
+            ablation.parse_heads(bad)
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), layer_matched=st.booleans(),
+       target=st.lists(st.tuples(st.integers(0, 5), st.integers(0, 7)), min_size=1, max_size=8, unique=True))
+def test_random_sets_are_seeded_disjoint_and_layer_matched(seed, layer_matched, target):
+    sets = ablation.random_head_sets(6, 8, target, 5, seed, layer_matched=layer_matched)
+    assert sets == ablation.random_head_sets(6, 8, target, 5, seed, layer_matched=layer_matched)
+    for heads in sets:
+        assert len(heads) == len(set(heads)) == len(target)
+        assert not set(heads) & set(target)
+        if layer_matched:
+            assert sorted(l for l, _ in heads) == sorted(l for l, _ in target)
+
+
+def test_random_sets_depend_on_the_seed_and_refuse_impossible_matching():
+    target = [(0, 0), (3, 1)]
+    assert ablation.random_head_sets(30, 9, target, 20, 0) != ablation.random_head_sets(30, 9, target, 20, 1)
+    with pytest.raises(ParameterError, match="layer 2"):
+        ablation.random_head_sets(4, 3, [(2, 0), (2, 1)], 2, 0, layer_matched=True)
+    with pytest.raises(ParameterError, match="outside the model"):
+        ablation.random_head_sets(4, 3, [(4, 0)], 2, 0)
+
+
+def test_top_heads_from_fits_picks_smallest_finite_distance():
+    distance = np.array([[0.9, 0.1, np.nan], [0.05, 0.7, 0.3]])
+    fits = xr.Dataset({"distance": (("model", "layer", "head"), distance[None])},
+                      coords={"layer": [0, 1], "head": [0, 1, 2], "model": ["m"]})
+    assert ablation.top_heads_from_fits(fits, n_heads=3) == [(1, 0), (0, 1), (1, 2)]
+    assert ablation.top_heads_from_fits(fits, fraction=0.1) == [(1, 0)]
+    with pytest.raises(ParameterError, match="finite"):
+        ablation.top_heads_from_fits(fits, n_heads=6)
+    with pytest.raises(SchemaError, match="no variable"):
+        ablation.top_heads_from_fits(fits, variable="cmr_distance")
+
+
+# --- statistics -----------------------------------------------------------------------------
+
+
+def test_paired_statistics_match_scipy():
+    from scipy import stats
+
+    rng = np.random.default_rng(3)
+    top = rng.normal(0.3, 1.0, 40)
+    random_mean = rng.normal(0.0, 1.0, 40)
+    result = ablation.paired_statistics(top - random_mean)
+    expected = stats.ttest_rel(top, random_mean)
+    assert result["t_statistic"] == pytest.approx(expected.statistic, rel=1e-12)
+    assert result["t_pvalue"] == pytest.approx(expected.pvalue, rel=1e-12)
+    assert result["wilcoxon_pvalue"] == pytest.approx(stats.wilcoxon(top, random_mean).pvalue, rel=1e-12)
+    d = top - random_mean
+    assert result["cohens_dz"] == pytest.approx(d.mean() / d.std(ddof=1), rel=1e-12)
+
+
+def test_statistics_of_degenerate_samples_are_nan_not_invented():
+    result = ablation.paired_statistics(np.zeros(10))
+    assert result["mean_difference"] == 0.0
+    assert np.isnan(result["t_pvalue"]) and np.isnan(result["wilcoxon_pvalue"]) and np.isnan(result["cohens_dz"])
+
+
+def test_empirical_pvalue_hand_case():
+    assert ablation.empirical_pvalue(0.5, [0.1, 0.2, 0.6, 0.5]) == pytest.approx(3 / 5)
+    assert ablation.empirical_pvalue(1.0, np.zeros(19)) == pytest.approx(1 / 20)
