@@ -1,0 +1,95 @@
+"""Maximum-likelihood CMR fits: recovery on small data, the recall_fit dataset, errors."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from cmr.errors import ParameterError
+from cmr.events import from_recall_matrix
+from cmr.fit_recall import fit_recall, parameter_recovery
+from cmr.io import load_dataset, save_dataset
+from cmr.likelihood import log_likelihood
+from cmr.parameters import PARAMETER_NAMES, default_parameters
+from cmr.simulate import simulate_recalls
+
+FAST_DE = dict(popsize=8, tol=0.02, maxiter=60)
+
+
+@pytest.fixture(scope="module")
+def two_subjects():
+    """Two simulated subjects with different B_enc and T (24 lists of 12 items each)."""
+    truths = [dict(default_parameters(), B_enc=0.4, T=0.3, B_rec=0.8),
+              dict(default_parameters(), B_enc=0.85, T=0.1, B_rec=0.8)]
+    matrices = [simulate_recalls(p, 12, 30, rng=10 + i) for i, p in enumerate(truths)]
+    events = from_recall_matrix(np.concatenate(matrices), 12, subject=np.repeat(["s1", "s2"], 30))
+    return truths, events
+
+
+@pytest.fixture(scope="module")
+def fits(two_subjects):
+    _, events = two_subjects
+    return fit_recall(events, ["B_enc", "T"], fixed={"B_rec": 0.8}, seed=3, n_jobs=2, progress=False,
+                      de_options=FAST_DE)
+
+
+def test_recovers_known_parameters_roughly(two_subjects, fits):
+    truths, _ = two_subjects
+    assert list(fits["subject"].values) == ["s1", "s2"]
+    for i, truth in enumerate(truths):
+        got = fits["value"].isel(subject=i)
+        assert abs(float(got.sel(parameter="B_enc")) - truth["B_enc"]) < 0.15
+        assert abs(float(got.sel(parameter="T")) - truth["T"]) < 0.1
+        assert float(got.sel(parameter="B_rec")) == 0.8  # fixed stays fixed
+    assert fits["value"].sel(parameter="B_enc").values[0] < fits["value"].sel(parameter="B_enc").values[1]
+
+
+def test_fit_logl_is_the_likelihood_at_the_fitted_values(two_subjects, fits):
+    _, events = two_subjects
+    best = dict(zip(PARAMETER_NAMES, fits["value"].isel(subject=0).values.tolist()))
+    check = log_likelihood(events, best)
+    np.testing.assert_allclose(fits["logl"].values[0], check["logl"].values[0], rtol=1e-10)
+    np.testing.assert_array_equal(fits["n"].values, check["n"].values)
+    # the fit beats the generating parameters (maximum likelihood)
+    truth = log_likelihood(events, dict(two_subjects[0][0]))
+    assert fits["logl"].values[0] >= truth["logl"].values[0] - 1e-6
+
+
+def test_fit_dataset_round_trips_netcdf(fits, tmp_path):
+    path = save_dataset(fits, tmp_path / "fits.nc")
+    back = load_dataset(path, kind="recall_fit")
+    for name in ("value", "logl", "n", "free", "nfev", "success", "message"):
+        np.testing.assert_array_equal(back[name].values, fits[name].values)
+    info = json.loads(back.attrs["provenance"])
+    assert info["free"] == ["B_enc", "T"] and info["fixed"] == {"B_rec": 0.8} and info["seed"] == 3
+    assert fits["success"].dtype == np.int64 and (fits["nfev"] > 0).all() and (fits["n_nan"] == 0).all()
+
+
+def test_seeded_fits_are_reproducible(two_subjects):
+    _, events = two_subjects
+    one = events.isel(trial=slice(0, 10))
+    a = fit_recall(one, ["T"], seed=5, progress=False, de_options=FAST_DE, polish=False)
+    b = fit_recall(one, ["T"], seed=5, progress=False, de_options=FAST_DE, polish=False, n_jobs=2)
+    np.testing.assert_array_equal(a["value"].values, b["value"].values)
+
+
+def test_parameter_recovery_returns_truth_and_correlation():
+    rec = parameter_recovery(4, ["B_rec"], list_length=8, n_lists=10, seed=1, progress=False,
+                             de_options=dict(popsize=6, maxiter=20))
+    assert rec.sizes["subject"] == 4
+    assert np.isfinite(rec["correlation"].sel(parameter="B_rec"))
+    assert np.isnan(rec["correlation"].sel(parameter="T"))
+    assert (rec["true_value"].sel(parameter="T") == default_parameters()["T"]).all()
+
+
+def test_bad_free_and_fixed_raise(two_subjects):
+    _, events = two_subjects
+    with pytest.raises(ParameterError, match="both free and fixed"):
+        fit_recall(events, ["T"], fixed={"T": 0.2}, progress=False)
+    with pytest.raises(ParameterError, match="unknown"):
+        fit_recall(events, ["gamma"], progress=False)
+    with pytest.raises(ParameterError, match=r"B_rec must be in \[0, 1\]"):
+        fit_recall(events, ["T"], fixed={"B_rec": 1.5}, progress=False)
+    with pytest.raises(ParameterError, match="at least one"):
+        fit_recall(events, [], progress=False)
