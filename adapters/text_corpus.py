@@ -76,7 +76,7 @@ _COMMENT = re.compile(r"<!--.*?-->", re.S)
 _REF = re.compile(r"<ref[^>/]*/>|<ref[^>]*>.*?</ref>", re.S | re.I)
 _TAG_BLOCK = re.compile(r"<(math|gallery|timeline|syntaxhighlight|source|pre|score)[^>]*>.*?</\1>", re.S | re.I)
 _TAG = re.compile(r"</?[a-zA-Z][^>]*>")
-_FILE_LINK = re.compile(r"\[\[(?:File|Image|Category|[a-z]{2,3}(?:-[a-z]+)?):[^\[\]]*(?:\[\[[^\[\]]*\]\][^\[\]]*)*\]\]", re.I)
+_FILE_LINK_START = re.compile(r"\[\[\s*(?:File|Image|Category|Media|[a-z]{2,3}(?:-[a-z]+)?):", re.I)
 _LINK = re.compile(r"\[\[(?:[^\[\]|]*\|)?([^\[\]]*)\]\]")
 _EXT_LINK = re.compile(r"\[(?:https?|ftp)://[^\s\]]+\s*([^\]]*)\]")
 _BOLD_ITALIC = re.compile(r"'{2,}")
@@ -103,6 +103,28 @@ def _strip_nested(text: str, open_mark: str, close_mark: str) -> str:
     return "".join(out)
 
 
+def _strip_file_links(text: str) -> str:
+    """Remove ``[[File:...]]``-like links whole, captions with nested links included."""
+    out, i = [], 0
+    while True:
+        match = _FILE_LINK_START.search(text, i)
+        if match is None:
+            out.append(text[i:])
+            return "".join(out)
+        out.append(text[i:match.start()])
+        depth, j = 0, match.start()
+        while j < len(text):
+            if text.startswith("[[", j):
+                depth, j = depth + 1, j + 2
+            elif text.startswith("]]", j):
+                depth, j = depth - 1, j + 2
+                if depth == 0:
+                    break
+            else:
+                j += 1
+        i = j
+
+
 def clean_wiki_markup(markup: str) -> str:
     """Plain prose from MediaWiki markup: templates, tables, refs, files and tags removed.
 
@@ -114,8 +136,7 @@ def clean_wiki_markup(markup: str) -> str:
     text = _TAG_BLOCK.sub("", text)
     text = _strip_nested(text, "{{", "}}")
     text = _strip_nested(text, "{|", "|}")
-    for _ in range(3):  # file captions may contain links; peel from the inside out
-        text = _FILE_LINK.sub("", text)
+    text = _strip_file_links(text)
     text = _LINK.sub(r"\1", text)
     text = _EXT_LINK.sub(r"\1", text)
     text = _TAG.sub("", text)
@@ -132,16 +153,20 @@ def clean_wiki_markup(markup: str) -> str:
     return "\n\n".join(paragraphs)
 
 
+def _local_name(tag: str) -> str:
+    return tag.rsplit("}", 1)[-1]  # drop the XML namespace, if any
+
+
 def _mediawiki_documents(path: Path) -> list[str]:
     opener = bz2.open if path.suffix == ".bz2" else open
     documents = []
     try:
         with opener(path, "rb") as handle:
             for _, element in ET.iterparse(handle, events=("end",)):
-                if element.tag.rsplit("}", 1)[-1] != "page":
+                if _local_name(element.tag) != "page":
                     continue
-                ns = next((c.text for c in element if c.tag.endswith("}ns")), "0")
-                text_el = next((c for c in element.iter() if c.tag.endswith("}text")), None)
+                ns = next((c.text for c in element if _local_name(c.tag) == "ns"), "0")
+                text_el = next((c for c in element.iter() if _local_name(c.tag) == "text"), None)
                 raw = text_el.text if text_el is not None and text_el.text else ""
                 element.clear()
                 if ns != "0" or raw.lstrip().upper().startswith("#REDIRECT"):
