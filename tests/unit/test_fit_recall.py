@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from cmr.errors import ParameterError
-from cmr.events import from_recall_matrix
+from cmr.events import from_recall_matrix, from_table
 from cmr.fit_recall import fit_recall, parameter_recovery
 from cmr.io import load_dataset, save_dataset
 from cmr.likelihood import log_likelihood
@@ -93,3 +93,30 @@ def test_bad_free_and_fixed_raise(two_subjects):
         fit_recall(events, ["T"], fixed={"B_rec": 1.5}, progress=False)
     with pytest.raises(ParameterError, match="at least one"):
         fit_recall(events, [], progress=False)
+
+
+def test_cli_loglik_and_fit_recall(tmp_path, capsys):
+    from analyses.cli import main
+    from cmr.simulate import simulate_free_recall
+
+    table = simulate_free_recall(default_parameters(), 8, 6, subjects=2, rng=4)
+    csv = tmp_path / "data.csv"
+    table.to_csv(csv, index=False)
+    params = tmp_path / "params.json"
+    params.write_text(json.dumps(default_parameters()))
+    assert main(["loglik", str(csv), "--params", str(params)]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert set(printed) == {"total_logl", "n", "per_subject"} and set(printed["per_subject"]) == {"1", "2"}
+    assert np.isclose(printed["total_logl"], sum(v["logl"] for v in printed["per_subject"].values()))
+    direct = log_likelihood(from_table(table), default_parameters())
+    assert printed["total_logl"] == direct.attrs["total_logl"] and printed["n"] == direct.attrs["n"]
+    fixed = tmp_path / "fixed.json"
+    fixed.write_text(json.dumps({"B_rec": 0.9}))
+    out = tmp_path / "fits.nc"
+    assert main(["fit-recall", str(csv), "--free", "T", "--fixed", str(fixed), "-o", str(out),
+                 "--no-progress", "--bounds", "T=0.05:0.5"]) == 0
+    fits = load_dataset(out, kind="recall_fit")
+    assert 0.05 <= float(fits["value"].sel(parameter="T")[0]) <= 0.5
+    params.write_text(json.dumps({"T": 0.1}))
+    assert main(["loglik", str(csv), "--params", str(params)]) == 1
+    assert "missing CMR parameter" in capsys.readouterr().err
