@@ -12,6 +12,8 @@ import time
 
 BENCHMARKS = {
     "lag-crp": "analyses.bench.recall:bench_lag_crp",
+    "spc": "analyses.bench.recall:bench_spc",
+    "pfr": "analyses.bench.recall:bench_pfr",
 }
 
 
