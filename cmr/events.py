@@ -18,6 +18,8 @@ Two outside formats convert both ways:
 """
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 import xarray as xr
@@ -241,6 +243,7 @@ def from_table(table: pd.DataFrame, *, source: str = "DataFrame") -> xr.Dataset:
         attrs=provenance_attrs("events", "cmr.events.from_table", source=str(source)),
     )
     ds["study_item"].attrs["item_dtype"] = item_kind
+    ds.attrs["table_columns"] = json.dumps([str(c) for c in table.columns])
     return validate(ds, "events")
 
 
@@ -307,6 +310,9 @@ def to_table(events: xr.Dataset) -> pd.DataFrame:
             r_vals = np.full(n_r, np.nan if s_vals.dtype.kind == "f" else "", dtype=s_vals.dtype)
         table[column] = _restore_column(np.concatenate([s_vals, r_vals]), events[name].attrs.get("table_dtype"))
     frame = pd.DataFrame(table).iloc[order].reset_index(drop=True)
+    columns = json.loads(events.attrs.get("table_columns", "[]"))
+    if sorted(columns) == sorted(frame.columns):
+        frame = frame[columns]  # the column order of the original table
     return frame
 
 
