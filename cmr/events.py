@@ -44,7 +44,7 @@ def _integer_column(values: pd.Series, what: str) -> np.ndarray:
     bad = ~np.isfinite(floats) | (floats != np.round(floats))
     if bad.any():
         raise RecallDataError(
-            f"{what} must be integers; got {floats[bad][0]!r} ({int(bad.sum())} non-integer value(s))"
+            f"{what} must be integers; got {floats[bad][0].item()!r} ({int(bad.sum())} non-integer value(s))"
         )
     return floats.astype(np.int64)
 
@@ -54,6 +54,11 @@ def _label_values(values: pd.Series, what: str) -> np.ndarray:
     if pd.api.types.is_numeric_dtype(values.dtype) and not pd.api.types.is_bool_dtype(values.dtype):
         return _integer_column(values, what)
     return values.astype(str).to_numpy(dtype=object)
+
+
+def _label(value):
+    """A label as a plain Python value, for messages (``1``, not ``np.int64(1)``)."""
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def _item_strings(values: pd.Series) -> np.ndarray:
@@ -150,8 +155,8 @@ def from_table(table: pd.DataFrame, *, source: str = "DataFrame") -> xr.Dataset:
     if orphan.any():
         row = keys[orphan].iloc[0]
         raise RecallDataError(
-            f"recall events for a list with no study events: subject {row['subject']!r}, list "
-            f"{row['list']!r} ({int(orphan.sum())} recall row(s)); every list needs its study rows"
+            f"recall events for a list with no study events: subject {_label(row['subject'])!r}, list "
+            f"{_label(row['list'])!r} ({int(orphan.sum())} recall row(s)); every list needs its study rows"
         )
 
     # study events: positions exactly 1..n per list, items distinct within a list
@@ -176,7 +181,7 @@ def from_table(table: pd.DataFrame, *, source: str = "DataFrame") -> xr.Dataset:
         t = gaps[0]
         raise RecallDataError(
             f"study positions of each list must be 1..n without gaps; subject "
-            f"{study_keys['subject'][t]!r}, list {study_keys['list'][t]!r} has {counts[t]} study "
+            f"{_label(study_keys['subject'][t])!r}, list {_label(study_keys['list'][t])!r} has {counts[t]} study "
             f"events but positions up to {max_pos[t]}"
         )
     list_length = counts.astype(np.int64)
@@ -196,7 +201,7 @@ def from_table(table: pd.DataFrame, *, source: str = "DataFrame") -> xr.Dataset:
         i = int(np.nonzero(same)[0][0]) + 1
         raise RecallDataError(
             f"duplicate recall (output) position {r_pos[i]} in subject "
-            f"{study_keys['subject'][r_trial[i]]!r}, list {study_keys['list'][r_trial[i]]!r}; "
+            f"{_label(study_keys['subject'][r_trial[i]])!r}, list {_label(study_keys['list'][r_trial[i]])!r}; "
             "each output position must occur once per list"
         )
     n_recalled = np.bincount(r_trial, minlength=n_trials)
@@ -250,8 +255,8 @@ def from_table(table: pd.DataFrame, *, source: str = "DataFrame") -> xr.Dataset:
 def _where(what: str, study_keys: pd.DataFrame, row) -> str:
     t = int(row["trial"])
     return (
-        f"{what} {row['pos'] if what.endswith('position') else row['item']!r} in subject "
-        f"{study_keys['subject'][t]!r}, list {study_keys['list'][t]!r}"
+        f"{what} {_label(row['pos']) if what.endswith('position') else row['item']!r} in subject "
+        f"{_label(study_keys['subject'][t])!r}, list {_label(study_keys['list'][t])!r}"
     )
 
 
@@ -360,7 +365,9 @@ def from_recall_matrix(
         if not np.isfinite(matrix).all():
             raise RecallDataError("recall matrix must be integers; got NaN or infinite values")
         if (matrix != np.round(matrix)).any():
-            raise RecallDataError(f"recall matrix must be integers; got {matrix[matrix != np.round(matrix)][0]!r}")
+            raise RecallDataError(
+                f"recall matrix must be integers; got {matrix[matrix != np.round(matrix)][0].item()!r}"
+            )
     elif matrix.dtype.kind not in "iu":
         raise RecallDataError(f"recall matrix must be integers; got dtype {matrix.dtype}")
     matrix = np.ascontiguousarray(matrix, dtype=np.int64)
