@@ -178,3 +178,23 @@ def test_lag_profile_netcdf_round_trip_is_identical(tmp_path_factory, data):
     path = tmp_path_factory.mktemp("crp") / "crp.nc"
     save_dataset(crp, path)
     xr.testing.assert_identical(load_dataset(path, "lag_profile"), crp)
+
+
+def test_cli_lag_crp_writes_a_loadable_profile(tmp_path, capsys):
+    from analyses.cli import main
+    from cmr.io import load_dataset
+
+    source = tmp_path / "tiny.csv"
+    from cmr.events import to_table
+
+    to_table(from_recall_matrix(np.array([[4, 2, 3, 1], [1, 2, 0, 0]]), 4, subject=[1, 2])).to_csv(source, index=False)
+    out = tmp_path / "crp.nc"
+    assert main(["lag-crp", str(source), "-o", str(out), "--max-lag", "2"]) == 0
+    crp = load_dataset(out, "lag_profile")
+    assert crp["profile"].dims == ("subject", "lag") and crp["lag"].values.tolist() == [-2, -1, 0, 1, 2]
+    assert crp["actual"].sel(subject=1).values.tolist() == [2, 0, 0, 1, 0]
+    assert main(["lag-crp", str(source), "-o", str(out), "--pooled"]) == 0
+    assert load_dataset(out)["profile"].dims == ("lag",)
+    assert main(["lag-crp", "psifr:nope", "-o", str(tmp_path / "x.nc")]) == 1
+    assert "unknown bundled recall data set 'psifr:nope'" in capsys.readouterr().err
+    assert not (tmp_path / "x.nc").exists()
