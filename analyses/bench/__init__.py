@@ -11,6 +11,8 @@ import statistics
 import time
 
 BENCHMARKS = {
+    "likelihood": "analyses.bench.cmr_fit:bench_likelihood",
+    "fit-subject": "analyses.bench.cmr_fit:bench_fit_subject",
     "lag-crp": "analyses.bench.recall:bench_lag_crp",
     "spc": "analyses.bench.recall:bench_spc",
     "pfr": "analyses.bench.recall:bench_pfr",
