@@ -226,7 +226,7 @@ def refine_lsq(unit_rows, start_points, axes, axis_start, axis_size, strides, gr
                     _interpolate(trial, axes, axis_start, axis_size, strides, grid, profile)
                     n_eval += 1
                     dist = _lsq_distance(unit_rows[u], profile)
-                    if dist < move_best:
+                    if dist < move_best - 1e-14:  # a real improvement, not rounding noise
                         move_best = dist
                         move_d = d
                         move_to = value
@@ -235,6 +235,7 @@ def refine_lsq(unit_rows, start_points, axes, axis_start, axis_size, strides, gr
             if move_d >= 0:
                 x[move_d] = move_to
                 best = move_best
+                step[move_d] = min(2.0 * step[move_d], 0.5 * spacing[move_d])
             else:
                 for d in range(n_dim):
                     step[d] *= 0.5
@@ -260,24 +261,18 @@ def gaussian_curve(lags, params):
     return a + b * np.exp(-((lags - mu) ** 2) / (2.0 * sigma**2))
 
 
-def fit_gaussian(lags, profile):
-    """Bounded least-squares Gaussian bump, started from the peak lag, the min and the range.
+def polish_gaussian(lags, profile, start):
+    """Bounded scipy least-squares polish of a Gaussian fit from ``start = (a, b, mu, sigma)``.
 
-    Bounds: ``b >= 0`` (a bump, as CMR's gain >= 0), ``mu`` within the window,
-    ``0.1 <= sigma <= 2 * window width``; two starts (``sigma`` 1 and 3), the better kept.
-
-    Returns
-    -------
-    params : ndarray (4,) ``(a, b, mu, sigma)``; fitted : ndarray (n_lag,)
+    Bounds as in :func:`fit_gaussians`: ``b >= 0``, ``mu`` within the window,
+    ``sigma`` in [0.1, 2 * window width]. Returns the polished parameters (4,).
     """
     from scipy.optimize import least_squares
 
     width = float(lags[-1] - lags[0])
-    low = np.array([-np.inf, 0.0, lags[0], 0.1])
+    low = np.array([-np.inf, 0.0, lags[0], SIGMA_LOW])
     high = np.array([np.inf, np.inf, lags[-1], 2.0 * width])
-    floor = profile.min()
-    span = profile.max() - floor
-    peak = float(lags[np.argmax(profile)])
+    span = profile.max() - profile.min()
     scale = span if span > 0 else 1.0
 
     def residual(params):
@@ -289,11 +284,102 @@ def fit_gaussian(lags, profile):
         columns = (np.ones_like(lags), bump, b * bump * (lags - mu) / sigma**2, b * bump * (lags - mu) ** 2 / sigma**3)
         return np.stack(columns, axis=1) / scale
 
-    best = None
-    for sigma0 in (1.0, 3.0):
-        start = np.clip(np.array([floor, span, peak, sigma0]), low, high)
-        result = least_squares(residual, start, jac=jacobian, bounds=(low, high), method="trf",
-                               x_scale=np.array([scale, scale, 1.0, 1.0]))
-        if best is None or result.cost < best.cost:
-            best = result
-    return best.x, gaussian_curve(lags, best.x)
+    start = np.clip(np.asarray(start, dtype=np.float64), low, high)
+    result = least_squares(residual, start, jac=jacobian, bounds=(low, high), method="trf",
+                           x_scale=np.array([scale, scale, 1.0, 1.0]), ftol=1e-10, xtol=1e-10, gtol=1e-10)
+    return result.x
+
+
+#: smallest Gaussian width (lags)
+SIGMA_LOW = 0.1
+
+
+@njit(cache=True, nogil=True)
+def _gaussian_rss(lags, centred_y, ss_y, mu, sigma, coef):
+    """RSS of the best ``a + b * bump`` (``b >= 0``) for fixed ``mu, sigma``; ``coef`` gets (a, b)."""
+    n = lags.shape[0]
+    mean_g = 0.0
+    for k in range(n):
+        mean_g += np.exp(-((lags[k] - mu) ** 2) / (2.0 * sigma * sigma))
+    mean_g /= n
+    ss_g = 0.0
+    cross = 0.0
+    for k in range(n):
+        g = np.exp(-((lags[k] - mu) ** 2) / (2.0 * sigma * sigma)) - mean_g
+        ss_g += g * g
+        cross += g * centred_y[k]
+    b = cross / ss_g if ss_g > 1e-300 and cross > 0.0 else 0.0
+    coef[1] = b
+    coef[0] = -b * mean_g  # plus mean(y), added by the caller
+    return ss_y - b * cross if b > 0.0 else ss_y
+
+
+@njit(cache=True, nogil=True)
+def fit_gaussians(lags, profiles, sigma_low, sigma_high, n_mu, n_sigma, rel_tol):
+    """Gaussian baseline for many units by variable projection (no validation).
+
+    For fixed ``(mu, sigma)`` the best ``(a, b >= 0)`` is closed-form, so only ``mu`` (within
+    the window) and ``log sigma`` (within ``[sigma_low, sigma_high]``) are searched: a lattice
+    of ``n_mu x n_sigma`` starts (which includes the peak lag), then a compass search from the
+    best one down to steps of ``rel_tol`` times the lattice spacing.
+
+    Returns
+    -------
+    params : (n_unit, 4) ``a, b, mu, sigma``; rss : (n_unit,)
+    """
+    n_unit, n_lag = profiles.shape
+    params = np.empty((n_unit, 4))
+    rss = np.empty(n_unit)
+    mu_low = lags[0]
+    mu_high = lags[n_lag - 1]
+    log_low = np.log(sigma_low)
+    log_high = np.log(sigma_high)
+    mu_step = (mu_high - mu_low) / (n_mu - 1)
+    log_step = (log_high - log_low) / (n_sigma - 1)
+    centred = np.empty(n_lag)
+    coef = np.empty(2)
+    for u in range(n_unit):
+        mean_y = 0.0
+        for k in range(n_lag):
+            mean_y += profiles[u, k]
+        mean_y /= n_lag
+        ss_y = 0.0
+        for k in range(n_lag):
+            centred[k] = profiles[u, k] - mean_y
+            ss_y += centred[k] * centred[k]
+        best = np.inf
+        best_mu = mu_low
+        best_log = log_low
+        for i in range(n_mu):
+            for j in range(n_sigma):
+                mu = mu_low + i * mu_step
+                log_sigma = log_low + j * log_step
+                value = _gaussian_rss(lags, centred, ss_y, mu, np.exp(log_sigma), coef)
+                if value < best:
+                    best, best_mu, best_log = value, mu, log_sigma
+        step_mu = 0.5 * mu_step
+        step_log = 0.5 * log_step
+        while step_mu > rel_tol * mu_step:
+            moved = False
+            for d in range(4):
+                mu = best_mu + (step_mu if d == 0 else (-step_mu if d == 1 else 0.0))
+                log_sigma = best_log + (step_log if d == 2 else (-step_log if d == 3 else 0.0))
+                mu = min(mu_high, max(mu_low, mu))
+                log_sigma = min(log_high, max(log_low, log_sigma))
+                value = _gaussian_rss(lags, centred, ss_y, mu, np.exp(log_sigma), coef)
+                if value < best - 1e-14 * ss_y:  # a real improvement, not rounding noise
+                    best, best_mu, best_log = value, mu, log_sigma
+                    moved = True
+            if moved:  # expand after a success, so long valleys are crossed quickly
+                step_mu = min(2.0 * step_mu, 0.5 * mu_step)
+                step_log = min(2.0 * step_log, 0.5 * log_step)
+            else:
+                step_mu *= 0.5
+                step_log *= 0.5
+        _gaussian_rss(lags, centred, ss_y, best_mu, np.exp(best_log), coef)
+        params[u, 0] = coef[0] + mean_y
+        params[u, 1] = coef[1]
+        params[u, 2] = best_mu
+        params[u, 3] = np.exp(best_log)
+        rss[u] = max(best, 0.0)
+    return params, rss

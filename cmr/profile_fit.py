@@ -81,7 +81,8 @@ def fit_profiles(
         bounds. A callable ``profile_fn(**params) -> ndarray (n_lag,)`` (e.g. teacher-forced
         CMR profiles over ``lags``) is refined instead with bounded scipy Powell.
     gaussian : bool
-        Also fit ``a + b exp(-(lag-mu)^2/(2 sigma^2))`` (see :func:`_profile_fit.fit_gaussian`).
+        Also fit ``a + b exp(-(lag-mu)^2/(2 sigma^2))`` (``b >= 0``, ``mu`` in the window,
+        ``0.1 <= sigma <= 2 * width``; see docs/fitting.md).
     n_bootstrap, seed, ci : int, int, float
         If ``n_bootstrap > 0``, percentile intervals (level ``ci``) of distance, gain and grid
         parameters from refits of ``profile + sem * z`` (``z`` standard normal per lag, drawn
@@ -315,17 +316,32 @@ def _fit_units(y, sem, rows, fields, curves, lags, grid_rows, axes, objective, r
         fields[rows, ix[f"parameter:{dim}"]] = points[:, d]
     curves[rows, 0] = fitted
     if gaussian:
-        for k, row in enumerate(rows):
-            params, g_fitted = kernels.fit_gaussian(lags, y[k])
-            curves[row, 1] = g_fitted
-            for name, value in zip(GAUSSIAN_PARAMETERS, params):
-                fields[row, ix[f"gaussian:{name}"]] = value
-        g_fit = curves[rows, 1]
-        g_dist = kernels.cmr_distance(g_fit, y)
+        g_params, g_dist = _gaussian_baseline(lags, y)
+        curves[rows, 1] = np.stack([kernels.gaussian_curve(lags, p) for p in g_params])
+        for i, name in enumerate(GAUSSIAN_PARAMETERS):
+            fields[rows, ix[f"gaussian:{name}"]] = g_params[:, i]
         fields[rows, ix["gaussian_distance"]] = g_dist
         fields[rows, ix["gaussian_rss"]] = g_dist * n_lag * y.var(axis=1)
     if noise.shape[0]:
         _bootstrap(y, sem, rows, fields, grid_rows, axes, objective, noise, ci, layout)
+
+
+def _gaussian_baseline(lags, y):
+    """Gaussian baseline: variable-projection lattice + compass search, then scipy polish.
+
+    The lattice over (mu, log sigma) contains the peak lag, so the study's suggested start
+    (peak lag, min, range) is among the starts; the bounded scipy ``least_squares`` polish
+    is kept only where it lowers the distance.
+    """
+    width = float(lags[-1] - lags[0])
+    params, _ = kernels.fit_gaussians(lags, y, kernels.SIGMA_LOW, 2.0 * width, 4 * int(width) + 1, 16, 1e-4)
+    distance = kernels.cmr_distance(np.stack([kernels.gaussian_curve(lags, p) for p in params]), y)
+    for k in range(y.shape[0]):
+        polished = kernels.polish_gaussian(lags, y[k], params[k])
+        polished_distance = kernels.cmr_distance(kernels.gaussian_curve(lags, polished), y[k])
+        if polished_distance < distance[k]:
+            params[k], distance[k] = polished, polished_distance
+    return params, distance
 
 
 def _refine(y, grid_points, grid_rows, axes, refine, param_dims):
