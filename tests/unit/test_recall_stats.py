@@ -116,7 +116,7 @@ def recall_matrices(draw):
     return np.array(rows, dtype=np.int64), length
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(recall_matrices())
 def test_compound_sums_to_simple_crp_on_second_transitions(data):
     recalls, length = data
