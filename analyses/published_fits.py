@@ -1,0 +1,118 @@
+"""Fit every published head profile with `paper`, `lsq` and the fair Gaussian baseline.
+
+Reproduces the comparison table of docs/fitting.md from the study's published files
+(``head_profiles.csv.gz`` and ``cmr_crp_grid.npz``, Ji-An, Zhou, Benna & Mattar, NeurIPS 2024):
+
+    .venv/bin/python -m analyses.published_fits [--reference DIR] [-o TABLE.md] [--fits-dir DIR]
+
+Models: gpt2-small, the four Pythia models at their final checkpoint (142 = step 143000),
+qwen-7b, mistral-7b, llama3-8b; window -5..+5; CMR distance < 0.5 counts as "CMR-like".
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+MODELS = (
+    "gpt2-small",
+    "pythia-70m-deduped-v0",
+    "pythia-410m-deduped-v0",
+    "pythia-2.8b-deduped-v0",
+    "pythia-12b-deduped-v0",
+    "qwen-7b",
+    "mistral-7b",
+    "llama3-8b",
+)
+THRESHOLD = 0.5
+
+
+def default_reference() -> Path:
+    return Path(__file__).resolve().parents[1].parent / "shared" / "reference"
+
+
+def fit_model(profiles_path, grid, model):
+    """Fits of one model's heads at its final checkpoint: (paper fit, lsq fit with Gaussian)."""
+    from adapters.published import read_published_profiles
+    from cmr.profile_fit import fit_profiles
+
+    heads = read_published_profiles(profiles_path, model=model, checkpoint="final", metrics=False)
+    paper = fit_profiles(heads, grid, objective="paper", gaussian=False)
+    lsq = fit_profiles(heads, grid, objective="lsq", gaussian=True)
+    return paper, lsq
+
+
+def summarise(model, paper, lsq) -> dict:
+    d_paper = paper["distance"].values.ravel()
+    d_lsq = lsq["distance"].values.ravel()
+    d_gauss = lsq["gaussian_distance"].values.ravel()
+    g_aic = lsq["gaussian_aic"].values.ravel()
+    return {
+        "model": model,
+        "checkpoint": int(paper["checkpoint"].values[0]),
+        "heads": int(d_paper.size),
+        "paper_below": float(np.mean(d_paper < THRESHOLD)),
+        "paper_median": float(np.median(d_paper)),
+        "lsq_below": float(np.mean(d_lsq < THRESHOLD)),
+        "lsq_median": float(np.median(d_lsq)),
+        "gauss_below": float(np.mean(d_gauss < THRESHOLD)),
+        "gauss_median": float(np.median(d_gauss)),
+        "gauss_beats_paper_aic": int(np.sum(g_aic < paper["aic"].values.ravel())),
+        "gauss_beats_lsq_aic": int(np.sum(g_aic < lsq["aic"].values.ravel())),
+        "gauss_beats_lsq_aic_cmr_like": int(np.sum((g_aic < lsq["aic"].values.ravel()) & (d_lsq < THRESHOLD))),
+        "cmr_like_lsq": int(np.sum(d_lsq < THRESHOLD)),
+    }
+
+
+def markdown(rows) -> str:
+    head = (
+        "| model (checkpoint) | heads | paper: d<0.5 | paper: median d | lsq: d<0.5 | lsq: median d "
+        "| Gaussian: d<0.5 | Gaussian: median d | Gaussian better by AIC than paper / lsq "
+        "| ... among lsq d<0.5 heads |\n|---|---|---|---|---|---|---|---|---|---|\n"
+    )
+    lines = []
+    for r in rows:
+        lines.append(
+            f"| {r['model']} ({r['checkpoint']}) | {r['heads']} | {100 * r['paper_below']:.0f}% | {r['paper_median']:.3f} "
+            f"| {100 * r['lsq_below']:.0f}% | {r['lsq_median']:.3f} | {100 * r['gauss_below']:.0f}% "
+            f"| {r['gauss_median']:.3f} | {r['gauss_beats_paper_aic']} / {r['gauss_beats_lsq_aic']} "
+            f"({100 * r['gauss_beats_lsq_aic'] / r['heads']:.0f}%) "
+            f"| {r['gauss_beats_lsq_aic_cmr_like']} of {r['cmr_like_lsq']} |"
+        )
+    return head + "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--reference", type=Path, default=default_reference(), help="shared/reference folder")
+    parser.add_argument("-o", "--output", type=Path, default=None, help="write the markdown table here")
+    parser.add_argument("--fits-dir", type=Path, default=None, help="also save each model's fits as netCDF here")
+    parser.add_argument("--models", nargs="*", default=list(MODELS), help="models to fit (default all)")
+    args = parser.parse_args(argv)
+
+    from adapters.published_grid import load_published_grid
+    from cmr.io import save_dataset
+
+    profiles_path = args.reference / "icl-cmr" / "head_profiles.csv.gz"
+    grid = load_published_grid(args.reference / "icl-cmr" / "cmr_crp_grid.npz")
+    rows = []
+    for model in args.models:
+        start = time.perf_counter()
+        paper, lsq = fit_model(profiles_path, grid, model)
+        rows.append(summarise(model, paper, lsq))
+        if args.fits_dir is not None:
+            save_dataset(paper, args.fits_dir / f"{model}_paper.nc")
+            save_dataset(lsq, args.fits_dir / f"{model}_lsq.nc")
+        print(f"{model}: {rows[-1]['heads']} heads in {time.perf_counter() - start:.1f} s", file=sys.stderr)
+    table = markdown(rows)
+    if args.output is not None:
+        args.output.write_text(table)
+    print(table)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
