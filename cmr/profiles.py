@@ -1,0 +1,276 @@
+"""CMR lag-profile generators: labelled ``lag_profile`` datasets over parameter grids.
+
+Every generator returns a ``lag_profile`` dataset (docs/schema.md) whose batch dims are the
+parameter dims (``beta_enc``, ``beta_rec``, ``gamma`` for the paper's variant) and whose core
+dim is ``lag``; attrs ``unit_kind="cmr_parameters"`` and ``profile_kind`` say what it holds:
+
+* ``cmr_mc_crp``: the study's Monte Carlo lag distribution (:func:`paper_mc_grid`), with its
+  Monte Carlo standard error ``sem`` and the study's SEM over start positions ``sem_start``;
+* ``cmr_tf_prob`` / ``cmr_tf_logsupport``: teacher-forced deterministic profiles (DESIGN 2c;
+  :func:`paper_teacher_forced_grid`), the principled analogue of attention probabilities and
+  pre-softmax scores.
+
+See docs/equations.md for the equations and docs/benchmarks.md for timings.
+"""
+from __future__ import annotations
+
+import numpy as np
+import xarray as xr
+
+from . import _paper
+from .errors import ParameterError, ProfileError
+from .paper_variant import (
+    STUDY_LIST_LENGTH,
+    STUDY_MAX_LAG,
+    STUDY_MAX_RECALLS,
+    STUDY_N_TRIALS,
+    check_parameters,
+    paper_lag_statistics,
+)
+from .schema import provenance_attrs, validate
+
+__all__ = [
+    "PARAMETER_DIMS",
+    "paper_grid_axes",
+    "paper_mc_grid",
+    "paper_teacher_forced_grid",
+    "cut_lag_window",
+]
+
+PARAMETER_DIMS = ("beta_enc", "beta_rec", "gamma")
+_DISTRIBUTION_KINDS = ("cmr_mc_crp", "cmr_tf_prob")
+
+
+def paper_grid_axes() -> dict[str, np.ndarray]:
+    """The study's grid: beta_enc 0.05..1 by 0.05, beta_rec 0..1 by 0.05, gamma 0..1 by 0.1 (4,620 points)."""
+    return {
+        "beta_enc": np.round(0.05 * np.arange(1, 21), 2),
+        "beta_rec": np.round(0.05 * np.arange(0, 21), 2),
+        "gamma": np.round(0.1 * np.arange(0, 11), 1),
+    }
+
+
+def _grid_axes(beta_enc, beta_rec, gamma) -> dict[str, np.ndarray]:
+    """Validated 1-d parameter axes (defaults: the study's grid)."""
+    defaults = paper_grid_axes()
+    axes = {}
+    for name, value in (("beta_enc", beta_enc), ("beta_rec", beta_rec), ("gamma", gamma)):
+        arr = defaults[name] if value is None else np.atleast_1d(np.asarray(value, dtype=np.float64))
+        if arr.ndim != 1 or arr.size == 0:
+            raise ParameterError(f"{name} must be a non-empty 1-d sequence of values; got shape {arr.shape}")
+        if arr.size > 1 and (np.diff(arr) <= 0).any():
+            raise ParameterError(f"{name} values must be strictly increasing (no duplicates); got {arr.tolist()}")
+        axes[name] = np.ascontiguousarray(arr)
+    check_parameters(axes["beta_enc"][:, None, None], axes["beta_rec"][None, :, None], axes["gamma"][None, None, :])
+    return axes
+
+
+def _lag_window(lags, default_max: int) -> np.ndarray:
+    """Validated int64 lag window (strictly increasing integers)."""
+    if lags is None:
+        return np.arange(-default_max, default_max + 1, dtype=np.int64)
+    arr = np.atleast_1d(np.asarray(lags))
+    if arr.ndim != 1 or arr.size == 0 or arr.dtype.kind not in "iu":
+        raise ProfileError(f"lags must be a non-empty 1-d sequence of integers; got {lags!r}")
+    arr = arr.astype(np.int64)
+    if (np.diff(arr) <= 0).any():
+        raise ProfileError(f"lags must be strictly increasing integers; got {arr.tolist()}")
+    return arr
+
+
+def _mesh(axes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    grids = np.meshgrid(axes["beta_enc"], axes["beta_rec"], axes["gamma"], indexing="ij")
+    return tuple(np.ascontiguousarray(g.ravel()) for g in grids)
+
+
+def _dataset(axes, lags, variables: dict, profile_kind: str, created_by: str, **info) -> xr.Dataset:
+    shape = tuple(axes[d].size for d in PARAMETER_DIMS) + (lags.size,)
+    dims = (*PARAMETER_DIMS, "lag")
+    ds = xr.Dataset(
+        {name: (dims, np.ascontiguousarray(values.reshape(shape), dtype=np.float64)) for name, values in variables.items()},
+        coords={**{d: axes[d] for d in PARAMETER_DIMS}, "lag": lags},
+    )
+    ds.attrs.update(provenance_attrs("lag_profile", created_by, variant="paper", **info))
+    ds.attrs["profile_kind"] = profile_kind
+    ds.attrs["unit_kind"] = "cmr_parameters"
+    return validate(ds, "lag_profile")
+
+
+def _cut(profile: np.ndarray, sems: list[np.ndarray], full_lags: np.ndarray, lags: np.ndarray):
+    """Select ``lags`` from distributions over ``full_lags`` and renormalise to sum 1.
+
+    SEMs are scaled by the same factor (first order; the covariance with the window's mass
+    is ignored).
+    """
+    index = np.searchsorted(full_lags, lags)
+    cut = profile[..., index]
+    mass = cut.sum(axis=-1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return cut / mass, [s[..., index] / mass for s in sems]
+
+
+def paper_mc_grid(
+    beta_enc=None,
+    beta_rec=None,
+    gamma=None,
+    *,
+    n_trials: int = STUDY_N_TRIALS,
+    seed: int = 0,
+    lags=None,
+    list_length: int = STUDY_LIST_LENGTH,
+    start_positions=None,
+    max_recalls: int = STUDY_MAX_RECALLS,
+    closed_forms: bool = True,
+    n_threads: int | None = None,
+    progress: bool | None = None,
+) -> xr.Dataset:
+    """The study's Monte Carlo lag distributions of the paper's variant on a parameter grid.
+
+    Parameters
+    ----------
+    beta_enc, beta_rec, gamma : sequence of float, optional
+        Grid axes (strictly increasing); default: the study's grid (:func:`paper_grid_axes`).
+    n_trials : int
+        Trials per start position (the study: 500).
+    seed : int
+        Base seed; each point's stream depends only on the seed and its parameter values, so
+        any sub-grid reproduces the same points of a larger grid exactly.
+    lags : sequence of int, optional
+        Output lags (default -8..8). Lags -8..+8 are always simulated (the study's histogram);
+        a narrower window (e.g. ``range(-5, 6)``, the study's fitting window) is cut from the
+        averaged distribution and renormalised; a wider one widens the histogram.
+    list_length, start_positions, max_recalls, closed_forms, n_threads, progress
+        See :func:`cmr.paper_variant.paper_lag_statistics`.
+
+    Returns
+    -------
+    xarray.Dataset
+        ``lag_profile`` with dims (beta_enc, beta_rec, gamma, lag): ``profile`` (sums to 1 over
+        ``lag``), ``sem`` (its Monte Carlo standard error: delta method per start position,
+        combined over starts; 0 at closed-form points), ``sem_start`` (the study's SEM over
+        start positions, ddof=1). attrs ``profile_kind="cmr_mc_crp"``,
+        ``unit_kind="cmr_parameters"``, provenance with every setting and the seed.
+    """
+    axes = _grid_axes(beta_enc, beta_rec, gamma)
+    window = _lag_window(lags, STUDY_MAX_LAG)
+    max_lag = max(STUDY_MAX_LAG, int(np.abs(window).max()))
+    stats = paper_lag_statistics(
+        *_mesh(axes), list_length=list_length, start_positions=start_positions, n_trials=n_trials,
+        max_recalls=max_recalls, max_lag=max_lag, seed=seed, closed_forms=closed_forms,
+        n_threads=n_threads, progress=progress,
+    )
+    per_start, per_start_var = stats["per_start"], stats["per_start_var"]
+    n_starts = per_start.shape[1]
+    profile = per_start.mean(axis=1)
+    mc_sem = np.sqrt(per_start_var.sum(axis=1)) / n_starts
+    start_sem = per_start.std(axis=1, ddof=1) / np.sqrt(n_starts) if n_starts > 1 else np.full_like(profile, np.nan)
+    full_lags = np.arange(-max_lag, max_lag + 1, dtype=np.int64)
+    if window.min() < -max_lag or window.max() > max_lag:
+        raise ProfileError(f"lags must lie within -{max_lag}..{max_lag}; got {window.tolist()}")
+    if not np.array_equal(window, full_lags):
+        profile, (mc_sem, start_sem) = _cut(profile, [mc_sem, start_sem], full_lags, window)
+    ds = _dataset(
+        axes, window, {"profile": profile, "sem": mc_sem, "sem_start": start_sem}, "cmr_mc_crp",
+        "cmr.profiles.paper_mc_grid",
+        n_trials=int(n_trials), seed=int(seed), list_length=int(list_length), max_recalls=int(max_recalls),
+        simulated_max_lag=max_lag, closed_forms=int(bool(closed_forms)),
+        start_positions=[int(s) for s in (np.arange(1, 21) if start_positions is None else np.atleast_1d(start_positions))],
+        n_closed_form_points=int(stats["closed_form"].sum()),
+    )
+    ds["profile"].attrs["long_name"] = "probability of a recall transition at this lag (the study's CRP)"
+    ds["sem"].attrs["long_name"] = "Monte Carlo standard error of profile"
+    ds["sem_start"].attrs["long_name"] = "SEM of profile over recall start positions (as the study saved it)"
+    return ds
+
+
+def paper_teacher_forced_grid(
+    beta_enc=None,
+    beta_rec=None,
+    gamma=None,
+    *,
+    kind: str = "prob",
+    lags=None,
+    list_length: int = STUDY_LIST_LENGTH,
+    floor: float = 1e-10,
+) -> xr.Dataset:
+    """Teacher-forced (deterministic) lag profiles of the paper's variant on a parameter grid.
+
+    Study, then "recall" items 1..N in study order (DESIGN 2c): context starts one-hot at
+    item 1 (the study's start-state convention), and each forced recall k >= 2 updates it
+    with the paper's rule. At each step the support ``F = M^T t`` over the N studied items is
+    normalised to probabilities ``P_k``; the profile at a lag is the mean of ``P_k(k + lag)``
+    (``kind="prob"``) or of ``log(max(P_k(k + lag), floor))`` (``kind="logsupport"``) over the
+    steps where item k + lag exists. ``log P_k`` is the log-support up to a per-step constant,
+    the analogue of pre-softmax attention scores (softmax(log P) = P).
+
+    Parameters
+    ----------
+    beta_enc, beta_rec, gamma : sequence of float, optional
+        Grid axes; default: the study's grid.
+    kind : {"prob", "logsupport"}
+    lags : sequence of int, optional
+        Default -8..8.
+    list_length : int
+        N, the number of studied and forced items (default 100, as the heads' prompts).
+    floor : float
+        Probability floor before the log (the paper's variant gives exact zeros, e.g. all
+        backward lags at beta_rec = 1, gamma = 0); recorded in the attrs.
+
+    Returns
+    -------
+    xarray.Dataset
+        ``lag_profile`` with dims (beta_enc, beta_rec, gamma, lag) and ``profile`` only;
+        ``profile_kind`` ``"cmr_tf_prob"`` or ``"cmr_tf_logsupport"``.
+    """
+    if kind not in ("prob", "logsupport"):
+        raise ProfileError(f"kind must be 'prob' or 'logsupport'; got {kind!r}")
+    if isinstance(list_length, bool) or not isinstance(list_length, (int, np.integer)) or list_length < 2:
+        raise ProfileError(f"list_length must be an integer >= 2; got {list_length!r}")
+    if not (isinstance(floor, (int, float, np.floating)) and 0.0 < float(floor) < 1.0):
+        raise ProfileError(f"floor must be a probability in (0, 1); got {floor!r}")
+    axes = _grid_axes(beta_enc, beta_rec, gamma)
+    window = _lag_window(lags, STUDY_MAX_LAG)
+    max_lag = int(np.abs(window).max())
+    if max_lag >= list_length:
+        raise ProfileError(f"lags must lie within -(N-1)..N-1 = {1 - list_length}..{list_length - 1}; got {window.tolist()}")
+    b_enc, b_rec, g = _mesh(axes)
+    prob, log_prob = _paper.teacher_forced_grid(1.0 - b_enc, b_rec, g, int(list_length), max_lag, float(floor))
+    index = window + max_lag
+    values = (prob if kind == "prob" else log_prob)[:, index]
+    ds = _dataset(
+        axes, window, {"profile": values}, f"cmr_tf_{kind}", "cmr.profiles.paper_teacher_forced_grid",
+        list_length=int(list_length), floor=float(floor), teacher_forced=1,
+    )
+    ds.attrs["floor"] = float(floor)
+    ds["profile"].attrs["long_name"] = (
+        "mean retrieval probability at this lag, recall forced in study order" if kind == "prob"
+        else "mean log retrieval probability at this lag, recall forced in study order"
+    )
+    return ds
+
+
+def cut_lag_window(profiles: xr.Dataset, lags) -> xr.Dataset:
+    """Cut a distribution-valued CMR profile dataset to ``lags`` and renormalise to sum 1.
+
+    The study cut its -8..+8 grid to -5..+5 this way before fitting. ``sem`` and
+    ``sem_start`` are scaled by the same factor (first order). Only for ``profile_kind``
+    ``cmr_mc_crp`` or ``cmr_tf_prob``; a new dataset is returned.
+    """
+    validate(profiles, "lag_profile")
+    kind = profiles.attrs.get("profile_kind")
+    if kind not in _DISTRIBUTION_KINDS:
+        raise ProfileError(f"cut_lag_window renormalises distributions ({', '.join(_DISTRIBUTION_KINDS)}); got {kind!r}")
+    window = _lag_window(lags, STUDY_MAX_LAG)
+    have = profiles["lag"].values
+    missing = np.setdiff1d(window, have)
+    if missing.size:
+        raise ProfileError(f"lags {missing.tolist()} are not in the dataset's lags {have.tolist()}")
+    cut = profiles.sel(lag=window)
+    mass = cut["profile"].sum("lag")
+    out = cut.copy()
+    for name in ("profile", "sem", "sem_start"):
+        if name in out:
+            out[name] = cut[name] / mass
+            out[name].attrs = dict(cut[name].attrs)
+    out.attrs = dict(profiles.attrs)
+    return validate(out, "lag_profile")
