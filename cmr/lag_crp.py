@@ -19,9 +19,18 @@ from . import _lag_crp
 from .errors import RecallDataError
 from .schema import provenance_attrs, validate
 
-__all__ = ["lag_crp", "lag_counts", "lag_window", "group_index"]
+__all__ = ["lag_crp", "lag_counts", "lag_window", "group_index", "as_events"]
 
 _BY = ("subject", "trial", None)
+
+
+def as_events(events) -> xr.Dataset:
+    """A validated events dataset; a psifr long table (DataFrame) is converted first."""
+    if type(events).__name__ == "DataFrame":  # pandas is only imported by cmr.events
+        from .events import from_table
+
+        return from_table(events)
+    return validate(events, "events")
 
 
 def lag_window(max_lag, longest_list: int) -> tuple[int, int]:
@@ -171,8 +180,8 @@ def lag_crp(events: xr.Dataset, by="subject", max_lag=None) -> xr.Dataset:
 
     Parameters
     ----------
-    events : xarray.Dataset
-        Kind ``"events"`` (see :func:`cmr.events.from_table`).
+    events : xarray.Dataset or pandas.DataFrame
+        Kind ``"events"`` (see :func:`cmr.events.from_table`), or a psifr long table.
     by : {"subject", "trial", None}
         ``"subject"``: counts pooled over each subject's lists (psifr's subject-level CRP);
         ``"trial"``: one profile per list; ``None``: pooled over everyone.
@@ -189,7 +198,7 @@ def lag_crp(events: xr.Dataset, by="subject", max_lag=None) -> xr.Dataset:
         (treats transitions as independent, so it is a lower bound); pooled, the standard
         error across subjects of the per-subject profiles.
     """
-    validate(events, "events")
+    events = as_events(events)
     recalls = np.ascontiguousarray(events["recalls"].transpose("trial", "output_position").values, dtype=np.int64)
     lengths = np.ascontiguousarray(events["list_length"].values, dtype=np.int64)
     group, labels = group_index(events, by)

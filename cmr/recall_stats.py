@@ -1,6 +1,6 @@
 """Free-recall summary statistics, psifr-exact: SPC, PFR/PNR, compound lag-CRP, lag rank.
 
-All take an events dataset (see :mod:`cmr.events`) and ``by`` = ``"subject"`` (default),
+All take an events dataset (see :mod:`cmr.events`; a psifr long table is converted) and ``by`` = ``"subject"`` (default),
 ``"trial"`` or ``None`` (pooled over everyone), and return labelled datasets with counts:
 
 * :func:`spc` - serial position curve: ``prob[serial_position]`` = fraction of lists in which
@@ -20,19 +20,19 @@ import numpy as np
 import xarray as xr
 
 from . import _lag_crp, _recall_stats
-from .lag_crp import _ratio, group_index
+from .lag_crp import _ratio, as_events, group_index
 from .schema import provenance_attrs, validate
 
 __all__ = ["spc", "pnr", "pfr", "lag_crp_compound", "lag_rank"]
 
 
 def _prepared(events, by):
-    validate(events, "events")
+    events = as_events(events)
     recalls = np.ascontiguousarray(events["recalls"].transpose("trial", "output_position").values, dtype=np.int64)
     lengths = np.ascontiguousarray(events["list_length"].values, dtype=np.int64)
     group, labels = group_index(events, by)
     n_groups = int(group.max()) + 1
-    return recalls, lengths, group, n_groups, labels
+    return events, recalls, lengths, group, n_groups, labels
 
 
 def _unit_coords(events, by, labels):
@@ -73,7 +73,7 @@ def spc(events: xr.Dataset, by="subject") -> xr.Dataset:
         ``prob`` = ``actual / possible``, ``actual`` lists with the position recalled,
         ``possible`` lists with the position studied.
     """
-    recalls, lengths, group, n_groups, labels = _prepared(events, by)
+    events, recalls, lengths, group, n_groups, labels = _prepared(events, by)
     n_pos = int(lengths.max())
     actual, possible = _recall_stats.count_recalled(recalls, lengths, group, n_groups, n_pos)
     return _stat_dataset(
@@ -96,7 +96,7 @@ def pnr(events: xr.Dataset, by="subject") -> xr.Dataset:
         Kind ``"recall_stat"``, ``stat_kind="pnr"``; dims ``(unit, output_position,
         serial_position)``; ``prob``, ``actual``, ``possible``.
     """
-    recalls, lengths, group, n_groups, labels = _prepared(events, by)
+    events, recalls, lengths, group, n_groups, labels = _prepared(events, by)
     n_pos = int(lengths.max())
     actual, possible = _recall_stats.count_outputs(recalls, lengths, group, n_groups, n_pos)
     positions = np.arange(1, n_pos + 1, dtype=np.int64)
@@ -127,7 +127,7 @@ def lag_crp_compound(events: xr.Dataset, by="subject") -> xr.Dataset:
         Kind ``"lag_profile"``, ``profile_kind="lag_crp_compound"``; dims
         ``(unit, previous_lag, lag)``; ``profile``, ``actual``, ``possible``.
     """
-    recalls, lengths, group, n_groups, labels = _prepared(events, by)
+    events, recalls, lengths, group, n_groups, labels = _prepared(events, by)
     max_lag = int(lengths.max()) - 1
     actual, possible = _lag_crp.count_lags_compound(recalls, lengths, group, n_groups, max_lag)
     actual, possible = _squeeze(actual, by), _squeeze(possible, by)
@@ -159,7 +159,7 @@ def lag_rank(events: xr.Dataset, by="subject") -> xr.Dataset:
         Kind ``"recall_stat"``, ``stat_kind="lag_rank"``; dims ``(unit,)``; ``rank`` (NaN when
         no transition could be ranked) and ``n_transitions`` (ranked transitions).
     """
-    recalls, lengths, group, n_groups, labels = _prepared(events, by)
+    events, recalls, lengths, group, n_groups, labels = _prepared(events, by)
     rank_sum, n_ranked = _recall_stats.rank_lags(recalls, lengths, group, n_groups)
     return _stat_dataset(
         events, by, labels, "lag_rank", "cmr.recall_stats.lag_rank", (), {},

@@ -133,3 +133,13 @@ def test_compound_sums_to_simple_crp_on_second_transitions(data):
     assert pnr["actual"].values.sum() == distinct
     rank = recall_stats.lag_rank(events, by=None)
     assert np.isnan(rank["rank"].item()) or 0.0 <= rank["rank"].item() <= 1.0
+
+
+def test_a_psifr_table_is_accepted_directly():
+    from cmr.events import to_table
+
+    events = _events([[4, 2, 3, 1], [1, 2, 0, 0]], 4)
+    table = to_table(events)
+    assert recall_stats.spc(table, by="trial")["actual"].values.tolist() == [[1, 1, 1, 1], [1, 1, 0, 0]]
+    direct, via = lag_crp(table), lag_crp(events)
+    assert np.array_equal(direct["actual"].values, via["actual"].values)
