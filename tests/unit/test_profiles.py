@@ -235,3 +235,20 @@ def test_bad_grid_inputs_raise_typed_errors():
         cut_lag_window(logs, range(-5, 6))
     with pytest.raises(ParameterError, match="gamma"):
         paper_mc_grid([0.5], [0.1], [1.2])
+
+
+def test_grid_command_writes_lag_profiles(tmp_path, capsys):
+    from analyses.cli import main
+    from cmr.io import load_dataset
+
+    out = tmp_path / "tf.nc"
+    assert main(["grid", "--kind", "tf-logsupport", "--beta-enc", "0.5:0.7:0.1", "--gamma", "0,0.3", "--lags=-5:5", "-o", str(out)]) == 0
+    grid = load_dataset(out, "lag_profile")
+    assert grid.attrs["profile_kind"] == "cmr_tf_logsupport"
+    np.testing.assert_array_equal(grid["beta_enc"], [0.5, 0.6, 0.7])
+    assert grid.sizes["beta_rec"] == 21 and list(grid["lag"].values) == list(range(-5, 6))
+    mc = tmp_path / "mc.nc"
+    assert main(["grid", "--kind", "mc", "--beta-enc", "0.6", "--beta-rec", "0.75", "--gamma", "0.3", "--n-trials", "20", "--seed", "3", "-o", str(mc)]) == 0
+    assert load_dataset(mc, "lag_profile").attrs["profile_kind"] == "cmr_mc_crp"
+    assert main(["grid", "--kind", "tf-prob", "--beta-enc", "1:0:0.1", "-o", str(tmp_path / "bad.nc")]) == 1
+    assert "START:STOP:STEP" in capsys.readouterr().err
