@@ -35,7 +35,15 @@ def _first_call(module: str, func: str) -> dict:
 
 
 def _prepared():
-    from psifr import fr
+    try:
+        from psifr import fr
+    except ImportError as exc:
+        from cmr.errors import OptionalDependencyError
+
+        raise OptionalDependencyError(
+            f"the free-recall benchmarks compare against psifr, which is not importable ({exc}); "
+            "install it with `pip install psifr` (it is in the test extra)"
+        ) from exc
 
     from adapters.recall_data import load_recall_data
 
