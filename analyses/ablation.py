@@ -65,13 +65,14 @@ def parse_heads(text: str) -> list[tuple[int, int]]:
 
 
 def top_heads_from_fits(fits: xr.Dataset, fraction: float = 0.1, variable: str = "distance",
-                        n_heads: int | None = None) -> list[tuple[int, int]]:
-    """The ``fraction`` of heads with the smallest ``variable`` (CMR distance) in a fit dataset.
+                        n_heads: int | None = None, largest: bool = False) -> list[tuple[int, int]]:
+    """The ``fraction`` of heads with the smallest ``variable`` (CMR distance) in a dataset.
 
-    ``fits`` is a ``profile_fit`` (or any) dataset whose ``variable`` has dims ``layer`` and
-    ``head`` (other unit dims, e.g. ``model`` and ``checkpoint``, must have size 1). NaN
-    (unfitted) heads are never chosen. The set size is ``round(fraction * total heads)``, at
-    least 1, unless ``n_heads`` is given. Returns heads sorted by ``variable``, best first.
+    ``fits`` is a ``profile_fit`` dataset (or a head ``lag_profile`` dataset, ranked e.g. by
+    ``induction_score`` with ``largest=True``) whose ``variable`` has dims ``layer`` and ``head``
+    (other unit dims, e.g. ``model`` and ``checkpoint``, must have size 1). NaN (unfitted)
+    heads are never chosen. The set size is ``round(fraction * total heads)``, at least 1,
+    unless ``n_heads`` is given. Returns heads sorted by ``variable``, best first.
     """
     if variable not in fits:
         raise SchemaError(f"fit dataset has no variable {variable!r}; variables: {', '.join(map(str, fits.data_vars))}")
@@ -89,7 +90,8 @@ def top_heads_from_fits(fits: xr.Dataset, fraction: float = 0.1, variable: str =
     finite = np.flatnonzero(np.isfinite(grid.ravel()))
     if size < 1 or size > finite.size:
         raise ParameterError(f"cannot choose {size} heads: {finite.size} of {grid.size} heads have a finite {variable}")
-    order = finite[np.argsort(grid.ravel()[finite], kind="stable")][:size]
+    key = -grid.ravel()[finite] if largest else grid.ravel()[finite]
+    order = finite[np.argsort(key, kind="stable")][:size]
     rows, cols = np.unravel_index(order, grid.shape)
     return [(int(layers[r]), int(heads[c])) for r, c in zip(rows, cols)]
 

@@ -1,0 +1,132 @@
+"""Toy training run: checkpoints written atomically, seeded determinism, the checkpoint scan."""
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from analyses import dynamics, train_toy
+from cmr.errors import DataSourceError, ParameterError
+from cmr.schema import provenance_attrs
+from tests.conftest import require
+
+TINY = train_toy.ToySettings(steps=6, n_layers=2, n_heads=2, d_model=16, d_mlp=32, vocab_size=320, seq_len=32,
+                             batch_size=4, warmup=2, n_checkpoints=3)
+
+
+@pytest.fixture(scope="module")
+def text_dir(tmp_path_factory):
+    rng = np.random.default_rng(0)
+    words = ["the", "cat", "sat", "on", "a", "mat", "and", "dog", "ran", "to", "house", "river", "old", "red",
+             "green", "tree", "bird", "sang", "over", "hill", "under", "bridge", "small", "boat", "sea"]
+    root = tmp_path_factory.mktemp("text")
+    for doc in range(3):
+        sentences = [" ".join(rng.choice(words, size=8)).capitalize() + "." for _ in range(400)]
+        (root / f"doc{doc}.txt").write_text(" ".join(sentences))
+    return root
+
+
+@pytest.fixture(scope="module")
+def trained(text_dir, tmp_path_factory):
+    require("torch")
+    import torch
+
+    torch.set_num_threads(1)
+    out = tmp_path_factory.mktemp("toy")
+    settings = dataclasses.replace(TINY, text=str(text_dir))
+    record = train_toy.train_toy(out, settings, progress=False, log=lambda _: None)
+    return out, settings, record
+
+
+def _weights(directory):
+    from safetensors.numpy import load_file
+
+    return load_file(str(directory / "model.safetensors"))
+
+
+def test_checkpoint_steps():
+    assert train_toy.checkpoint_steps(1200, 8) == [0, 19, 38, 75, 150, 300, 600, 1200]
+    assert train_toy.checkpoint_steps(6, 3) == [0, 3, 6]
+    assert train_toy.checkpoint_steps(10, 1) == [10]
+
+
+def test_make_batch_repeats_segments_and_is_seeded():
+    stream = np.arange(1000, dtype=np.int64) % 97 + 2
+    batch = train_toy.make_batch(stream, np.random.default_rng(1), 8, 20, 0.5, 50, bos_id=1)
+    assert batch.shape == (8, 21) and (batch[:, 0] == 1).all()
+    repeated = [(row[1:11] == row[11:]).all() for row in batch]
+    assert 0 < sum(repeated) < 8
+    np.testing.assert_array_equal(batch, train_toy.make_batch(stream, np.random.default_rng(1), 8, 20, 0.5, 50, 1))
+    text_rows = [row for row, rep in zip(batch, repeated) if not rep]
+    assert all((np.diff(row[1:]) % 97 == 1).all() for row in text_rows)  # contiguous windows of the stream
+
+
+def test_checkpoints_are_complete_and_nothing_half_written_remains(trained):
+    out, settings, record = trained
+    steps = [step for step, _ in train_toy.list_checkpoints(out)]
+    assert steps == record["checkpoint_steps"] == [0, 3, 6]
+    for _, directory in train_toy.list_checkpoints(out):
+        assert {"config.json", "model.safetensors", "tokenizer.json"} <= {p.name for p in directory.iterdir()}
+    assert not [p for p in (out / "checkpoints").iterdir() if p.name.startswith(".")]
+    log = json.loads((out / "training_log.json").read_text())
+    assert len(log["train_loss"]) == settings.steps and [c["step"] for c in log["checkpoints"]] == [0, 3, 6]
+    assert json.loads((out / "train_toy.json").read_text())["settings"]["seed"] == 0
+
+
+def test_atomic_directory_leaves_nothing_on_failure(tmp_path):
+    def broken(directory):
+        (directory / "part").write_text("half")
+        raise RuntimeError("killed")
+
+    with pytest.raises(RuntimeError):
+        train_toy._atomic_dir(tmp_path / "step_000010", broken)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_training_is_seeded(trained, tmp_path):
+    out, settings, record = trained
+    again = train_toy.train_toy(tmp_path / "again", settings, progress=False, log=lambda _: None)
+    assert again["train_loss"] == record["train_loss"]
+    first, second = _weights(out / "checkpoints" / "step_000006"), _weights(tmp_path / "again" / "checkpoints" / "step_000006")
+    assert all(np.array_equal(first[k], second[k]) for k in first)
+    other = train_toy.train_toy(tmp_path / "other", dataclasses.replace(settings, seed=1, steps=3, n_checkpoints=2),
+                                progress=False, log=lambda _: None)
+    assert other["train_loss"][:3] != record["train_loss"][:3]
+
+
+def test_invalid_settings_and_missing_runs(tmp_path):
+    with pytest.raises(ParameterError, match="multiple of n_heads"):
+        dataclasses.replace(TINY, d_model=15).validate()
+    with pytest.raises(DataSourceError, match="no checkpoints"):
+        train_toy.list_checkpoints(tmp_path)
+
+
+def test_scan_checkpoints_gives_profiles_per_step_and_layer_summary(trained):
+    out, _, _ = trained
+    words = train_toy.prompt_words(out, 8)
+    assert len(words) == 8 and all(w.startswith(" ") for w in words)
+    profiles = dynamics.scan_checkpoints(train_toy.list_checkpoints(out), words=words, n_prompts=2, window=5,
+                                           progress=False)
+    assert profiles.sizes["checkpoint"] == 3 and list(profiles["checkpoint"].values) == [0, 3, 6]
+    assert set(profiles["profile"].dims) == {"model", "checkpoint", "layer", "head", "lag"}
+    assert profiles["induction_score"].notnull().all()
+    # a synthetic grid (one parameter: width of a bump at lag +1) keeps the fit offline and fast
+    lags = np.arange(-5, 6)
+    widths = np.array([0.5, 1.0, 2.0, 4.0])
+    grid = xr.Dataset({"profile": (("width", "lag"), np.exp(-((lags[None] - 1) ** 2) / (2 * widths[:, None] ** 2)))},
+                      coords={"width": widths, "lag": lags})
+    grid.attrs.update(provenance_attrs("lag_profile", "test"), profile_kind="synthetic", unit_kind="cmr_parameters")
+    fits = dynamics.fit_series(profiles, grid, objective="lsq")
+    table = dynamics.layer_summary(fits, profiles)
+    assert len(table) == 3 * 2
+    assert {"checkpoint", "layer", "best_distance", "inverse_temperature", "width", "max_induction_score"} <= set(table)
+    row = table.iloc[-1]
+    layer = fits.sel(model="toy", checkpoint=6, layer=1)
+    assert row["best_distance"] == pytest.approx(float(layer["distance"].min()))
+
+
+def test_pythia_steps():
+    np.testing.assert_array_equal(dynamics.pythia_step([0, 1, 141, 142]), [1000, 2000, 142000, 143000])
