@@ -16,6 +16,9 @@ BENCHMARKS = {
     "lag-crp": "analyses.bench.recall:bench_lag_crp",
     "spc": "analyses.bench.recall:bench_spc",
     "pfr": "analyses.bench.recall:bench_pfr",
+    "tf-grid": "analyses.bench.profiles:bench_tf_grid",
+    "mc-grid": "analyses.bench.profiles:bench_mc_grid",
+    "fit-units": "analyses.bench.fitting:bench_fit_units",
 }
 
 
