@@ -372,7 +372,7 @@ def head_profile_dataset(pooled: dict, *, lags, n_words: int, model: str, checkp
     info["window"] = [int(lags[0]), int(lags[-1])]
     info["soft_crp_rule"] = soft_rule
     attrs = provenance_attrs("lag_profile", "adapters.head_profiles.head_profile_dataset", **info)
-    attrs.update(profile_kind="attention_score", unit_kind="attention_head")
+    attrs.update(profile_kind="attention_score", unit_kind="heads")
     ds = xr.Dataset(data, coords=coords, attrs=attrs)
     _describe(ds, soft_rule)
     return validate(ds, "lag_profile")
