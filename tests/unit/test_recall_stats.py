@@ -143,3 +143,51 @@ def test_a_psifr_table_is_accepted_directly():
     assert recall_stats.spc(table, by="trial")["actual"].values.tolist() == [[1, 1, 1, 1], [1, 1, 0, 0]]
     direct, via = lag_crp(table), lag_crp(events)
     assert np.array_equal(direct["actual"].values, via["actual"].values)
+
+
+@st.composite
+def random_tables(draw):
+    """psifr long tables with repeats, extra-list and prior-list intrusions, uneven recalls."""
+    rows, words = [], [f"w{i}" for i in range(40)]
+    length = draw(st.integers(2, 7))
+    for subject in (1, 2):
+        used = []
+        for list_no in range(1, draw(st.integers(1, 3)) + 1):
+            order = draw(st.permutations(words))[:length]
+            rows += [(subject, list_no, "study", i + 1, w) for i, w in enumerate(order)]
+            pool = order + used[:3] + ["zz"]
+            recalled = draw(st.lists(st.sampled_from(pool), max_size=length + 3))
+            rows += [(subject, list_no, "recall", i + 1, w) for i, w in enumerate(recalled)]
+            used = order
+    import pandas as pd
+
+    return pd.DataFrame(rows, columns=["subject", "list", "trial_type", "position", "item"])
+
+
+@settings(max_examples=10, deadline=None)
+@given(random_tables())
+def test_random_tables_equal_psifr_on_every_statistic(table):
+    import warnings
+
+    from tests.conftest import require
+
+    fr = require("psifr.fr")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # psifr's nanmean of subjects without transitions warns
+        merged = fr.merge_free_recall(table)
+        ref_crp = fr.lag_crp(merged).set_index(["subject", "lag"]).to_xarray()
+        ref_spc = fr.spc(merged).set_index(["subject", "input"]).to_xarray()
+        ref_pnr = fr.pnr(merged).set_index(["subject", "output", "input"]).to_xarray()
+        ref_cmp = fr.lag_crp_compound(merged).set_index(["subject", "previous", "current"]).to_xarray()
+        ref_rank = fr.lag_rank(merged).set_index("subject").to_xarray()
+    crp = lag_crp(table)
+    assert np.array_equal(crp["actual"].values, ref_crp["actual"].values)
+    assert np.array_equal(crp["possible"].values, ref_crp["possible"].values)
+    np.testing.assert_allclose(recall_stats.spc(table)["prob"].values, ref_spc["recall"].values, atol=1e-12, rtol=0)
+    nth = recall_stats.pnr(table)
+    assert np.array_equal(nth["actual"].values, ref_pnr["actual"].values)
+    assert np.array_equal(nth["possible"].values, ref_pnr["possible"].values)
+    compound = recall_stats.lag_crp_compound(table)
+    assert np.array_equal(compound["actual"].values, ref_cmp["actual"].values)
+    assert np.array_equal(compound["possible"].values, ref_cmp["possible"].values)
+    np.testing.assert_allclose(recall_stats.lag_rank(table)["rank"].values, ref_rank["rank"].values, atol=1e-12, rtol=0)
