@@ -270,3 +270,19 @@ def test_invalid_nan_gives_nan_with_warning_and_padding_is_quiet():
     assert np.isfinite(fit["distance"].values[0]) and np.isnan(fit["distance"].values[1:]).all()
     quiet = fit_profiles(units(values[[0, 2]]), bump_grid())  # all-NaN padding: NaN, no warning
     assert np.isnan(quiet["distance"].values[1])
+
+
+def test_cli_fit_writes_a_profile_fit_file(tmp_path, capsys):
+    from analyses.cli import main
+
+    profiles = units(np.stack([good_values(), np.sin(LAGS / 2.0)]))
+    save_dataset(profiles, tmp_path / "profiles.nc")
+    save_dataset(bump_grid(), tmp_path / "grid.nc")
+    code = main(["fit", str(tmp_path / "profiles.nc"), "--objective", "lsq", "--grid", str(tmp_path / "grid.nc"),
+                 "-o", str(tmp_path / "fits.nc")])
+    assert code == 0 and "lsq fits of 2 units" in capsys.readouterr().out
+    fits = load_dataset(tmp_path / "fits.nc", "profile_fit")
+    assert fits.attrs["objective"] == "lsq" and fits.sizes["subject"] == 2
+    code = main(["fit", str(tmp_path / "profiles.nc"), "--grid", str(tmp_path / "grid.nc"), "--max-lag", "7",
+                 "-o", str(tmp_path / "bad.nc")])
+    assert code == 1 and "lags the profiles lack" in capsys.readouterr().err
