@@ -404,9 +404,12 @@ def _assemble(values, fields, curves, layout, window, grid, objective, refine, g
     def field(name):
         return fields.isel(field=layout.index[name], drop=True)
 
+    unit_dims = [d for d in values.dims if d != "lag"]
+
     def stack(prefix, names, dim):
         parts = [field(f"{prefix}:{n}") for n in names]
-        return xr.concat(parts, dim=dim, coords="minimal", compat="override").assign_coords({dim: list(names)})
+        stacked = xr.concat(parts, dim=dim, coords="minimal", compat="override").assign_coords({dim: list(names)})
+        return stacked.transpose(*unit_dims, ...)
 
     lag = np.asarray(window, dtype=np.int64)
     n_lag = len(window)
@@ -431,7 +434,7 @@ def _assemble(values, fields, curves, layout, window, grid, objective, refine, g
             out[f"{name}_ci"] = stack(f"{name}_ci", ("lower", "upper"), "bound")
         parts = [stack(f"parameter_ci:{dim}", ("lower", "upper"), "bound") for dim in layout.param_dims]
         out["parameters_ci"] = xr.concat(parts, dim="parameter", coords="minimal", compat="override").assign_coords(
-            parameter=list(layout.param_dims))
+            parameter=list(layout.param_dims)).transpose(*unit_dims, "parameter", "bound")
     _describe(out, objective)
     refine_name = "none" if refine is False else ("grid_interpolation" if refine is True else "generator")
     info = dict(objective=objective, lags=list(window), refine=refine_name, gaussian=int(bool(gaussian)),

@@ -24,7 +24,8 @@ Next to CMR, a Gaussian bump a + b exp(-(lag-mu)^2 / (2 sigma^2)) is fitted fair
 baseline; both get AIC and BIC (CMR: 3 parameters + gain and offset; Gaussian: 4).
 
 The grid: --grid GRID.nc (from icl-cmr grid) or the study's cmr_crp_grid.npz; by default the
-published grid if it is found (ICL_CMR_REFERENCE or ../shared/reference next to the project).
+published grid if it is found (ICL_CMR_REFERENCE or ../shared/reference next to the project),
+else teacher-forced probability profiles of the paper's CMR variant on the study's grid.
 
 Examples:
   icl-cmr fit heads.nc --objective paper -o fits.nc
@@ -74,13 +75,13 @@ def load_grid(spec):
         path = published_grid_path()
         if path is None:
             try:
-                from cmr.profiles import teacher_forced_grid
+                from cmr.profiles import paper_teacher_forced_grid
             except ImportError:
                 raise DataSourceError(
                     "no CMR grid given and the published grid (cmr_crp_grid.npz) was not found; "
                     "make one with `icl-cmr grid ... -o GRID.nc` and pass --grid GRID.nc"
                 ) from None
-            return teacher_forced_grid(), "teacher-forced grid (default)"
+            return paper_teacher_forced_grid(kind="prob"), "the paper's teacher-forced grid (default; published grid not found)"
         spec = path
     path = Path(spec)
     if path.suffix == ".npz":

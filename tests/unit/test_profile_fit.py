@@ -286,3 +286,20 @@ def test_cli_fit_writes_a_profile_fit_file(tmp_path, capsys):
     code = main(["fit", str(tmp_path / "profiles.nc"), "--grid", str(tmp_path / "grid.nc"), "--max-lag", "7",
                  "-o", str(tmp_path / "bad.nc")])
     assert code == 1 and "lags the profiles lack" in capsys.readouterr().err
+
+
+def test_teacher_forced_generator_refinement_recovers_off_grid_parameters():
+    from cmr import profiles as profiles_module
+
+    def generator(beta_enc, beta_rec, gamma):
+        one = profiles_module.paper_teacher_forced_grid([beta_enc], [beta_rec], [gamma], lags=LAGS, list_length=30)
+        return one["profile"].values.ravel()
+
+    grid = profiles_module.paper_teacher_forced_grid([0.5, 0.6, 0.7], [0.6, 0.7, 0.8], [0.2, 0.3, 0.4], lags=LAGS,
+                                                     list_length=30)
+    target = 2.0 + 30.0 * generator(0.62, 0.71, 0.33)
+    coarse = fit_profiles(units(target), grid, objective="lsq", refine=False, gaussian=False).isel(subject=0)
+    exact = fit_profiles(units(target), grid, objective="lsq", refine=generator, gaussian=False).isel(subject=0)
+    assert float(coarse["distance"]) > 1e-6
+    assert float(exact["distance"]) < 1e-9
+    np.testing.assert_allclose(exact["parameters"].values, [0.62, 0.71, 0.33], atol=2e-3)
