@@ -8,6 +8,7 @@ provenance is stored as a JSON string in ``attrs["provenance"]``. See docs/schem
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import json
 import platform
 from importlib import metadata
@@ -36,6 +37,7 @@ HEAD_DIMS = ("model", "checkpoint", "layer", "head")
 _VERSIONED = ("icl-cmr", "numpy", "numba", "scipy", "xarray", "netCDF4")
 
 
+@functools.lru_cache(maxsize=None)  # metadata lookups cost ~1 ms each; versions do not change in a process
 def _version(dist: str) -> str:
     try:
         return metadata.version(dist)
