@@ -7,8 +7,9 @@ dim is ``lag``; attrs ``unit_kind="cmr_parameters"`` and ``profile_kind`` say wh
 * ``cmr_mc_crp``: the study's Monte Carlo lag distribution (:func:`paper_mc_grid`), with its
   Monte Carlo standard error ``sem`` and the study's SEM over start positions ``sem_start``;
 * ``cmr_tf_prob`` / ``cmr_tf_logsupport``: teacher-forced deterministic profiles (DESIGN 2c;
-  :func:`paper_teacher_forced_grid`), the principled analogue of attention probabilities and
-  pre-softmax scores.
+  :func:`paper_teacher_forced_grid` for the paper's variant, :func:`textbook_teacher_forced_grid`
+  for textbook CMR with any parameters as grid dims, named as in cymr), the principled analogue
+  of attention probabilities and pre-softmax scores.
 
 See docs/equations.md for the equations and docs/benchmarks.md for timings.
 """
@@ -34,6 +35,7 @@ __all__ = [
     "paper_grid_axes",
     "paper_mc_grid",
     "paper_teacher_forced_grid",
+    "textbook_teacher_forced_grid",
     "cut_lag_window",
 ]
 
@@ -83,14 +85,15 @@ def _mesh(axes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return tuple(np.ascontiguousarray(g.ravel()) for g in grids)
 
 
-def _dataset(axes, lags, variables: dict, profile_kind: str, created_by: str, **info) -> xr.Dataset:
-    shape = tuple(axes[d].size for d in PARAMETER_DIMS) + (lags.size,)
-    dims = (*PARAMETER_DIMS, "lag")
+def _dataset(axes, lags, variables: dict, profile_kind: str, created_by: str, variant: str = "paper", **info) -> xr.Dataset:
+    """A lag_profile dataset with the parameter axes (in ``axes`` order) as batch dims."""
+    shape = tuple(values.size for values in axes.values()) + (lags.size,)
+    dims = (*axes, "lag")
     ds = xr.Dataset(
         {name: (dims, np.ascontiguousarray(values.reshape(shape), dtype=np.float64)) for name, values in variables.items()},
-        coords={**{d: axes[d] for d in PARAMETER_DIMS}, "lag": lags},
+        coords={**axes, "lag": lags},
     )
-    ds.attrs.update(provenance_attrs("lag_profile", created_by, variant="paper", **info))
+    ds.attrs.update(provenance_attrs("lag_profile", created_by, variant=variant, **info))
     ds.attrs["profile_kind"] = profile_kind
     ds.attrs["unit_kind"] = "cmr_parameters"
     return validate(ds, "lag_profile")
@@ -245,6 +248,86 @@ def paper_teacher_forced_grid(
     ds["profile"].attrs["long_name"] = (
         "mean retrieval probability at this lag, recall forced in study order" if kind == "prob"
         else "mean log retrieval probability at this lag, recall forced in study order"
+    )
+    return ds
+
+
+def textbook_teacher_forced_grid(
+    grid,
+    fixed=None,
+    *,
+    kind: str = "prob",
+    lags=None,
+    list_length: int = STUDY_LIST_LENGTH,
+) -> xr.Dataset:
+    """Teacher-forced lag profiles of textbook CMR (DESIGN 2a, 2c) on a grid of any parameters.
+
+    Study the list, reinstate start context (B_start), then force recall of items 1..N in study
+    order; after each forced recall k the support ``a = M_cf c`` over all studied items gives
+    ``P_k = softmax(2 a / T)``. The profile at a lag is the mean over steps of ``P_k(k + lag)``
+    (``kind="prob"``) or of ``log P_k(k + lag) = 2 a / T - log Z_k`` (``kind="logsupport"``,
+    the analogue of pre-softmax attention scores with inverse temperature 2/T), over the steps
+    where item k + lag exists.
+
+    Parameters
+    ----------
+    grid : mapping of str to sequence of float
+        Grid axes in cymr's names (e.g. ``{"B_enc": [...], "B_rec": [...], "T": [...]}``);
+        they become the batch dims, in this order.
+    fixed : mapping, optional
+        Values of the other parameters (default: cmr.parameters.default_parameters()).
+    kind : {"prob", "logsupport"}
+    lags : sequence of int, optional
+        Default -8..8.
+    list_length : int
+        N (default 100).
+
+    Returns
+    -------
+    xarray.Dataset
+        ``lag_profile`` with dims (*grid, lag); attrs ``unit_kind="cmr_parameters"``,
+        ``profile_kind`` ``"cmr_tf_prob"`` or ``"cmr_tf_logsupport"``, ``variant="textbook"``
+        in the provenance together with the fixed parameters.
+    """
+    from . import _teacher_forced
+    from .parameters import PARAMETER_NAMES, default_parameters, validate_parameters
+
+    if kind not in ("prob", "logsupport"):
+        raise ProfileError(f"kind must be 'prob' or 'logsupport'; got {kind!r}")
+    if isinstance(list_length, bool) or not isinstance(list_length, (int, np.integer)) or list_length < 2:
+        raise ProfileError(f"list_length must be an integer >= 2; got {list_length!r}")
+    if not hasattr(grid, "items") or len(grid) == 0:
+        raise ParameterError(f"grid must be a non-empty mapping of CMR parameter names to values; got {grid!r}")
+    base = default_parameters()
+    base.update(validate_parameters(dict(fixed or {}), partial=True))
+    validate_parameters({name: base[name] for name in PARAMETER_NAMES})
+    axes = {}
+    for name, values in grid.items():
+        arr = np.atleast_1d(np.asarray(values, dtype=np.float64))
+        if arr.ndim != 1 or arr.size == 0 or (arr.size > 1 and (np.diff(arr) <= 0).any()):
+            raise ParameterError(f"grid axis {name} must be a non-empty strictly increasing 1-d sequence; got {values!r}")
+        validate_parameters({name: float(v) for v in arr[[0, -1]]}, partial=True)
+        axes[str(name)] = arr
+    window = _lag_window(lags, STUDY_MAX_LAG)
+    max_lag = int(np.abs(window).max())
+    if max_lag >= list_length:
+        raise ProfileError(f"lags must lie within {1 - list_length}..{list_length - 1}; got {window.tolist()}")
+    mesh = np.meshgrid(*axes.values(), indexing="ij")
+    vectors = np.tile(np.array([base[name] for name in PARAMETER_NAMES]), (mesh[0].size, 1))
+    for name, values in zip(axes, mesh):
+        vectors[:, PARAMETER_NAMES.index(name)] = values.ravel()
+    if {"Afc", "Dfc"} & set(axes) and (vectors[:, PARAMETER_NAMES.index("Afc")] + vectors[:, PARAMETER_NAMES.index("Dfc")] <= 0).any():
+        validate_parameters({"Afc": 0.0, "Dfc": 0.0}, partial=True)  # raises the standard message
+    prob, log_prob = _teacher_forced.textbook_teacher_forced_grid(np.ascontiguousarray(vectors), int(list_length), max_lag)
+    values = (prob if kind == "prob" else log_prob)[:, window + max_lag]
+    ds = _dataset(
+        axes, window, {"profile": values}, f"cmr_tf_{kind}", "cmr.profiles.textbook_teacher_forced_grid",
+        variant="textbook", list_length=int(list_length), teacher_forced=1,
+        fixed={name: base[name] for name in PARAMETER_NAMES if name not in axes},
+    )
+    ds["profile"].attrs["long_name"] = (
+        "mean retrieval probability at this lag, recall forced in study order" if kind == "prob"
+        else "mean log retrieval probability (2a/T - log Z) at this lag, recall forced in study order"
     )
     return ds
 

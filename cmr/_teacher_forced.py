@@ -1,0 +1,78 @@
+"""numba kernels: teacher-forced lag profiles of textbook CMR (DESIGN 2c), on cmr._cmr's kernels.
+
+Study an ``n``-item list, reinstate the start context with B_start, then force recall of
+items 1..n in study order (each forced recall updates context with B_rec exactly as a real
+recall does). After forced recall k the support ``a = M_cf c`` (floored as cymr does) over
+*all* studied items gives the choice probabilities ``P_k = softmax(2 a / T)`` (no item is
+excluded: attention can look at any earlier token). The profile at a lag is the mean over
+steps of ``P_k(k + lag)`` and of ``log P_k(k + lag) = 2 a / T - logsumexp``, over the steps
+where item k + lag exists. List-sized context (no pool units). No validation here.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit, prange
+
+from . import _cmr
+
+
+@njit(cache=True, nogil=True)
+def _textbook_one_point(params, n, max_lag, prob, log_prob):
+    n_lags = 2 * max_lag + 1
+    c, c_study, unit_weight = _cmr.study_list(params, n, 0)
+    _cmr.reinstate_start(params, c, unit_weight)
+    m_cf = _cmr.mcf_after_study(params, c_study)
+    nothing_recalled = np.zeros(n, dtype=np.bool_)
+    support = np.zeros(n)
+    c_in = np.zeros(n + 2)
+    n_used = np.zeros(n_lags)
+    scale = 2.0 / params[_cmr.TEMP]
+    for k in range(n_lags):
+        prob[k] = 0.0
+        log_prob[k] = 0.0
+    for step in range(n):
+        _cmr.recall_update(params, step, c, c_study, unit_weight, c_in)
+        _cmr.retrieval_support(m_cf, c, unit_weight, nothing_recalled, support)
+        top = support.max()
+        total = 0.0
+        for i in range(n):
+            total += math.exp(scale * (support[i] - top))
+        log_norm = scale * top + math.log(total)
+        for k in range(n_lags):
+            j = step + k - max_lag
+            if 0 <= j < n:
+                log_p = scale * support[j] - log_norm
+                prob[k] += math.exp(log_p)
+                log_prob[k] += log_p
+                n_used[k] += 1.0
+    for k in range(n_lags):
+        if n_used[k] > 0:
+            prob[k] /= n_used[k]
+            log_prob[k] /= n_used[k]
+        else:
+            prob[k] = np.nan
+            log_prob[k] = np.nan
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def textbook_teacher_forced_grid(param_sets, n, max_lag):
+    """Teacher-forced profiles for many textbook-CMR parameter vectors (prange).
+
+    Parameters
+    ----------
+    param_sets : float64 (n_points, 14)
+        Parameter vectors in cmr.parameters.PARAMETER_NAMES order.
+
+    Returns
+    -------
+    prob, log_prob : float64 (n_points, 2*max_lag+1)
+    """
+    n_points = param_sets.shape[0]
+    n_lags = 2 * max_lag + 1
+    prob = np.empty((n_points, n_lags))
+    log_prob = np.empty((n_points, n_lags))
+    for p in prange(n_points):
+        _textbook_one_point(param_sets[p], n, max_lag, prob[p], log_prob[p])
+    return prob, log_prob
