@@ -220,9 +220,10 @@ def _grid_window(grid, window, renormalize):
         raise ProfileError("the CMR grid has NaN or infinite values inside the fitting window")
     if _wants_renormalize(grid, renormalize):
         total = cube.sum(axis=-1, keepdims=True)
-        if (total <= 0).any():
-            raise ProfileError("cannot renormalise the CMR grid: some profiles sum to <= 0 over the window")
-        cube = cube / total
+        if not (total > 0).any():
+            raise ProfileError("cannot renormalise the CMR grid: every profile sums to <= 0 over the window")
+        # grid points with no mass in the window (e.g. all of it at lag 0) become flat: never chosen
+        cube = np.where(total > 0, cube / np.where(total > 0, total, 1.0), 0.0)
     axes = tuple(np.asarray(ordered[dim].values, dtype=np.float64) for dim in param_dims)
     return param_dims, axes, np.ascontiguousarray(cube.reshape(-1, len(window)))
 
@@ -267,6 +268,8 @@ def _fit_block(values, *rest, lags, grid_rows, axes, objective, refine, gaussian
             f"{int((~finite & ~padding).sum())} unit(s) with NaN or infinite lags and {int(constant.sum())} "
             "constant (zero-variance) unit(s) cannot be fitted: the CMR distance divides by the variance over lags"
         )
+        if 0 in lags and np.isnan(flat[~padding][:, lags == 0]).any():
+            message += " (lag-CRPs of recall data are undefined at lag 0: fit lags without 0, e.g. -5..-1 and 1..5)"
         if invalid == "raise":
             raise ProfileError(message + "; pass invalid='nan' to get NaN results for them instead")
         warnings.warn(message + "; their results are NaN", ProfileWarning, stacklevel=2)

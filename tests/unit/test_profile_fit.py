@@ -303,3 +303,14 @@ def test_teacher_forced_generator_refinement_recovers_off_grid_parameters():
     assert float(coarse["distance"]) > 1e-6
     assert float(exact["distance"]) < 1e-9
     np.testing.assert_allclose(exact["parameters"].values, [0.62, 0.71, 0.33], atol=2e-3)
+
+
+def test_recall_lag_crp_needs_a_window_without_lag_zero(published_grid):
+    crp = np.exp(-np.abs(LAGS - 0.5)) * np.where(LAGS > 0, 1.5, 1.0)
+    crp = np.where(LAGS == 0, np.nan, crp / np.nansum(crp))  # a human lag-CRP: undefined at lag 0
+    with pytest.raises(ProfileError, match="without 0"):
+        fit_profiles(units(crp), published_grid)
+    window = [lag for lag in LAGS if lag != 0]
+    fit = fit_profiles(units(crp), published_grid, objective="lsq", lags=window).isel(subject=0)
+    assert fit["lag"].values.tolist() == window
+    assert 0.0 <= float(fit["distance"]) < 0.2
