@@ -27,10 +27,15 @@ Kinds:
 Axes are START:STOP:STEP (STOP included) or comma-separated values. Defaults are the study's
 grid: beta_enc 0.05:1:0.05, beta_rec 0:1:0.05, gamma 0:1:0.1 (4,620 points).
 
+--variant textbook gives teacher-forced profiles of textbook CMR instead (cymr's parameter
+names): grid axes with --axis NAME=AXIS (repeatable, e.g. --axis B_enc=0.1:1:0.1 --axis
+T=0.05,0.1,0.2), other parameters from --fixed PARAMS.json or cymr's defaults.
+
 Examples:
   icl-cmr grid --kind tf-logsupport -o tf_grid.nc
   icl-cmr grid --kind mc --n-trials 500 --seed 0 -o mc_grid.nc
   icl-cmr grid --kind mc --beta-enc 0.5:0.7:0.1 --gamma 0.3 --lags=-5:5 -o small.nc
+  icl-cmr grid --variant textbook --kind tf-logsupport --axis B_enc=0.1:1:0.1 --axis B_rec=0.1:1:0.1 -o tb.nc
 """
 
 
@@ -70,6 +75,11 @@ def parse_lags(text: str):
 def register(sub):
     p = sub.add_parser("grid", help=HELP, description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--kind", choices=KINDS, default="mc", help="which profile to compute (default mc)")
+    p.add_argument("--variant", choices=("paper", "textbook"), default="paper",
+                   help="the paper's simplified CMR (default) or textbook CMR (teacher-forced kinds only)")
+    p.add_argument("--axis", action="append", default=[], metavar="NAME=AXIS",
+                   help="textbook: a grid axis in cymr's names, e.g. B_rec=0:1:0.1 (repeatable)")
+    p.add_argument("--fixed", metavar="PARAMS.json", help="textbook: JSON object of the other parameters")
     p.add_argument("--beta-enc", metavar="AXIS", help="encoding drift rates (default 0.05:1:0.05)")
     p.add_argument("--beta-rec", metavar="AXIS", help="retrieval drift rates (default 0:1:0.05)")
     p.add_argument("--gamma", metavar="AXIS", help="weights of the backward input M f_j (default 0:1:0.1)")
@@ -82,6 +92,35 @@ def register(sub):
     p.set_defaults(func=run)
 
 
+def _textbook(args, lags):
+    import json
+    from pathlib import Path
+
+    from cmr.errors import DataSourceError, FileFormatError
+    from cmr.profiles import textbook_teacher_forced_grid
+
+    if args.kind == "mc":
+        raise ParameterError("--variant textbook computes teacher-forced profiles: use --kind tf-prob or tf-logsupport")
+    if not args.axis:
+        raise ParameterError("--variant textbook needs at least one --axis NAME=AXIS, e.g. --axis B_rec=0:1:0.1")
+    grid = {}
+    for text in args.axis:
+        name, sep, values = text.partition("=")
+        if not sep or not name:
+            raise ParameterError(f"--axis must be NAME=AXIS, e.g. B_rec=0:1:0.1; got {text!r}")
+        grid[name.strip()] = parse_axis(values, name.strip())
+    fixed = None
+    if args.fixed:
+        path = Path(args.fixed)
+        if not path.is_file():
+            raise DataSourceError(f"--fixed: expected a JSON file of parameters; {str(path)!r} does not exist")
+        try:
+            fixed = json.loads(path.read_text())
+        except json.JSONDecodeError as exc:
+            raise FileFormatError(f"--fixed: {str(path)!r} is not valid JSON: {exc}") from None
+    return textbook_teacher_forced_grid(grid, fixed, kind=args.kind.removeprefix("tf-"), lags=lags, list_length=args.list_length)
+
+
 def run(args) -> int:
     from cmr.io import save_dataset
     from cmr.profiles import paper_mc_grid, paper_teacher_forced_grid
@@ -91,7 +130,11 @@ def run(args) -> int:
         for name in ("beta_enc", "beta_rec", "gamma")
     }
     lags = None if args.lags is None else parse_lags(args.lags)
-    if args.kind == "mc":
+    if args.variant == "textbook":
+        grid = _textbook(args, lags)
+    elif args.axis or args.fixed:
+        raise ParameterError("--axis and --fixed are for --variant textbook; the paper's axes are --beta-enc, --beta-rec, --gamma")
+    elif args.kind == "mc":
         grid = paper_mc_grid(
             **axes, n_trials=args.n_trials, seed=args.seed, lags=lags, list_length=args.list_length,
             n_threads=args.threads, progress=sys.stderr.isatty() or None,

@@ -366,3 +366,24 @@ def test_textbook_teacher_forced_bad_input():
         textbook_teacher_forced_grid({"T": [0.5, 0.1]})
     with pytest.raises(ParameterError, match="non-empty mapping"):
         textbook_teacher_forced_grid({})
+
+
+def test_grid_command_textbook_variant(tmp_path, capsys):
+    import json
+
+    from analyses.cli import main
+    from cmr.io import load_dataset
+
+    fixed = tmp_path / "fixed.json"
+    fixed.write_text(json.dumps({"Dcf": 0.0}))
+    out = tmp_path / "tb.nc"
+    argv = ["grid", "--variant", "textbook", "--kind", "tf-prob", "--axis", "B_rec=0.3,0.9", "--axis", "T=0.1",
+            "--fixed", str(fixed), "--list-length", "20", "-o", str(out)]
+    assert main(argv) == 0
+    grid = load_dataset(out, "lag_profile")
+    assert grid["profile"].dims == ("B_rec", "T", "lag") and '"Dcf": 0.0' in grid.attrs["provenance"]
+    assert main(["grid", "--variant", "textbook", "--kind", "mc", "--axis", "T=0.1", "-o", str(out)]) == 1
+    assert main(["grid", "--variant", "textbook", "--kind", "tf-prob", "--axis", "beta=0.1", "-o", str(out)]) == 1
+    assert main(["grid", "--kind", "tf-prob", "--axis", "T=0.1", "-o", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "tf-prob or tf-logsupport" in err and "unknown CMR parameter" in err and "--variant textbook" in err
