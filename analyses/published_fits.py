@@ -7,6 +7,8 @@ Reproduces the comparison table of docs/fitting.md from the study's published fi
 
 Models: gpt2-small, the four Pythia models at their final checkpoint (142 = step 143000),
 qwen-7b, mistral-7b, llama3-8b; window -5..+5; CMR distance < 0.5 counts as "CMR-like".
+Human subjects (PEERS, Morton2013 lag-CRPs from the psifr wheel) go through the same call on
+lags -5..-1, 1..5 (a recall lag-CRP is undefined at lag 0).
 """
 from __future__ import annotations
 
@@ -28,6 +30,9 @@ MODELS = (
     "llama3-8b",
 )
 THRESHOLD = 0.5
+#: human free-recall data sets fitted by the same call (subject lag-CRPs; lag 0 is undefined)
+HUMAN_DATA = ("psifr:peers_notask", "psifr:Morton2013")
+HUMAN_LAGS = (-5, -4, -3, -2, -1, 1, 2, 3, 4, 5)
 
 
 def default_reference() -> Path:
@@ -45,16 +50,31 @@ def fit_model(profiles_path, grid, model):
     return heads, paper, lsq
 
 
+def fit_humans(source, grid):
+    """Subject lag-CRPs of a recall data set fitted by the same call, on lags +-1..5."""
+    from adapters.recall_data import load_recall_data
+    from cmr.lag_crp import lag_crp
+    from cmr.profile_fit import fit_profiles
+
+    crp = lag_crp(load_recall_data(source), by="subject", max_lag=5)
+    paper = fit_profiles(crp, grid, objective="paper", lags=HUMAN_LAGS, gaussian=False)
+    lsq = fit_profiles(crp, grid, objective="lsq", lags=HUMAN_LAGS, gaussian=True)
+    return crp, paper, lsq
+
+
 def summarise(model, heads, paper, lsq) -> dict:
-    induction = heads["induction_score"].values.ravel()
-    top = induction >= np.nanquantile(induction, 0.9)  # the top 10% induction heads (NaN scores excluded)
+    if "induction_score" in heads:
+        induction = heads["induction_score"].values.ravel()
+        top = induction >= np.nanquantile(induction, 0.9)  # the top 10% induction heads (NaN scores excluded)
+    else:  # human subjects
+        top = np.zeros(paper["distance"].size, dtype=bool)
     d_paper = paper["distance"].values.ravel()
     d_lsq = lsq["distance"].values.ravel()
     d_gauss = lsq["gaussian_distance"].values.ravel()
     g_aic = lsq["gaussian_aic"].values.ravel()
     return {
         "model": model,
-        "checkpoint": int(paper["checkpoint"].values[0]),
+        "checkpoint": int(paper["checkpoint"].values[0]) if "checkpoint" in paper.dims else None,
         "heads": int(d_paper.size),
         "paper_below": float(np.mean(d_paper < THRESHOLD)),
         "paper_median": float(np.median(d_paper)),
@@ -68,28 +88,29 @@ def summarise(model, heads, paper, lsq) -> dict:
         "cmr_like_lsq": int(np.sum(d_lsq < THRESHOLD)),
         "top_induction": int(top.sum()),
         "gauss_beats_lsq_aic_top": int(np.sum((g_aic < lsq["aic"].values.ravel()) & top)),
-        "top_lsq_median": float(np.median(d_lsq[top])),
-        "top_gauss_median": float(np.median(d_gauss[top])),
+        "top_lsq_median": float(np.median(d_lsq[top])) if top.any() else float("nan"),
+        "top_gauss_median": float(np.median(d_gauss[top])) if top.any() else float("nan"),
     }
 
 
 def markdown(rows) -> str:
     head = (
-        "| model (checkpoint) | heads | paper: d<0.5 | paper: median d | lsq: d<0.5 | lsq: median d "
+        "| model (checkpoint) or data set | units | paper: d<0.5 | paper: median d | lsq: d<0.5 | lsq: median d "
         "| Gaussian: d<0.5 | Gaussian: median d | Gaussian better by AIC than paper / lsq "
-        "| ... among lsq d<0.5 heads | top-10% induction heads: Gaussian better by AIC "
+        "| ... among lsq d<0.5 units | top-10% induction heads: Gaussian better by AIC "
         "| top-10%: median d lsq / Gaussian |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n"
     )
     lines = []
     for r in rows:
+        label = f"{r['model']} ({r['checkpoint']})" if r["checkpoint"] is not None else f"{r['model']} (subjects)"
+        top = (f"| {r['gauss_beats_lsq_aic_top']} of {r['top_induction']} "
+               f"| {r['top_lsq_median']:.3f} / {r['top_gauss_median']:.3f} |") if r["top_induction"] else "| - | - |"
         lines.append(
-            f"| {r['model']} ({r['checkpoint']}) | {r['heads']} | {100 * r['paper_below']:.0f}% | {r['paper_median']:.3f} "
+            f"| {label} | {r['heads']} | {100 * r['paper_below']:.0f}% | {r['paper_median']:.3f} "
             f"| {100 * r['lsq_below']:.0f}% | {r['lsq_median']:.3f} | {100 * r['gauss_below']:.0f}% "
             f"| {r['gauss_median']:.3f} | {r['gauss_beats_paper_aic']} / {r['gauss_beats_lsq_aic']} "
             f"({100 * r['gauss_beats_lsq_aic'] / r['heads']:.0f}%) "
-            f"| {r['gauss_beats_lsq_aic_cmr_like']} of {r['cmr_like_lsq']} "
-            f"| {r['gauss_beats_lsq_aic_top']} of {r['top_induction']} "
-            f"| {r['top_lsq_median']:.3f} / {r['top_gauss_median']:.3f} |"
+            f"| {r['gauss_beats_lsq_aic_cmr_like']} of {r['cmr_like_lsq']} " + top
         )
     return head + "\n".join(lines) + "\n"
 
@@ -100,6 +121,7 @@ def main(argv=None) -> int:
     parser.add_argument("-o", "--output", type=Path, default=None, help="write the markdown table here")
     parser.add_argument("--fits-dir", type=Path, default=None, help="also save each model's fits as netCDF here")
     parser.add_argument("--models", nargs="*", default=list(MODELS), help="models to fit (default all)")
+    parser.add_argument("--humans", nargs="*", default=list(HUMAN_DATA), help="recall data sets (default: PEERS, Morton2013)")
     args = parser.parse_args(argv)
 
     from adapters.published_grid import load_published_grid
@@ -116,6 +138,11 @@ def main(argv=None) -> int:
             save_dataset(paper, args.fits_dir / f"{model}_paper.nc")
             save_dataset(lsq, args.fits_dir / f"{model}_lsq.nc")
         print(f"{model}: {rows[-1]['heads']} heads in {time.perf_counter() - start:.1f} s", file=sys.stderr)
+    for source in args.humans:
+        start = time.perf_counter()
+        crp, paper, lsq = fit_humans(source, grid)
+        rows.append(summarise(source, crp, paper, lsq))
+        print(f"{source}: {rows[-1]['heads']} subjects in {time.perf_counter() - start:.1f} s", file=sys.stderr)
     table = markdown(rows)
     if args.output is not None:
         args.output.write_text(table)
