@@ -78,6 +78,8 @@ def _select(table, model, checkpoint, what):
         table = table[table["model"].isin(wanted)]
     if checkpoint is None:
         return table
+    if isinstance(checkpoint, str) and checkpoint.lstrip("-").isdigit():
+        checkpoint = int(checkpoint)  # from a command line
     if isinstance(checkpoint, str):
         if checkpoint != "final":
             raise ParameterError(f"checkpoint must be an int, a list of ints or 'final'; got {checkpoint!r}")
@@ -131,7 +133,7 @@ def read_published_profiles(path, model=None, checkpoint=None, metrics="auto") -
         Model(s) to read (e.g. ``"gpt2-small"``); default all, padded with NaN (module doc).
     checkpoint : int, list of int or "final", optional
         Checkpoint(s) to read; ``-1`` is a released model; ``"final"`` the last one of the
-        selected model (142 for Pythia). Default all.
+        selected model (142 for Pythia); a string of digits counts as that int. Default all.
     metrics : "auto", path or False
         ``head_metrics.csv.gz`` to merge (``induction_score``, ``copying_score``); "auto" reads
         the file of that name next to ``path`` if it exists.

@@ -71,6 +71,7 @@ def test_checkpoint_selection(tmp_path):
     path = write(small_table(models=(("p", 1, 2),), checkpoints=(0, 10, 142)), tmp_path / "p.csv")
     final = read_published_profiles(path, checkpoint="final", metrics=False)
     assert final["checkpoint"].values.tolist() == [142]
+    assert read_published_profiles(path, checkpoint="10", metrics=False)["checkpoint"].values.tolist() == [10]
     two = read_published_profiles(path, checkpoint=[0, 10], metrics=False)
     assert two["checkpoint"].values.tolist() == [0, 10]
     with pytest.raises(DataSourceError, match="checkpoint"):
