@@ -171,7 +171,10 @@ def test_lsq_distance_invariant_to_shift_and_positive_scale(values, shift, scale
 def test_results_do_not_depend_on_unit_name(published_grid):
     rng = np.random.default_rng(3)
     values = rng.normal(size=(5, 11)) + np.exp(-((LAGS - 1) ** 2) / 2)
-    as_subjects = fit_profiles(units(values, "subject"), published_grid, objective="lsq")
+    subjects = units(values, "subject")
+    before = subjects.copy(deep=True)
+    as_subjects = fit_profiles(subjects, published_grid, objective="lsq")
+    xr.testing.assert_identical(subjects, before)  # the input is not modified
     as_heads = fit_profiles(units(values, "head"), published_grid, objective="lsq")
     for name in as_subjects.data_vars:
         np.testing.assert_array_equal(as_subjects[name].values, as_heads[name].values)
