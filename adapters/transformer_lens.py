@@ -27,7 +27,7 @@ import json
 import os
 import shutil
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 
@@ -78,6 +78,8 @@ class LoadedModel:
     name: str
     source: str
     loader: str
+    # U E over the full vocabulary (a model constant, the costly part of copying_scores)
+    vocab_product: object = field(default=None, repr=False)
 
     @property
     def cfg(self):
@@ -436,14 +438,18 @@ def copying_scores(model: LoadedModel, token_ids=None) -> np.ndarray:
     bridge = model.bridge
     d_model = int(model.cfg.d_model)
     with torch.no_grad():
-        embed = bridge.W_E.detach()  # (vocab, d_model)
-        unembed = bridge.W_U.detach()  # (d_model, vocab)
-        if token_ids is not None:
-            idx = torch.as_tensor(np.asarray(token_ids, dtype=np.int64))
-            embed, unembed = embed[idx], unembed[:, idx]
-        # (d_model, d_model) U E: float32 matmul over the vocabulary (seconds in float64), then float64.
-        vocab_product = (unembed.float() @ embed.float()).double()
-        vocab_product = _norm_weight(bridge.ln_final, d_model)[:, None] * vocab_product
+        if token_ids is None and model.vocab_product is not None:
+            vocab_product = model.vocab_product
+        else:
+            embed = bridge.W_E.detach()  # (vocab, d_model)
+            unembed = bridge.W_U.detach()  # (d_model, vocab)
+            if token_ids is not None:
+                idx = torch.as_tensor(np.asarray(token_ids, dtype=np.int64))
+                embed, unembed = embed[idx], unembed[:, idx]
+            # (d_model, d_model) U E: a float32 matmul over the vocabulary, then float64.
+            vocab_product = _norm_weight(bridge.ln_final, d_model)[:, None] * (unembed.float() @ embed.float()).double()
+            if token_ids is None:
+                model.vocab_product = vocab_product  # computed once per loaded model
         w_v = bridge.W_V.detach().to(torch.float64)  # (layer, kv_head, d_model, d_head)
         w_o = bridge.W_O.detach().to(torch.float64)  # (layer, head, d_head, d_model)
         group = model.n_heads // w_v.shape[1]
