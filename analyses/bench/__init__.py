@@ -19,6 +19,8 @@ BENCHMARKS = {
     "tf-grid": "analyses.bench.profiles:bench_tf_grid",
     "mc-grid": "analyses.bench.profiles:bench_mc_grid",
     "fit-units": "analyses.bench.fitting:bench_fit_units",
+    "heads": "analyses.bench.heads:bench_heads",
+    "ablation-forward": "analyses.bench.ablation:bench_ablation",
 }
 
 
