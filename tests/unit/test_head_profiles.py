@@ -228,3 +228,23 @@ def test_bad_shapes_and_rules_are_typed_errors():
         hp.teacher_forced_transitions(4, "psifr")
     with pytest.raises(RecallDataError, match="non-negative"):
         hp.soft_lag_counts(np.array([1]), -np.ones((1, 2)), np.zeros((1, 2), bool), 1)
+
+
+# --- the command line: published profiles (no model) ---------------------------------------
+
+
+def test_cli_heads_published_writes_the_same_layout(tmp_path, capsys):
+    from analyses.cli import main
+    from cmr.io import load_dataset
+    from tests.conftest import reference_path
+
+    table = reference_path("icl-cmr", "head_profiles.csv.gz")
+    out = tmp_path / "gpt2.nc"
+    assert main(["heads", "--published", str(table), "--model", "gpt2-small", "-o", str(out)]) == 0
+    ds = load_dataset(out, kind="lag_profile")
+    assert ds.profile.dims == ("model", "checkpoint", "layer", "head", "lag")
+    assert (ds.sizes["layer"], ds.sizes["head"]) == (12, 12)
+    assert "wrote" in capsys.readouterr().out
+    # a model name and --published together is a user error, reported without a traceback
+    assert main(["heads", "smollm2-135m", "--published", str(table), "--model", "gpt2-small", "-o", str(out)]) == 1
+    assert "not both" in capsys.readouterr().err
