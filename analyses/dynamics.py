@@ -22,8 +22,8 @@ import xarray as xr
 from cmr.errors import ParameterError
 from cmr.schema import provenance_attrs, validate
 
-__all__ = ["scan_checkpoints", "fit_series", "fit_published_series", "pythia_step", "layer_summary",
-           "CMR_LIKE_DISTANCE"]
+__all__ = ["scan_checkpoints", "fit_series", "fit_published_series", "published_dynamics", "pythia_step",
+           "layer_summary", "CMR_LIKE_DISTANCE"]
 
 #: the study's threshold for a CMR-like head
 CMR_LIKE_DISTANCE = 0.5
@@ -87,8 +87,8 @@ def pythia_step(checkpoint) -> np.ndarray:
     return np.where(checkpoint >= 142, 143000, 1000 * (checkpoint + 1))
 
 
-def fit_published_series(profiles_path, grid: xr.Dataset, models=None, objective: str = "paper") -> xr.Dataset:
-    """Fit every checkpoint of the published Pythia profiles; add ``step`` and ``relative_depth``.
+def fit_published_series(profiles_path, grid: xr.Dataset, models=None, objective: str = "paper") -> dict:
+    """CMR fits of every checkpoint of the published Pythia profiles, one dataset per model.
 
     Parameters
     ----------
@@ -96,11 +96,14 @@ def fit_published_series(profiles_path, grid: xr.Dataset, models=None, objective
     grid : CMR grid (``lag_profile``, ``unit_kind="cmr_parameters"``)
     models : list of str, optional
         Default: every ``pythia*`` model in the file.
+
+    Returns
+    -------
+    dict model name -> ``profile_fit`` dataset with dims (model, checkpoint, layer, head)
     """
     from adapters.published import read_published_profiles
 
     names = list(models) if models is not None else None
-    fits = []
     if names is None:
         import pandas as pd
 
@@ -108,10 +111,21 @@ def fit_published_series(profiles_path, grid: xr.Dataset, models=None, objective
         names = sorted(m for m in table["model"].unique() if str(m).startswith("pythia"))
     if not names:
         raise ParameterError(f"no Pythia models in {profiles_path}")
-    for name in names:
-        profiles = read_published_profiles(profiles_path, model=name)
-        fits.append(fit_series(profiles, grid, objective))
-    return fits if len(fits) > 1 else fits[0]
+    return {name: fit_series(read_published_profiles(profiles_path, model=name), grid, objective) for name in names}
+
+
+def published_dynamics(profiles_path, grid: xr.Dataset, models=None, objective: str = "paper"):
+    """Fitted CMR parameters and inverse temperature against training step, per layer, for Pythia.
+
+    Returns the :func:`layer_summary` table of every published Pythia checkpoint with a ``step``
+    column (:func:`pythia_step`).
+    """
+    import pandas as pd
+
+    fits = fit_published_series(profiles_path, grid, models, objective)
+    table = pd.concat([layer_summary(f) for f in fits.values()], ignore_index=True)
+    table.insert(2, "step", pythia_step(table["checkpoint"].to_numpy()))
+    return table
 
 
 def layer_summary(fits: xr.Dataset, profiles: xr.Dataset | None = None) -> "pandas.DataFrame":

@@ -4,8 +4,11 @@ The toy run (``icl-cmr train-toy``) trains a 2-layer model on the Wikipedia samp
 gensim wheel (:mod:`adapters.text_corpus`), seeded, on CPU in minutes, and saves checkpoints
 (Hugging Face directories, written atomically) at roughly log-spaced steps. Two ingredients make
 induction heads appear within a few hundred steps: a small byte-level BPE vocabulary trained on
-the corpus (fast softmax), and a share of training sequences that repeat a random token segment
-(``BOS + s + s``), the repeated-list structure of the head prompts; the rest is natural text.
+the corpus (fast softmax), and a share of training sequences in which a random token segment of
+random length appears twice in a row at a random place in the text (``... s s ...``), the
+repeated-list structure of the head prompts; the rest is natural text. Random lengths and places
+matter: with a fixed layout the model learns to copy from a fixed distance back instead of by
+content, and its heads then show no induction on the prompts.
 
 The dynamics scan (:func:`scan_checkpoints`) then runs the same pipeline as for a released LLM
 on every checkpoint: head lag profiles (:func:`adapters.transformer_lens.extract_heads`, the same
@@ -41,19 +44,19 @@ CHECKPOINT_DIR = "checkpoints"
 class ToySettings:
     """Everything that defines a toy run (stored in ``DIR/train_toy.json``)."""
 
-    steps: int = 1200
+    steps: int = 1500
     seed: int = 0
     n_layers: int = 2
     n_heads: int = 4
-    d_model: int = 128
-    d_mlp: int = 256
-    vocab_size: int = 2048
-    seq_len: int = 128
+    d_model: int = 64
+    d_mlp: int = 128
+    vocab_size: int = 1024
+    seq_len: int = 96
     batch_size: int = 16
     learning_rate: float = 3e-3
     warmup: int = 50
     repeat_fraction: float = 0.5
-    n_checkpoints: int = 8
+    n_checkpoints: int = 10
     text: str = "wikipedia"
 
     def validate(self) -> "ToySettings":
@@ -71,8 +74,8 @@ class ToySettings:
         return self
 
 
-#: a size for tests and demos: about a minute on one CPU core
-QUICK = ToySettings(steps=300, d_model=64, d_mlp=128, vocab_size=1024, seq_len=96, batch_size=16, n_checkpoints=5)
+#: a shorter run for demos and tests: the default's first 900 steps (induction forms near 400-750)
+QUICK = ToySettings(steps=900, n_checkpoints=7)
 
 
 def checkpoint_steps(steps: int, n_checkpoints: int) -> list[int]:
@@ -101,19 +104,32 @@ def build_tokenizer(documents, vocab_size: int):
 
 
 def make_batch(stream: np.ndarray, rng: np.random.Generator, batch_size: int, seq_len: int,
-               repeat_fraction: float, vocab_size: int, bos_id: int) -> np.ndarray:
-    """(batch, seq_len + 1) int64: BOS + natural text, or BOS + a random segment twice (+ text)."""
+               repeat_fraction: float, vocab_size: int, bos_id: int) -> tuple[np.ndarray, np.ndarray]:
+    """A training batch: BOS + natural text, some rows with a random segment repeated inside.
+
+    In a share ``repeat_fraction`` of rows a segment of ``L`` uniform random tokens (``L`` drawn
+    from seq_len/8..seq_len/2) appears twice in a row at a random offset within the text, so the
+    second copy is predictable only by content (an induction head), not by a fixed distance.
+
+    Returns
+    -------
+    batch : int64 (batch, seq_len + 1)
+    spans : int64 (batch, 2), (start of the first copy, L) per row; L = 0 for plain text
+    """
     batch = np.empty((batch_size, seq_len + 1), dtype=np.int64)
+    spans = np.zeros((batch_size, 2), dtype=np.int64)
     batch[:, 0] = bos_id
-    half = seq_len // 2
     for row in range(batch_size):
+        start = int(rng.integers(0, stream.size - seq_len))
+        batch[row, 1:] = stream[start:start + seq_len]
         if rng.random() < repeat_fraction:
-            segment = rng.integers(2, vocab_size, size=half)
-            batch[row, 1:] = np.concatenate([segment, segment])
-        else:
-            start = int(rng.integers(0, stream.size - seq_len))
-            batch[row, 1:] = stream[start:start + seq_len]
-    return batch
+            length = int(rng.integers(seq_len // 8, seq_len // 2 + 1))
+            offset = 1 + int(rng.integers(0, seq_len - 2 * length + 1))
+            segment = rng.integers(2, vocab_size, size=length)
+            batch[row, offset:offset + length] = segment
+            batch[row, offset + length:offset + 2 * length] = segment
+            spans[row] = offset, length
+    return batch, spans
 
 
 def _atomic_dir(final: Path, write) -> Path:
@@ -139,16 +155,19 @@ def _write_json(path: Path, data) -> None:
         tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
 
 
-def _evaluate(model, eval_text, eval_repeat):
+def _evaluate(model, eval_text, eval_repeat, eval_spans):
     """Held-out losses: natural text, and the first and second copy of repeated segments."""
     import torch
 
     with torch.no_grad():
         text_loss = _loss(model, eval_text).mean().item()
-        per_position = _loss(model, eval_repeat).mean(dim=0)
-        half = eval_repeat.shape[1] // 2
-        return dict(eval_loss_text=text_loss, eval_loss_repeat_first=per_position[: half - 1].mean().item(),
-                    eval_loss_repeat_second=per_position[half:].mean().item())
+        losses = _loss(model, eval_repeat).numpy()  # loss[:, i] is the loss of token i + 1
+        first, second = [], []
+        for row, (offset, length) in enumerate(eval_spans):
+            first.append(losses[row, offset:offset + length - 1].mean())  # tokens offset+1 .. offset+L-1
+            second.append(losses[row, offset + length:offset + 2 * length - 1].mean())
+        return dict(eval_loss_text=text_loss, eval_loss_repeat_first=float(np.mean(first)),
+                    eval_loss_repeat_second=float(np.mean(second)))
 
 
 def _loss(model, batch):
@@ -189,8 +208,9 @@ def train_toy(out_dir, settings: ToySettings = ToySettings(), *, progress: bool 
     vocab = len(tokenizer)
     rng = np.random.default_rng(settings.seed)
     eval_rng = np.random.default_rng([settings.seed, 1])
-    eval_text = torch.as_tensor(make_batch(eval_stream, eval_rng, 32, settings.seq_len, 0.0, vocab, bos))
-    eval_repeat = torch.as_tensor(make_batch(eval_stream, eval_rng, 32, settings.seq_len, 1.0, vocab, bos))
+    eval_text = torch.as_tensor(make_batch(eval_stream, eval_rng, 32, settings.seq_len, 0.0, vocab, bos)[0])
+    eval_repeat, eval_spans = make_batch(eval_stream, eval_rng, 32, settings.seq_len, 1.0, vocab, bos)
+    eval_repeat = torch.as_tensor(eval_repeat)
     config = LlamaConfig(
         vocab_size=vocab, hidden_size=settings.d_model, intermediate_size=settings.d_mlp,
         num_hidden_layers=settings.n_layers, num_attention_heads=settings.n_heads,
@@ -210,7 +230,7 @@ def train_toy(out_dir, settings: ToySettings = ToySettings(), *, progress: bool 
 
     def save(step):
         model.eval()
-        evaluation = _evaluate(model, eval_text, eval_repeat)
+        evaluation = _evaluate(model, eval_text, eval_repeat, eval_spans)
         model.train()
 
         def write(tmp):
@@ -232,7 +252,7 @@ def train_toy(out_dir, settings: ToySettings = ToySettings(), *, progress: bool 
     bar = tqdm(range(1, settings.steps + 1), desc="training toy model", unit="step", disable=not progress)
     for step in bar:
         batch = torch.as_tensor(make_batch(train_stream, rng, settings.batch_size, settings.seq_len,
-                                           settings.repeat_fraction, vocab, bos))
+                                           settings.repeat_fraction, vocab, bos)[0])
         loss = _loss(model, batch).mean()
         optimizer.zero_grad(set_to_none=True)
         loss.backward()

@@ -11,7 +11,7 @@ import xarray as xr
 from analyses import dynamics, train_toy
 from cmr.errors import DataSourceError, ParameterError
 from cmr.schema import provenance_attrs
-from tests.conftest import require
+from tests.conftest import reference_path, require
 
 TINY = train_toy.ToySettings(steps=6, n_layers=2, n_heads=2, d_model=16, d_mlp=32, vocab_size=320, seq_len=32,
                              batch_size=4, warmup=2, n_checkpoints=3)
@@ -53,15 +53,21 @@ def test_checkpoint_steps():
     assert train_toy.checkpoint_steps(10, 1) == [10]
 
 
-def test_make_batch_repeats_segments_and_is_seeded():
-    stream = np.arange(1000, dtype=np.int64) % 97 + 2
-    batch = train_toy.make_batch(stream, np.random.default_rng(1), 8, 20, 0.5, 50, bos_id=1)
-    assert batch.shape == (8, 21) and (batch[:, 0] == 1).all()
-    repeated = [(row[1:11] == row[11:]).all() for row in batch]
-    assert 0 < sum(repeated) < 8
-    np.testing.assert_array_equal(batch, train_toy.make_batch(stream, np.random.default_rng(1), 8, 20, 0.5, 50, 1))
-    text_rows = [row for row, rep in zip(batch, repeated) if not rep]
-    assert all((np.diff(row[1:]) % 97 == 1).all() for row in text_rows)  # contiguous windows of the stream
+def test_make_batch_repeats_segments_at_random_places_and_is_seeded():
+    stream = np.arange(5000, dtype=np.int64) % 97 + 2
+    batch, spans = train_toy.make_batch(stream, np.random.default_rng(1), 16, 40, 0.5, 50, bos_id=1)
+    assert batch.shape == (16, 41) and (batch[:, 0] == 1).all()
+    repeated = spans[:, 1] > 0
+    assert 0 < repeated.sum() < 16
+    for row, (offset, length) in zip(batch[repeated], spans[repeated]):
+        assert 5 <= length <= 20 and offset >= 1 and offset + 2 * length <= 41
+        np.testing.assert_array_equal(row[offset:offset + length], row[offset + length:offset + 2 * length])
+    assert len({tuple(s) for s in spans[repeated]}) > 1  # not one fixed layout
+    for row in batch[~repeated]:
+        assert (np.diff(row[1:]) % 97 == 1).all()  # contiguous windows of the stream
+    again, again_spans = train_toy.make_batch(stream, np.random.default_rng(1), 16, 40, 0.5, 50, 1)
+    np.testing.assert_array_equal(batch, again)
+    np.testing.assert_array_equal(spans, again_spans)
 
 
 def test_checkpoints_are_complete_and_nothing_half_written_remains(trained):
@@ -130,3 +136,15 @@ def test_scan_checkpoints_gives_profiles_per_step_and_layer_summary(trained):
 
 def test_pythia_steps():
     np.testing.assert_array_equal(dynamics.pythia_step([0, 1, 141, 142]), [1000, 2000, 142000, 143000])
+
+
+def test_published_pythia_dynamics_per_layer():
+    from analyses.commands.fit import load_grid
+
+    path = reference_path("icl-cmr", "head_profiles.csv.gz")
+    grid, _ = load_grid(reference_path("icl-cmr", "cmr_crp_grid.npz"))
+    table = dynamics.published_dynamics(path, grid, models=["pythia-70m-deduped-v0"])
+    assert len(table) == 16 * 6  # 16 checkpoints x 6 layers
+    assert table["step"].min() == 1000 and table["step"].max() == 143000
+    assert {"beta_enc", "beta_rec", "gamma", "inverse_temperature", "best_distance"} <= set(table)
+    assert table["best_distance"].between(0, 1.5).all()

@@ -1,0 +1,64 @@
+"""Benchmark: the ablation forward pass (logits only at the scored positions) vs a full forward.
+
+Both sides run SmolLM2-135M with the same three heads zero-ablated at ``hook_z`` on the same
+passages (506 input tokens: BOS + text up to token 505) and return the same 22 losses; the
+reference is the plain TransformerLens way, ``bridge.run_with_hooks`` with full logits.
+Extras: passage forward passes per second, and the time the study's full size (300 passages x
+(1 + 2 modes x 21 sets)) and the demo size would take at that rate.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+HEADS = [(18, 6), (17, 3), (17, 4)]
+N_PASSAGES = 2
+
+
+def bench_ablation(repeats: int = 3) -> dict:
+    import torch
+
+    from adapters.text_corpus import load_passages
+    from adapters.transformer_lens import load_model
+    from analyses import ablation
+    from analyses.bench import median_time
+
+    start = time.perf_counter()
+    model = load_model("smollm2-135m")
+    load_s = time.perf_counter() - start
+    passages = load_passages("wikipedia", model.tokenizer, N_PASSAGES, 512, seed=0)
+    targets = ablation._scored_positions(50, 500, 5, 512)
+    hooks = ablation._ablation_hooks(HEADS, "zero", None)
+    ids = torch.cat([torch.full((N_PASSAGES, 1), model.bos_id), torch.as_tensor(passages[:, :505])], dim=1)
+
+    def ours():
+        return ablation.passage_losses(model.bridge, passages, targets, heads=HEADS, batch_size=N_PASSAGES)[0]
+
+    def reference():
+        with torch.inference_mode():
+            logits = model.bridge.run_with_hooks(ids, fwd_hooks=hooks).double()
+            logp = torch.log_softmax(logits[:, targets], dim=-1)
+            gold = torch.as_tensor(passages[:, targets])
+            return (-logp.gather(-1, gold[..., None])[..., 0]).numpy()
+
+    start = time.perf_counter()
+    agree = float(np.abs(ours() - reference()).max())
+    first_s = time.perf_counter() - start
+    ours_s = median_time(ours, repeats, warmup=0)
+    reference_s = median_time(reference, repeats, warmup=0)
+    per_pass = ours_s / N_PASSAGES
+    return {
+        "name": "ablation-forward",
+        "ours_s": ours_s,
+        "reference": f"run_with_hooks full logits x{N_PASSAGES}",
+        "reference_s": reference_s,
+        "ratio": reference_s / ours_s,
+        "passes_per_s": 1.0 / per_pass,
+        "full_size_h": 300 * (1 + 2 * 21) * per_pass / 3600,
+        "demo_size_s": 8 * (1 + 1 * 6) * per_pass,
+        "max_abs_diff": agree,
+        "threads": torch.get_num_threads(),
+        "first_call_s": first_s,
+        "load_s": load_s,
+    }
