@@ -55,7 +55,7 @@ def read_manifest(out_dir: Path) -> dict:
 
 def write_manifest(out_dir: Path, manifest: dict) -> None:
     with atomic_write(Path(out_dir) / MANIFEST) as tmp:
-        tmp.write_text(json.dumps(manifest, indent=2, sort_keys=True))
+        tmp.write_text(json.dumps(manifest, indent=2))  # stage order kept
 
 
 def stage_is_done(out_dir: Path, manifest: dict, stage: Stage) -> bool:
@@ -73,6 +73,9 @@ def run_stages(stages, ctx: RunContext, resume: bool = False) -> dict:
     """Run ``stages`` in order; return the manifest. Skips finished stages when ``resume``."""
     ctx.out_dir.mkdir(parents=True, exist_ok=True)
     manifest = read_manifest(ctx.out_dir) if resume else {"stages": {}}
+    if resume and manifest.get("settings") not in (None, ctx.settings):
+        ctx.log("settings differ from the earlier run in this directory: starting over")
+        manifest = {"stages": {}}
     manifest["settings"] = ctx.settings
     for index, stage in enumerate(stages, 1):
         label = f"[{index}/{len(stages)}] {stage.name}"

@@ -1,10 +1,40 @@
 """report.md of a run: every number in it is read from this run's outputs and summaries."""
 from __future__ import annotations
 
+import html
 import json
 from pathlib import Path
 
+import numpy as np
+
 from cmr.io import atomic_write
+
+
+def ablation_summary(result, top_heads) -> dict:
+    """JSON-safe summary of an ``ablation`` dataset (per mode: effects and statistics)."""
+    out = {"top_heads": [f"L{l}.H{h}" for l, h in top_heads], "n_passages": int(result.sizes["passage"]),
+           "n_random": int(result.sizes["head_set"]) - 1, "modes": {}}
+    for mode in result["mode"].values:
+        effect = result["mean_effect"].sel(mode=mode)
+        random = effect.sel(head_set=[s for s in result["head_set"].values if s != "top"]).values
+        entry = {
+            "baseline_icl_score": float(result["baseline_icl_score"].mean()),
+            "top_effect": float(effect.sel(head_set="top")),
+            "random_effect_mean": float(np.mean(random)),
+            "random_effect_sd": float(np.std(random, ddof=1)) if random.size > 1 else float("nan"),
+            "empirical_pvalue": float(result["empirical_pvalue"].sel(mode=mode)),
+        }
+        for comparison in result["comparison"].values:
+            entry[str(comparison)] = {
+                name: float(result[name].sel(mode=mode, comparison=comparison))
+                for name in ("mean_difference", "t_statistic", "t_pvalue", "wilcoxon_pvalue", "cohens_dz")
+            }
+        out["modes"][str(mode)] = entry
+    return out
+
+
+def _fmt(x, digits=3):
+    return "n/a" if x is None or (isinstance(x, float) and not np.isfinite(x)) else f"{x:.{digits}f}"
 
 
 def _human_section(ctx) -> list[str]:
@@ -19,24 +49,165 @@ def _human_section(ctx) -> list[str]:
         "|---|---:|---:|---:|---:|",
     ]
     for source, s in summary.items():
-        lines.append(
-            f"| `{source}` | {s['subjects']} | {s['trials']} | {s['crp_lag_+1']:.3f} | {s['crp_lag_-1']:.3f} |"
-        )
+        lines.append(f"| `{source}` | {s['subjects']} | {s['trials']} | {_fmt(s['crp_lag_+1'])} | {_fmt(s['crp_lag_-1'])} |")
     lines += ["", "![Human lag-CRP](figures/human_lag_crp.png)", ""]
     return lines
 
 
-def write_report(ctx) -> Path:
-    """Write ``report.md`` (and ``report.html`` when the markdown package is present)."""
+def _heads_section(ctx) -> list[str]:
+    s = ctx.summaries.get("heads")
+    if not s:
+        return []
+    model = ctx.settings["model"]
+    lines = [
+        f"## Attention heads of `{model}`",
+        "",
+        f"{s['n_layers']} layers x {s['n_heads']} heads; prompts: BOS + two copies of a random permutation of "
+        f"{ctx.settings['n_words']} single-token words, {ctx.settings['n_prompts']} seeded prompts.",
+    ]
+    if "loss_first_copy" in s:
+        lines.append(
+            f"Loss per token: {_fmt(s['loss_first_copy'])} nats on the first copy, "
+            f"{_fmt(s['loss_second_copy'])} on the second (in-context copying)."
+        )
+    lines += ["", "| head | induction score |", "|---|---:|"]
+    lines += [f"| L{t['layer']}.H{t['head']} | {_fmt(t['induction_score'])} |" for t in s["top_induction"]]
+    lines.append("")
+    return lines
+
+
+def _fits_section(ctx) -> list[str]:
+    heads = ctx.summaries.get("fit_heads")
+    if not heads:
+        return []
+    grid = ctx.summaries.get("grid", {})
+    lines = [
+        "## CMR fits: heads and humans through the same call",
+        "",
+        f"Grid: {grid.get('source', '?')} ({grid.get('points', '?')} parameter points). Distance "
+        "d = mean over lags of (fitted - profile)^2 / variance of the profile over lags; heads on "
+        "lags -5..+5 (pre-softmax scores), humans on lags -5..-1, +1..+5 (lag-CRP). `paper` = the "
+        "study's min/max-matched map on the grid; `lsq` = least-squares affine map, refined. The "
+        "Gaussian baseline a + b exp(-(lag-mu)^2/(2 s^2)) is fitted fairly (started at the peak lag).",
+        "",
+        "| units | objective | n | median d (CMR) | share d < 0.5 | median d (Gaussian) | Gaussian better (d) | Gaussian better (AIC) |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+
+    def row(label, objective, f):
+        return (f"| {label} | {objective} | {f['units']} | {_fmt(f['median_distance'])} | {_fmt(f['share_below_0.5'], 2)} | "
+                f"{_fmt(f.get('gaussian_median_distance'))} | {_fmt(f.get('gaussian_beats_cmr_distance'), 2)} | "
+                f"{_fmt(f.get('gaussian_beats_cmr_aic'), 2)} |")
+
+    for objective, f in heads.items():
+        lines.append(row(f"heads of `{ctx.settings['model']}`", objective, f))
+    for source, by_objective in ctx.summaries.get("fit_humans", {}).items():
+        for objective, f in by_objective.items():
+            lines.append(row(f"subjects of `{source}`", objective, f))
+    lines += [
+        "",
+        "![Top heads with CMR and Gaussian fits](figures/top_heads_fits.png)",
+        "",
+        "![CMR distance against induction score](figures/distance_vs_induction.png)",
+        "",
+        "![Share of CMR-like heads by depth](figures/cmr_like_by_depth.png)",
+        "",
+        "![Fitted parameters of heads and humans](figures/parameters_heads_vs_humans.png)",
+        "",
+        "![Human lag-CRP beside the soft lag-CRP of the top heads](figures/human_vs_head_crp.png)",
+        "",
+    ]
+    return lines
+
+
+def _ablation_section(ctx) -> list[str]:
+    s = ctx.summaries.get("ablation")
+    if not s:
+        return []
+    lines = [
+        "## Causal test: ablating the top CMR-like heads",
+        "",
+        f"ICL score = loss at token 500 minus loss at token 50 (each averaged over +-5 tokens), on "
+        f"{s['n_passages']} Wikipedia passages of 512 tokens. Top set ({len(s['top_heads'])} heads, the 10% with "
+        f"the smallest `lsq` CMR distance): {', '.join(s['top_heads'])}; compared with {s['n_random']} seeded "
+        "random sets of the same size. Effect = ablated ICL score - intact ICL score (> 0: ablation hurts ICL).",
+        "",
+        "| mode | intact ICL score | top-set effect | random effect (mean +- sd) | top vs random: mean diff | t | p (t) | p (Wilcoxon) | d_z | empirical p |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    verdicts = []
+    for mode, e in s["modes"].items():
+        tr = e.get("top_vs_random", {})
+        lines.append(
+            f"| {mode} | {_fmt(e['baseline_icl_score'])} | {_fmt(e['top_effect'])} | "
+            f"{_fmt(e['random_effect_mean'])} +- {_fmt(e['random_effect_sd'])} | {_fmt(tr.get('mean_difference'))} | "
+            f"{_fmt(tr.get('t_statistic'), 2)} | {_fmt(tr.get('t_pvalue'), 4)} | {_fmt(tr.get('wilcoxon_pvalue'), 4)} | "
+            f"{_fmt(tr.get('cohens_dz'), 2)} | {_fmt(e['empirical_pvalue'], 3)} |"
+        )
+        hurts = tr.get("mean_difference", float("nan")) > 0 and tr.get("t_pvalue", 1.0) < 0.05 and e["empirical_pvalue"] < 0.05
+        verdicts.append(
+            f"- {mode} ablation: the top CMR-like heads {'hurt' if hurts else 'did not significantly hurt'} the ICL "
+            f"score more than random sets of the same size (paired t p = {_fmt(tr.get('t_pvalue'), 4)}, "
+            f"empirical p = {_fmt(e['empirical_pvalue'], 3)})."
+        )
+    lines += ["", *verdicts, "", "![Ablation](figures/ablation.png)", ""]
+    return lines
+
+
+def _timings(ctx, manifest) -> list[str]:
+    stages = (manifest or {}).get("stages", {})
+    if not stages:
+        return []
+    lines = ["## Run", "", "| stage | seconds |", "|---|---:|"]
+    lines += [f"| {name} | {entry.get('seconds', 0):.1f} |" for name, entry in stages.items()]
+    return lines + [""]
+
+
+def write_report(ctx, manifest=None) -> Path:
+    """Write ``report.md`` and a self-contained ``report.html`` beside it."""
     lines = [
         "# icl-cmr study report",
         "",
         f"Settings: `{json.dumps(ctx.settings, sort_keys=True)}`",
         "",
     ]
-    lines += _human_section(ctx)
+    lines += _human_section(ctx) + _heads_section(ctx) + _fits_section(ctx) + _ablation_section(ctx)
+    lines += _timings(ctx, manifest)
     text = "\n".join(lines) + "\n"
     path = Path(ctx.out_dir) / "report.md"
     with atomic_write(path, suffix=".md") as tmp:
         tmp.write_text(text)
+    with atomic_write(path.with_suffix(".html"), suffix=".html") as tmp:
+        tmp.write_text(_html(text))
     return path
+
+
+def _html(markdown: str) -> str:
+    """A plain HTML rendering (headings, tables, images, paragraphs) without extra dependencies."""
+    out, table = [], []
+
+    def flush_table():
+        if table:
+            rows = [r for r in table if not set(r.replace("|", "").strip()) <= set("-: ")]
+            cells = [[html.escape(c.strip()) for c in r.strip().strip("|").split("|")] for r in rows]
+            head = "".join(f"<th>{c}</th>" for c in cells[0])
+            body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in cells[1:])
+            out.append(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+            table.clear()
+
+    for line in markdown.splitlines():
+        if line.startswith("|"):
+            table.append(line)
+            continue
+        flush_table()
+        if line.startswith("#"):
+            level = len(line) - len(line.lstrip("#"))
+            out.append(f"<h{level}>{html.escape(line[level:].strip())}</h{level}>")
+        elif line.startswith("![") and "](" in line:
+            alt, src = line[2:].split("](", 1)
+            out.append(f'<p><img src="{html.escape(src.rstrip(")"))}" alt="{html.escape(alt)}" style="max-width:100%"></p>')
+        elif line.strip():
+            out.append(f"<p>{html.escape(line)}</p>")
+    flush_table()
+    style = "body{font-family:sans-serif;max-width:60em;margin:auto}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 6px}"
+    return f"<!doctype html><html><head><meta charset='utf-8'><title>icl-cmr report</title><style>{style}</style></head><body>{''.join(out)}</body></html>\n"

@@ -2,19 +2,41 @@
 
 Stages (each resumable, outputs written atomically; see analyses/pipeline.py):
 
-1. ``human_crp``   lag-CRP of every subject of every recall data set -> human_lag_crp_<name>.nc
-2. ``figures``     publication figures -> figures/*.png
-3. ``report``      report.md (+ report.html) whose numbers come from this run's outputs
+1. ``human_crp``   lag-CRP of every subject of every recall data set
+2. ``grid``        the CMR lag-profile grid heads and humans are fitted against: the study's
+                   Monte Carlo grid of the paper's variant, simulated here (or read with --grid)
+3. ``heads``       lag profiles and scores of every attention head of the model
+4. ``fit_heads``   CMR fits of every head (objectives ``paper`` and ``lsq``) + fair Gaussian
+5. ``fit_humans``  the same call on every human subject's lag-CRP
+6. ``ablation``    ICL score with the top 10% CMR-like heads ablated vs random head sets
+7. ``figures``     publication figures
+8. ``report``      report.md (+ report.html) whose numbers come from this run's outputs
 """
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
+import numpy as np
+
 from analyses.pipeline import RunContext, Stage, run_stages
 
 DEFAULT_RECALL = ("psifr:peers_notask", "psifr:Morton2013")
 DEFAULT_MODEL = "smollm2-135m"
+OBJECTIVES = ("paper", "lsq")
+HEAD_LAGS = tuple(range(-5, 6))  # the study's fitting window
+HUMAN_LAGS = tuple(lag for lag in range(-5, 6) if lag != 0)  # a CRP is undefined at lag 0
+
+DEMO_SETTINGS = {
+    "n_prompts": 5,
+    "n_words": 100,
+    "seed": 0,
+    "grid_trials": 100,  # Monte Carlo trials per start position (the study used 500)
+    "ablation_passages": 48,
+    "ablation_random": 20,
+    "ablation_modes": ["zero"],
+    "ablation_fraction": 0.1,
+}
 
 
 def slug(source: str) -> str:
@@ -24,16 +46,31 @@ def slug(source: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", base)
 
 
+def human_files(settings) -> dict:
+    return {source: f"human_lag_crp_{slug(source)}.nc" for source in settings["recall"]}
+
+
+def human_fit_files(settings) -> dict:
+    return {
+        (source, objective): f"fits_human_{slug(source)}_{objective}.nc"
+        for source in settings["recall"]
+        for objective in OBJECTIVES
+    }
+
+
+# --- stages --------------------------------------------------------------------------
+
+
 def _human_crp(ctx: RunContext) -> dict:
     from adapters.recall_data import load_recall_data
     from cmr.io import save_dataset
     from cmr.lag_crp import lag_crp
 
     summary = {}
-    for source in ctx.settings["recall"]:
+    for source, name in human_files(ctx.settings).items():
         events = load_recall_data(source)
         crp = lag_crp(events, by="subject")
-        save_dataset(crp, ctx.path(f"human_lag_crp_{slug(source)}.nc"))
+        save_dataset(crp, ctx.path(name))
         mean = crp["profile"].mean("subject")
         summary[source] = {
             "subjects": int(crp.sizes["subject"]),
@@ -44,38 +81,165 @@ def _human_crp(ctx: RunContext) -> dict:
     return summary
 
 
-def _figures(ctx: RunContext) -> dict:
-    from analyses import figures
-    from cmr.io import load_dataset
+def _grid(ctx: RunContext) -> dict:
+    from cmr.io import load_dataset, save_dataset
+    from cmr.profiles import paper_mc_grid
 
-    fig_dir = ctx.path("figures")
-    fig_dir.mkdir(exist_ok=True)
-    human = {
-        slug(source): load_dataset(ctx.path(f"human_lag_crp_{slug(source)}.nc"), kind="lag_profile")
-        for source in ctx.settings["recall"]
+    if ctx.settings.get("grid"):
+        grid = load_dataset(ctx.settings["grid"], kind="lag_profile")
+        source = ctx.settings["grid"]
+    else:
+        grid = paper_mc_grid(n_trials=int(ctx.settings["grid_trials"]), seed=int(ctx.settings["seed"]), progress=True)
+        source = f"paper_mc_grid(n_trials={ctx.settings['grid_trials']})"
+    save_dataset(grid, ctx.path("cmr_grid.nc"))
+    points = int(np.prod([grid.sizes[d] for d in grid["profile"].dims if d != "lag"]))
+    return {"source": source, "points": points, "profile_kind": grid.attrs.get("profile_kind", "")}
+
+
+def _heads(ctx: RunContext) -> dict:
+    from tqdm.auto import tqdm
+
+    from adapters.transformer_lens import extract_heads, load_model
+    from cmr.io import save_dataset
+
+    s = ctx.settings
+    model = load_model(s["model"])
+    with tqdm(total=int(s["n_prompts"]), desc=f"heads of {s['model']}", unit="prompt") as bar:
+        heads = extract_heads(model, n_words=int(s["n_words"]), n_prompts=int(s["n_prompts"]), seed=int(s["seed"]),
+                              progress=bar.update)
+    save_dataset(heads, ctx.path("heads.nc"))
+    induction = heads["induction_score"].squeeze(drop=True)
+    order = np.argsort(-induction.values.ravel())[:5]
+    layers, idx = np.unravel_index(order, induction.shape)
+    top = [
+        {"layer": int(induction["layer"][l]), "head": int(induction["head"][h]), "induction_score": float(induction.values[l, h])}
+        for l, h in zip(layers, idx)
+    ]
+    loss = heads["position_loss"].squeeze(drop=True).values if "position_loss" in heads else None
+    out = {"n_layers": int(heads.sizes["layer"]), "n_heads": int(heads.sizes["head"]), "top_induction": top}
+    if loss is not None:
+        n = int(s["n_words"])
+        out["loss_first_copy"] = float(np.nanmean(loss[1 : n]))
+        out["loss_second_copy"] = float(np.nanmean(loss[n + 1 :]))
+    return out
+
+
+def _fit_summary(fits, threshold=0.5) -> dict:
+    distance = fits["distance"].values.ravel()
+    finite = distance[np.isfinite(distance)]
+    out = {
+        "units": int(finite.size),
+        "median_distance": float(np.median(finite)) if finite.size else float("nan"),
+        "share_below_0.5": float(np.mean(finite < threshold)) if finite.size else float("nan"),
     }
-    figures.human_lag_crp(human, fig_dir / "human_lag_crp.png", pdf=True)
-    return {"figures": ["figures/human_lag_crp.png"]}
+    if "gaussian_distance" in fits:
+        g = fits["gaussian_distance"].values.ravel()
+        both = np.isfinite(g) & np.isfinite(distance)
+        out["gaussian_median_distance"] = float(np.median(g[both])) if both.any() else float("nan")
+        out["gaussian_beats_cmr_distance"] = float(np.mean(g[both] < distance[both])) if both.any() else float("nan")
+    if "aic" in fits and "gaussian_aic" in fits:
+        a, ga = fits["aic"].values.ravel(), fits["gaussian_aic"].values.ravel()
+        both = np.isfinite(a) & np.isfinite(ga)
+        out["gaussian_beats_cmr_aic"] = float(np.mean(ga[both] < a[both])) if both.any() else float("nan")
+    return out
+
+
+def _fit_heads(ctx: RunContext) -> dict:
+    from adapters.head_profiles import select_profile
+    from cmr.io import load_dataset, save_dataset
+    from cmr.profile_fit import fit_profiles
+
+    heads = select_profile(load_dataset(ctx.path("heads.nc"), kind="lag_profile"), "score")
+    grid = load_dataset(ctx.path("cmr_grid.nc"), kind="lag_profile")
+    summary = {}
+    for objective in OBJECTIVES:
+        fits = fit_profiles(heads, grid, objective=objective, lags=HEAD_LAGS, invalid="nan")
+        save_dataset(fits, ctx.path(f"fits_heads_{objective}.nc"))
+        summary[objective] = _fit_summary(fits)
+    return summary
+
+
+def _fit_humans(ctx: RunContext) -> dict:
+    from cmr.io import load_dataset, save_dataset
+    from cmr.profile_fit import fit_profiles
+
+    grid = load_dataset(ctx.path("cmr_grid.nc"), kind="lag_profile")
+    summary = {}
+    for (source, objective), name in human_fit_files(ctx.settings).items():
+        crp = load_dataset(ctx.path(human_files(ctx.settings)[source]), kind="lag_profile")
+        fits = fit_profiles(crp, grid, objective=objective, lags=HUMAN_LAGS, invalid="nan")
+        save_dataset(fits, ctx.path(name))
+        summary.setdefault(source, {})[objective] = _fit_summary(fits)
+    return summary
+
+
+def _ablation(ctx: RunContext) -> dict:
+    from adapters.text_corpus import load_passages
+    from adapters.transformer_lens import load_model
+    from analyses.ablation import run_ablation, top_heads_from_fits
+    from cmr.io import load_dataset, save_dataset
+
+    s = ctx.settings
+    model = load_model(s["model"])
+    fits = load_dataset(ctx.path("fits_heads_lsq.nc"), kind="profile_fit")
+    top = top_heads_from_fits(fits, fraction=float(s["ablation_fraction"]))
+    passages = load_passages("wikipedia", model.tokenizer, n_passages=int(s["ablation_passages"]), n_tokens=512,
+                             seed=int(s["seed"]))
+    result = run_ablation(
+        model.bridge, passages, top, n_random=int(s["ablation_random"]), seed=int(s["seed"]),
+        modes=tuple(s["ablation_modes"]),
+        info={"model": s["model"], "text": "wikipedia (gensim test data)", "top_heads_from": "fits_heads_lsq.nc distance"},
+    )
+    save_dataset(result, ctx.path("ablation.nc"))
+    from analyses.report import ablation_summary
+
+    return ablation_summary(result, top)
+
+
+def _figures(ctx: RunContext) -> dict:
+    from analyses import study_figures
+
+    return {"figures": study_figures.make_all(ctx)}
 
 
 def _report(ctx: RunContext) -> dict:
+    from analyses.pipeline import read_manifest
     from analyses.report import write_report
 
-    write_report(ctx)
+    write_report(ctx, read_manifest(ctx.out_dir))
     return {}
 
 
 def build_stages(settings: dict) -> list[Stage]:
-    recall_outputs = tuple(f"human_lag_crp_{slug(s)}.nc" for s in settings["recall"])
-    return [
-        Stage("human_crp", recall_outputs, _human_crp, "lag-CRP of every subject of the recall data sets"),
+    stages = [
+        Stage("human_crp", tuple(human_files(settings).values()), _human_crp,
+              "lag-CRP of every subject of the recall data sets"),
+        Stage("grid", ("cmr_grid.nc",), _grid, "CMR lag-profile grid (paper's variant, Monte Carlo)"),
+        Stage("heads", ("heads.nc",), _heads, f"lag profiles of every attention head of {settings['model']}"),
+        Stage("fit_heads", tuple(f"fits_heads_{o}.nc" for o in OBJECTIVES), _fit_heads,
+              "CMR fits (paper, lsq) and Gaussian baseline of every head"),
+        Stage("fit_humans", tuple(human_fit_files(settings).values()), _fit_humans,
+              "the same fits for every human subject"),
+    ]
+    if int(settings.get("ablation_passages", 0)) > 0:
+        stages.append(Stage("ablation", ("ablation.nc",), _ablation,
+                            "ICL score with the top CMR-like heads ablated vs random head sets"))
+    stages += [
         Stage("figures", ("figures/human_lag_crp.png",), _figures, "figures"),
         Stage("report", ("report.md",), _report, "report.md"),
     ]
+    return stages
 
 
-def run_study(out_dir, recall=DEFAULT_RECALL, model=DEFAULT_MODEL, resume=False, log=print) -> dict:
-    """Run the study into ``out_dir``; return the manifest (stage timings and summaries)."""
-    settings = {"recall": list(recall), "model": model}
+def run_study(out_dir, recall=DEFAULT_RECALL, model=DEFAULT_MODEL, resume=False, log=print, **overrides) -> dict:
+    """Run the study into ``out_dir``; return the manifest (stage timings and summaries).
+
+    ``overrides`` replace entries of :data:`DEMO_SETTINGS` (e.g. ``ablation_passages=0``
+    skips the ablation, ``grid="grid.nc"`` uses a saved grid).
+    """
+    unknown = set(overrides) - set(DEMO_SETTINGS) - {"grid"}
+    if unknown:
+        raise TypeError(f"unknown settings {sorted(unknown)}; known: {sorted(DEMO_SETTINGS) + ['grid']}")
+    settings = {**DEMO_SETTINGS, **overrides, "recall": list(recall), "model": model}
     ctx = RunContext(out_dir=Path(out_dir), settings=settings, log=log)
     return run_stages(build_stages(settings), ctx, resume=resume)
