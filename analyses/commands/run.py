@@ -5,13 +5,17 @@ HELP = "run the whole study (human lag-CRPs, head scan, CMR fits, ablation, figu
 
 
 def register(sub):
-    from analyses.study import DEFAULT_MODEL, DEFAULT_RECALL
+    from analyses.study import DEFAULT_MODEL, DEFAULT_RECALL, DEMO_SETTINGS as D
 
     p = sub.add_parser(
         "run",
         help=HELP,
         description=(
-            "Run the study end to end and write netCDF results, figures and report.md to DIR. "
+            "Run the study end to end and write netCDF results, figures and report.md to DIR: "
+            "lag-CRPs of every human subject; lag profiles of every attention head of MODEL "
+            "(BOS + two copies of a random word list); CMR fits of heads and subjects through the "
+            "same call (objectives 'paper' and 'lsq') with a fairly fitted Gaussian baseline; an "
+            "ablation test of the top 10% CMR-like heads against random head sets. "
             f"Defaults: model {DEFAULT_MODEL} (embedded, offline), recall data "
             f"{', '.join(DEFAULT_RECALL)}. Every stage writes its outputs atomically and is "
             "recorded in DIR/manifest.json; with --resume, finished stages are skipped."
@@ -20,13 +24,24 @@ def register(sub):
     p.add_argument("-o", "--out", required=True, metavar="DIR", help="output directory")
     p.add_argument("--model", default=DEFAULT_MODEL, help=f"language model (default {DEFAULT_MODEL})")
     p.add_argument(
-        "--recall",
-        nargs="+",
-        default=list(DEFAULT_RECALL),
-        metavar="SOURCE",
+        "--recall", nargs="+", default=list(DEFAULT_RECALL), metavar="SOURCE",
         help="recall data sets: bundled names (psifr:Morton2013, psifr:peers_notask, "
         "cymr:Morton2013_mixed) or psifr-format CSV files",
     )
+    p.add_argument("--grid", metavar="GRID.nc", help="CMR grid to fit against (from `icl-cmr grid`); "
+                   "default: simulate the study's Monte Carlo grid with --grid-trials trials")
+    p.add_argument("--grid-trials", type=int, default=D["grid_trials"],
+                   help=f"Monte Carlo trials per start position for the grid (default {D['grid_trials']}; the study used 500)")
+    p.add_argument("--n-prompts", type=int, default=D["n_prompts"], help=f"prompts for the head scan (default {D['n_prompts']})")
+    p.add_argument("--n-words", type=int, default=D["n_words"], help=f"words per prompt copy (default {D['n_words']})")
+    p.add_argument("--ablation-passages", type=int, default=D["ablation_passages"],
+                   help=f"text passages of 512 tokens for the ablation; 0 skips it (default {D['ablation_passages']}; "
+                   "the full test is `icl-cmr ablate` with 300)")
+    p.add_argument("--ablation-random", type=int, default=D["ablation_random"],
+                   help=f"random head sets to compare with (default {D['ablation_random']})")
+    p.add_argument("--ablation-modes", nargs="+", choices=("zero", "mean"), default=D["ablation_modes"],
+                   help="ablation modes (default: zero)")
+    p.add_argument("--seed", type=int, default=D["seed"], help="seed of prompts, grid, passages and random sets")
     p.add_argument("--resume", action="store_true", help="skip stages finished by an earlier run in DIR")
     p.set_defaults(func=run)
 
@@ -34,6 +49,13 @@ def register(sub):
 def run(args) -> int:
     from analyses.study import run_study
 
-    run_study(args.out, recall=args.recall, model=args.model, resume=args.resume)
+    overrides = dict(
+        grid_trials=args.grid_trials, n_prompts=args.n_prompts, n_words=args.n_words,
+        ablation_passages=args.ablation_passages, ablation_random=args.ablation_random,
+        ablation_modes=list(args.ablation_modes), seed=args.seed,
+    )
+    if args.grid:
+        overrides["grid"] = args.grid
+    run_study(args.out, recall=args.recall, model=args.model, resume=args.resume, **overrides)
     print(f"results in {args.out}/ (report: {args.out}/report.md)")
     return 0
