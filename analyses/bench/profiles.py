@@ -7,12 +7,17 @@
   positions, up to 50 recalls) on all cores; target under 15 minutes on 2 cores. Reference:
   the study's per-point algorithm as its script runs it in numpy (a matrix-vector product,
   cumulative sum and ``np.where`` per recall; a Python loop for the lag histogram), timed on
-  a slice of trials and scaled to one point. Set ``ICL_CMR_BENCH_QUICK=1`` to time a 5%
+  a slice of trials in a single-threaded-BLAS subprocess and scaled to one point; ``ratio``
+  compares per-point costs (ours on all cores, theirs on one, as their pool ran one point per
+  process). Set ``ICL_CMR_BENCH_QUICK=1`` to time a 5%
   sample of the grid and scale it (the full grid takes minutes).
 """
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -20,6 +25,27 @@ import numpy as np
 from analyses.bench import median_time
 
 _QUICK_ENV = "ICL_CMR_BENCH_QUICK"
+
+
+def _single_thread_reference(call: str, repeats: int) -> float:
+    """Median seconds of ``call`` (an expression using this module) in a fresh interpreter with
+    single-threaded BLAS, as the study ran one point per process; threaded BLAS on small
+    matrices only adds contention (8x slower on 2 busy cores)."""
+    code = (
+        "import json, statistics, time, numpy as np\n"
+        "from analyses.bench.profiles import *\n"
+        "from analyses.bench.profiles import _numpy_teacher_forced_point, _study_recall_point\n"
+        "times = []\n"
+        f"for _ in range({max(1, repeats)}):\n"
+        "    start = time.perf_counter()\n"
+        f"    {call}\n"
+        "    times.append(time.perf_counter() - start)\n"
+        "print(json.dumps(statistics.median(times)))\n"
+    )
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    done = subprocess.run([sys.executable, "-c", code], env=env, cwd=root, capture_output=True, text=True, check=True)
+    return float(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
 def _numpy_teacher_forced_point(beta_enc, beta_rec, gamma, n=100, max_lag=8):
@@ -63,14 +89,9 @@ def bench_tf_grid(repeats: int = 7) -> dict:
     ours_s = median_time(ours, repeats)
     axes = paper_grid_axes()
     n_points = int(np.prod([a.size for a in axes.values()]))
-    rng = np.random.default_rng(0)
-    sample = [(rng.choice(axes["beta_enc"]), rng.choice(axes["beta_rec"]), rng.choice(axes["gamma"])) for _ in range(10)]
-
-    def reference():
-        for point in sample:
-            _numpy_teacher_forced_point(*point)
-
-    reference_s = median_time(reference, max(1, min(repeats, 3)), warmup=0) * n_points / len(sample)
+    # ten points of the grid, single-threaded BLAS in a fresh interpreter, scaled to the grid
+    call = "[_numpy_teacher_forced_point(be, br, g) for be, br, g in [(0.05, 0.0, 0.0), (0.3, 0.25, 0.5), (0.6, 0.75, 0.3), (0.9, 1.0, 1.0), (1.0, 0.5, 0.1), (0.15, 0.9, 0.7), (0.45, 0.1, 0.9), (0.75, 0.6, 0.2), (0.2, 0.4, 0.4), (0.85, 0.05, 0.6)]]"
+    reference_s = _single_thread_reference(call, max(1, min(repeats, 3))) * n_points / 10
     return {
         "name": "tf-grid",
         "ours_s": ours_s,
@@ -148,15 +169,15 @@ def bench_mc_grid(repeats: int = 1) -> dict:
         n_run = n_points
         ours_s = median_time(lambda: paper_mc_grid(n_trials=STUDY_N_TRIALS), 1, warmup=0)
     # reference: the study's algorithm for one point, timed on a slice of trials and scaled
-    rng = np.random.default_rng(0)
-    slice_trials = 10
-    ref_one = median_time(lambda: _study_recall_point(0.6, 0.75, 0.3, 5, slice_trials, rng), max(1, min(repeats, 3)), warmup=0)
+    slice_trials = 20
+    call = f"_study_recall_point(0.6, 0.75, 0.3, 5, {slice_trials}, np.random.default_rng(0))"
+    ref_one = _single_thread_reference(call, max(1, min(repeats, 3)))
     reference_point_s = ref_one * (STUDY_N_TRIALS / slice_trials) * len(STUDY_START_POSITIONS)
     ours_point_s = ours_s / n_points
     return {
         "name": "mc-grid",
         "ours_s": ours_s,
-        "reference": "study's simulator algorithm in numpy (1 core, scaled from 10 trials at (0.6, 0.75, 0.3))",
+        "reference": "study's simulator algorithm in numpy (1 core, scaled from 20 trials at (0.6, 0.75, 0.3))",
         "reference_s": reference_point_s * n_points,
         "ratio": reference_point_s / ours_point_s,
         "ours_per_point_s": ours_point_s,
