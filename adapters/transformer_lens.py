@@ -452,14 +452,14 @@ def copying_scores(model: LoadedModel, token_ids=None) -> np.ndarray:
                 model.vocab_product = vocab_product  # computed once per loaded model
         w_v = bridge.W_V.detach().to(torch.float64)  # (layer, kv_head, d_model, d_head)
         w_o = bridge.W_O.detach().to(torch.float64)  # (layer, head, d_head, d_model)
-        group = model.n_heads // w_v.shape[1]
-        out = np.empty((model.n_layers, model.n_heads))
+        kv_of_head = torch.arange(model.n_heads) // (model.n_heads // w_v.shape[1])
+        small = []
         for layer in range(model.n_layers):
             scale = _norm_weight(bridge.blocks[layer].ln1, d_model)[:, None]
-            for head in range(model.n_heads):
-                small = w_o[layer, head] @ vocab_product @ (scale * w_v[layer, head // group])
-                eig = torch.linalg.eigvals(small)
-                out[layer, head] = (eig.sum().real / eig.abs().sum()).item()
+            product_v = vocab_product @ (scale * w_v[layer])  # (kv_head, d_model, d_head)
+            small.append(w_o[layer] @ product_v[kv_of_head])  # (head, d_head, d_head)
+        eig = torch.linalg.eigvals(torch.stack(small))  # (layer, head, d_head)
+        out = (eig.sum(-1).real / eig.abs().sum(-1)).numpy()
     return out
 
 
