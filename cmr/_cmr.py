@@ -131,13 +131,16 @@ def mcf_after_study(params, c_study):
 def retrieval_support(m_cf, c, unit_weight, recalled, support):
     """Support a = M_cf c for each item, floored at 1e-6; recalled items get 0. In place."""
     n = m_cf.shape[0]
+    weighted = np.empty(n + 2)
+    for j in range(n + 2):
+        weighted[j] = unit_weight[j] * c[j]
     for i in range(n):
         if recalled[i]:
             support[i] = 0.0
             continue
         a = 0.0
         for j in range(n + 2):
-            a += m_cf[i, j] * unit_weight[j] * c[j]
+            a += m_cf[i, j] * weighted[j]
         if a < SUPPORT_FLOOR:
             a = SUPPORT_FLOOR
         support[i] = a

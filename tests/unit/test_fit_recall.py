@@ -120,3 +120,15 @@ def test_cli_loglik_and_fit_recall(tmp_path, capsys):
     params.write_text(json.dumps({"T": 0.1}))
     assert main(["loglik", str(csv), "--params", str(params)]) == 1
     assert "missing CMR parameter" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_parameter_recovery_study_b_enc_b_rec_t():
+    """20 simulated subjects (96 lists x 24 items); B_enc, B_rec, T recovered with r >= 0.9."""
+    from analyses.recovery import RECOVERY_RANGES
+
+    free = ["B_enc", "B_rec", "T"]
+    rec = parameter_recovery(20, free, ranges={name: RECOVERY_RANGES[name] for name in free},
+                             list_length=24, n_lists=96, seed=2, n_jobs=2, progress=False)
+    for name in free:
+        assert float(rec["correlation"].sel(parameter=name)) >= 0.9, name
