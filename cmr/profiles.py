@@ -150,7 +150,8 @@ def paper_mc_grid(
     xarray.Dataset
         ``lag_profile`` with dims (beta_enc, beta_rec, gamma, lag): ``profile`` (sums to 1 over
         ``lag``), ``sem`` (its Monte Carlo standard error: delta method per start position,
-        combined over starts; 0 at closed-form points), ``sem_start`` (the study's SEM over
+        combined over starts; 0 at closed-form points; NaN with fewer than 2 trials with a
+        recall per start), ``sem_start`` (the study's SEM over
         start positions, ddof=1). attrs ``profile_kind="cmr_mc_crp"``,
         ``unit_kind="cmr_parameters"``, provenance with every setting and the seed.
     """
