@@ -99,11 +99,11 @@ def _grid(ctx: RunContext) -> dict:
 def _heads(ctx: RunContext) -> dict:
     from tqdm.auto import tqdm
 
-    from adapters.transformer_lens import extract_heads, load_model
+    from adapters.transformer_lens import extract_heads
     from cmr.io import save_dataset
 
     s = ctx.settings
-    model = load_model(s["model"])
+    model = load_study_model(s["model"])
     with tqdm(total=int(s["n_prompts"]), desc=f"heads of {s['model']}", unit="prompt") as bar:
         heads = extract_heads(model, n_words=int(s["n_words"]), n_prompts=int(s["n_prompts"]), seed=int(s["seed"]),
                               progress=bar.update)
@@ -122,6 +122,13 @@ def _heads(ctx: RunContext) -> dict:
         out["loss_first_copy"] = float(np.nanmean(loss[1 : n]))
         out["loss_second_copy"] = float(np.nanmean(loss[n + 1 :]))
     return out
+
+
+def load_study_model(name: str):
+    """The study's model: ``tiny-llama`` is the random tiny model for smoke tests."""
+    from adapters.transformer_lens import load_model, tiny_model
+
+    return tiny_model() if name == "tiny-llama" else load_model(name)
 
 
 def _fit_summary(fits, threshold=0.5) -> dict:
@@ -175,12 +182,11 @@ def _fit_humans(ctx: RunContext) -> dict:
 
 def _ablation(ctx: RunContext) -> dict:
     from adapters.text_corpus import load_passages
-    from adapters.transformer_lens import load_model
     from analyses.ablation import run_ablation, top_heads_from_fits
     from cmr.io import load_dataset, save_dataset
 
     s = ctx.settings
-    model = load_model(s["model"])
+    model = load_study_model(s["model"])
     fits = load_dataset(ctx.path("fits_heads_lsq.nc"), kind="profile_fit")
     top = top_heads_from_fits(fits, fraction=float(s["ablation_fraction"]))
     passages = load_passages("wikipedia", model.tokenizer, n_passages=int(s["ablation_passages"]), n_tokens=512,

@@ -1,0 +1,105 @@
+"""The main job: a killed run resumes without redoing finished stages or leaving corrupt files."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO_ROOT, require
+
+
+def _run_cmd(out: Path, grid: Path, *extra: str) -> list[str]:
+    return [
+        sys.executable, "-m", "analyses", "run", "-o", str(out), "--model", "tiny-llama",
+        "--recall", "psifr:Morton2013", "--grid", str(grid), "--n-words", "40", "--n-prompts", "2",
+        "--ablation-passages", "0", *extra,
+    ]
+
+
+def _env():
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", NUMBA_NUM_THREADS="1")
+    env["PYTHONPATH"] = str(REPO_ROOT)
+    return env
+
+
+def _stages_done(out: Path) -> list[str]:
+    try:
+        manifest = json.loads((out / "manifest.json").read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return []
+    return [name for name, entry in manifest.get("stages", {}).items() if entry.get("status") == "done"]
+
+
+@pytest.fixture(scope="module")
+def small_grid(tmp_path_factory):
+    require("torch")
+    require("psifr")
+    from cmr.io import save_dataset
+    from cmr.profiles import paper_teacher_forced_grid
+
+    grid = paper_teacher_forced_grid(beta_enc=[0.2, 0.5, 0.8], beta_rec=[0.2, 0.5, 0.8], gamma=[0.0, 0.5])
+    path = tmp_path_factory.mktemp("grid") / "grid.nc"
+    save_dataset(grid, path)
+    return path
+
+
+def test_killed_run_resumes_without_redoing_finished_stages(tmp_path, small_grid):
+    out = tmp_path / "run"
+    proc = subprocess.Popen(_run_cmd(out, small_grid), env=_env(), cwd=REPO_ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.monotonic() + 240
+    try:
+        while "heads" not in _stages_done(out):  # kill right after the head scan is recorded
+            if proc.poll() is not None:
+                pytest.fail("the run ended before it could be killed:\n" + proc.stdout.read().decode())
+            if time.monotonic() > deadline:
+                pytest.fail("the run did not reach the heads stage in time")
+            time.sleep(0.02)
+        os.killpg(proc.pid, signal.SIGKILL)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        proc.stdout.close()
+    finished = _stages_done(out)
+    assert finished[:3] == ["human_crp", "grid", "heads"]
+    assert "report" not in finished, "the run was not killed midway"
+    stamps = {p.name: p.stat().st_mtime_ns for p in out.glob("*.nc")}
+    assert not [p.name for p in out.iterdir() if p.name.startswith(".")], "temporary files left behind"
+
+    result = subprocess.run(_run_cmd(out, small_grid, "--resume"), env=_env(), cwd=REPO_ROOT,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    for stage in finished:
+        assert f"{stage}: done in an earlier run, skipped" in result.stdout
+    for name in ("human_lag_crp_Morton2013.nc", "cmr_grid.nc", "heads.nc"):
+        assert (out / name).stat().st_mtime_ns == stamps[name], f"{name} was rewritten"
+    assert _stages_done(out)[-1] == "report"
+
+    from cmr.io import load_dataset
+
+    for path in out.glob("*.nc"):
+        load_dataset(path)  # every file is complete and valid
+    report = (out / "report.md").read_text()
+    assert "tiny-llama" in report and "CMR fits" in report
+
+
+def test_resume_redoes_a_stage_whose_output_was_damaged(tmp_path, small_grid):
+    out = tmp_path / "run"
+    cmd = _run_cmd(out, small_grid)
+    first = subprocess.run(cmd, env=_env(), cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
+    assert first.returncode == 0, first.stdout + first.stderr
+    (out / "fits_heads_lsq.nc").write_bytes(b"truncated")
+    again = subprocess.run(cmd + ["--resume"], env=_env(), cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "heads: done in an earlier run, skipped" in again.stdout
+    assert "fit_heads: done in an earlier run" not in again.stdout
+    from cmr.io import load_dataset
+
+    load_dataset(out / "fits_heads_lsq.nc", kind="profile_fit")
