@@ -11,12 +11,13 @@ import subprocess
 import sys
 
 
-def _worker(repeats: int, n_words: int, n_prompts: int) -> dict:
+def _worker(repeats: int, n_words: int, n_prompts: int, threads: int) -> dict:
     import resource
     import time
 
     import torch
 
+    torch.set_num_threads(threads)
     from adapters import transformer_lens as tl
     from analyses.bench import median_time
 
@@ -68,7 +69,7 @@ def _worker(repeats: int, n_words: int, n_prompts: int) -> dict:
     }
 
 
-def bench_heads(repeats: int = 3, n_words: int = 100, n_prompts: int = 5) -> dict:
+def bench_heads(repeats: int = 3, n_words: int = 100, n_prompts: int = 5, threads: int = 1) -> dict:
     """All 270 heads of smollm2-135m over 5 prompts of 201 tokens vs 5 bare forward passes.
 
     ``ours_s``: :func:`adapters.transformer_lens.extract_heads` end to end after loading (word
@@ -77,9 +78,12 @@ def bench_heads(repeats: int = 3, n_words: int = 100, n_prompts: int = 5) -> dic
     once per loaded model, like loading, and reported as ``vocab_product_s``.
     ``reference_s``: the bridge's plain forward passes over the same prompts. Medians of
     ``min(repeats, 3)`` interleaved runs; ``extraction_over_forward`` must stay <= 1.5 and
-    ``peak_rss_gb`` (the subprocess's peak resident memory) < 3.
+    ``peak_rss_gb`` (the subprocess's peak resident memory) < 3. Both sides run with
+    ``threads`` torch threads (default 1: on a shared 2-core machine multi-threaded torch
+    timings swing by 2x from run to run).
     """
-    code = [sys.executable, "-m", "analyses.bench.heads", str(int(repeats)), str(int(n_words)), str(int(n_prompts))]
+    code = [sys.executable, "-m", "analyses.bench.heads", str(int(repeats)), str(int(n_words)), str(int(n_prompts)),
+            str(int(threads))]
     done = subprocess.run(code, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"heads benchmark worker failed:\n{done.stderr[-2000:]}")
@@ -87,5 +91,5 @@ def bench_heads(repeats: int = 3, n_words: int = 100, n_prompts: int = 5) -> dic
 
 
 if __name__ == "__main__":
-    result = _worker(*(int(v) for v in sys.argv[1:4]))
+    result = _worker(*(int(v) for v in sys.argv[1:5]))
     print(json.dumps(result), flush=True)
