@@ -132,3 +132,11 @@ def test_parameter_recovery_study_b_enc_b_rec_t():
                              list_length=24, n_lists=96, seed=2, n_jobs=2, progress=False)
     for name in free:
         assert float(rec["correlation"].sel(parameter=name)) >= 0.9, name
+
+
+def test_kernel_compiled_once_for_all_subjects(fits):
+    """All subjects and all fits share one compiled specialisation (no per-subject recompilation)."""
+    from cmr import _cmr
+
+    assert len(_cmr.population_log_likelihood.signatures) == 1
+    assert len(_cmr.trials_log_likelihood.signatures) == 1
