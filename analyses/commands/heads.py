@@ -109,14 +109,18 @@ def _run_published(args):
 def _run_model(args):
     from tqdm.auto import tqdm
 
+    from adapters.head_profiles import lag_range
     from adapters.transformer_lens import DEFAULT_MODEL, extract_heads, load_model
-    from cmr.errors import DataSourceError
+    from cmr.errors import DataSourceError, PromptError
 
     if args.published_model is not None:
         raise DataSourceError("--model NAME goes with --published PATH; to run a model give it as MODEL")
     checkpoint = -1 if args.checkpoint is None else args.checkpoint
     if not isinstance(checkpoint, int):
         raise DataSourceError(f"--checkpoint must be an integer when running a model; got {checkpoint!r}")
+    lag_range(args.window, args.n_words)  # bad settings fail before the model loads
+    if args.n_prompts < 1:
+        raise PromptError(f"--n-prompts must be >= 1; got {args.n_prompts}")
     name = args.model_name or DEFAULT_MODEL
     print(f"loading {name} ...", flush=True)
     model = load_model(name, cache_dir=args.cache_dir)
