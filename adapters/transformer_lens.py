@@ -133,17 +133,16 @@ def _version(dist):
 @contextlib.contextmanager
 def _offline():
     """Hugging Face offline mode for the duration of a load, restored afterwards."""
+    try:  # imported before the variables change: it reads them once, at import
+        import huggingface_hub.constants as constants
+    except ImportError:
+        constants = None
+    old = getattr(constants, "HF_HUB_OFFLINE", None)
     keys = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_HUB_DISABLE_TELEMETRY")
     saved = {k: os.environ.get(k) for k in keys}
     os.environ.update({k: "1" for k in keys})
-    constants = None
-    try:
-        import huggingface_hub.constants as constants  # read at import; patch for this load
-
-        old = constants.HF_HUB_OFFLINE
+    if constants is not None:
         constants.HF_HUB_OFFLINE = True
-    except ImportError:
-        old = None
     try:
         yield
     finally:

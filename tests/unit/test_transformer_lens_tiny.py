@@ -174,3 +174,20 @@ def test_a_local_model_directory_loads_offline_like_a_cached_hub_model(tl, tiny,
     for x, y in zip(a, b):
         np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-6)
     assert "local_files_only" in again.loader
+
+
+def test_offline_mode_is_restored_after_a_load():
+    import subprocess
+    import sys
+
+    code = (
+        "import os\n"
+        "for k in ('HF_HUB_OFFLINE', 'TRANSFORMERS_OFFLINE'): os.environ.pop(k, None)\n"
+        "from adapters.transformer_lens import _offline\n"
+        "with _offline():\n"
+        "    import huggingface_hub.constants as c\n"
+        "    assert c.HF_HUB_OFFLINE and os.environ['HF_HUB_OFFLINE'] == '1'\n"
+        "assert c.HF_HUB_OFFLINE is False and 'HF_HUB_OFFLINE' not in os.environ\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
