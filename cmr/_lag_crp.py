@@ -2,16 +2,18 @@
 
 Inputs are recall matrices (``recalls[t, o]``: 1-based serial position, -1 intrusion, 0 padding),
 int64 list lengths, and an int64 group index per trial (the unit the counts are pooled into).
-The rule (psifr ``maskers.transitions_masker``): walk the outputs; a recall is *valid* when it is
-a serial position not recalled before in this list (intrusions and repeats are not). A transition
-from output o to o+1 counts when both are valid; ``possible`` then counts every lag from the
-"from" position to each study position not yet recalled (the "to" position included).
+Which transitions count is psifr's rule (``maskers.transitions_masker``), kept in one place,
+cmr/_transitions.py: a transition from output o to o+1 counts when both recalls are valid
+(first-time correct recalls); ``possible`` then counts every lag from the "from" position to each
+study position not yet recalled (the "to" position included).
 No validation here: the public layer (cmr/lag_crp.py) checks and coerces inputs.
 """
 from __future__ import annotations
 
 import numpy as np
 from numba import njit
+
+from ._transitions import is_end, start_trial, step_transition
 
 
 @njit(cache=True, nogil=True)
@@ -41,18 +43,14 @@ def count_lags(recalls, list_length, group, n_groups, max_lag):
     for t in range(n_trials):
         length = list_length[t]
         g = group[t]
-        recalled[: length + 1] = False
+        start_trial(recalled, length)
         for o in range(n_outputs - 1):
+            if is_end(recalls, t, o):
+                break
+            if not step_transition(recalls, t, o, recalled):
+                continue
             prev = recalls[t, o]
-            if prev == 0:
-                break  # padding: no more recalls in this list
-            if prev < 0 or recalled[prev]:
-                continue  # intrusion or repeat: not a valid "from" recall
-            recalled[prev] = True
-            curr = recalls[t, o + 1]
-            if curr <= 0 or recalled[curr]:
-                continue  # to an intrusion, a repeat or padding
-            actual[g, max_lag + curr - prev] += 1
+            actual[g, max_lag + recalls[t, o + 1] - prev] += 1
             for j in range(1, length + 1):
                 if not recalled[j]:
                     possible[g, max_lag + j - prev] += 1
@@ -79,20 +77,16 @@ def count_lags_compound(recalls, list_length, group, n_groups, max_lag):
     for t in range(n_trials):
         length = list_length[t]
         g = group[t]
-        recalled[: length + 1] = False
+        start_trial(recalled, length)
         last_valid = -2  # output index of the last valid transition
         last_lag = 0
         for o in range(n_outputs - 1):
-            prev = recalls[t, o]
-            if prev == 0:
+            if is_end(recalls, t, o):
                 break
-            if prev < 0 or recalled[prev]:
+            if not step_transition(recalls, t, o, recalled):
                 continue
-            recalled[prev] = True
-            curr = recalls[t, o + 1]
-            if curr <= 0 or recalled[curr]:
-                continue
-            lag = curr - prev
+            prev = recalls[t, o]
+            lag = recalls[t, o + 1] - prev
             if last_valid == o - 1:
                 p = max_lag + last_lag
                 actual[g, p, max_lag + lag] += 1

@@ -1,13 +1,15 @@
 """numba kernels: serial position curve, probability of nth recall and lag rank.
 
-Same inputs and masking rule as cmr/_lag_crp.py: ``recalls[t, o]`` are 1-based serial positions,
--1 intrusions, 0 padding; a recall is valid when it is a serial position not recalled before in
-the list. No validation here.
+Same inputs as cmr/_lag_crp.py: ``recalls[t, o]`` are 1-based serial positions, -1 intrusions,
+0 padding. Which recalls and transitions are valid (a serial position not recalled before in the
+list) is psifr's rule, kept in one place, cmr/_transitions.py. No validation here.
 """
 from __future__ import annotations
 
 import numpy as np
 from numba import njit
+
+from ._transitions import is_end, is_fresh, start_trial, step_recall, step_transition
 
 
 @njit(cache=True, nogil=True)
@@ -25,13 +27,11 @@ def count_recalled(recalls, list_length, group, n_groups, n_positions):
     for t in range(n_trials):
         g = group[t]
         length = list_length[t]
-        recalled[:] = False
+        start_trial(recalled, length)
         for o in range(n_outputs):
-            pos = recalls[t, o]
-            if pos == 0:
+            if is_end(recalls, t, o):
                 break
-            if pos > 0:
-                recalled[pos] = True
+            step_recall(recalls, t, o, recalled)
         for j in range(length):
             possible[g, j] += 1
             if recalled[j + 1]:
@@ -59,19 +59,19 @@ def count_outputs(recalls, list_length, group, n_groups, n_positions):
     for t in range(n_trials):
         g = group[t]
         length = list_length[t]
-        recalled[:] = False
+        start_trial(recalled, length)
         op = 0
         for o in range(n_outputs):
-            pos = recalls[t, o]
-            if pos == 0:
+            if is_end(recalls, t, o):
                 break
-            if pos < 0 or recalled[pos]:
+            pos = recalls[t, o]
+            if not is_fresh(pos, recalled):
                 continue
             for j in range(1, length + 1):
                 if not recalled[j]:
                     possible[g, op, j - 1] += 1
             actual[g, op, pos - 1] += 1
-            recalled[pos] = True
+            step_recall(recalls, t, o, recalled)  # marks pos recalled
             op += 1
     return actual, possible
 
@@ -99,18 +99,14 @@ def rank_lags(recalls, list_length, group, n_groups):
     for t in range(n_trials):
         g = group[t]
         length = list_length[t]
-        recalled[: length + 1] = False
+        start_trial(recalled, length)
         for o in range(n_outputs - 1):
-            prev = recalls[t, o]
-            if prev == 0:
+            if is_end(recalls, t, o):
                 break
-            if prev < 0 or recalled[prev]:
+            if not step_transition(recalls, t, o, recalled):
                 continue
-            recalled[prev] = True
-            curr = recalls[t, o + 1]
-            if curr <= 0 or recalled[curr]:
-                continue
-            made = abs(curr - prev)
+            prev = recalls[t, o]
+            made = abs(recalls[t, o + 1] - prev)
             n_possible = 0
             n_less = 0
             n_equal = 0
