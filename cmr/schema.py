@@ -131,6 +131,13 @@ def validate_events(ds: xr.Dataset) -> None:
         raise SchemaError(
             "events dataset: recalls must be serial positions 1..list_length, 0 (padding) or -1 (intrusion)"
         )
+    padding = recalls == 0
+    if (padding[:, :-1] & ~padding[:, 1:]).any():
+        trial = int(np.flatnonzero((padding[:, :-1] & ~padding[:, 1:]).any(axis=1))[0])
+        raise SchemaError(
+            "events dataset: padding (0) must come after the last recall of a trial; "
+            f"trial {trial} has recalls after a 0: {recalls[trial].tolist()}"
+        )
 
 
 def validate_lag_profile(ds: xr.Dataset) -> None:
