@@ -1,0 +1,91 @@
+"""Fitted CMR parameters of heads, of human subjects and of the literature, side by side.
+
+``python -m analyses.human_comparison [--reference DIR] [-o TABLE.md]`` fits every subject of
+PEERS and Morton2013 and the top-10% induction heads of each published model through the same
+call (``cmr.profile_fit.fit_profiles``, objective ``lsq``, the study's published grid) and
+prints median and interquartile range of (beta_enc, beta_rec, gamma) next to the published human
+fits listed in data/published_human_cmr_fits.csv.
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from analyses.study import HEAD_LAGS, HUMAN_LAGS
+
+REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference" / "icl-cmr"
+PUBLISHED = Path(__file__).resolve().parents[1] / "data" / "published_human_cmr_fits.csv"
+MODELS = ("gpt2-small", "pythia-410m-deduped-v0", "qwen-7b", "mistral-7b", "llama3-8b")
+
+
+def _describe(label, params: np.ndarray, distance: np.ndarray) -> dict:
+    q = np.nanpercentile(params, [25, 50, 75], axis=0)
+    row = {"units": label, "n": str(int(np.isfinite(distance).sum())), "median d": float(np.nanmedian(distance))}
+    for k, name in enumerate(("beta_enc", "beta_rec", "gamma")):
+        row[name] = f"{q[1, k]:.2f} [{q[0, k]:.2f}, {q[2, k]:.2f}]"
+    return row
+
+
+def comparison_table(reference: Path = REFERENCE, objective: str = "lsq") -> pd.DataFrame:
+    from adapters.published import read_published_profiles
+    from adapters.published_grid import load_published_grid
+    from adapters.recall_data import load_recall_data
+    from cmr.lag_crp import lag_crp
+    from cmr.profile_fit import fit_profiles
+
+    grid = load_published_grid(reference / "cmr_crp_grid.npz")
+    rows = []
+    for source in ("psifr:peers_notask", "psifr:Morton2013"):
+        crp = lag_crp(load_recall_data(source), by="subject")
+        fits = fit_profiles(crp, grid, objective=objective, lags=HUMAN_LAGS, invalid="nan")
+        params = fits["parameters"].transpose("subject", "parameter").values
+        rows.append(_describe(f"{source} subjects", params, fits["distance"].values))
+    for model in MODELS:
+        heads = read_published_profiles(reference / "head_profiles.csv.gz", model=model, checkpoint="final")
+        fits = fit_profiles(heads, grid, objective=objective, lags=HEAD_LAGS, invalid="nan")
+        induction = heads["induction_score"].values.ravel()
+        finite = np.isfinite(induction)
+        top = finite & (induction >= np.nanpercentile(induction[finite], 90))
+        params = fits["parameters"].transpose(..., "parameter").values.reshape(-1, 3)[top]
+        rows.append(_describe(f"{model} top-10% induction heads", params, fits["distance"].values.ravel()[top]))
+    published = pd.read_csv(PUBLISHED)
+    for _, p in published.iterrows():
+        label = f"published: {p['study']}" + (f" ({p['data']})" if isinstance(p["data"], str) else "")
+        rows.append({"units": label, "n": "-", "median d": np.nan, "beta_enc": f"{p['beta_enc']:.3f}",
+                     "beta_rec": f"{p['beta_rec']:.3f}", "gamma": "-"})
+    return pd.DataFrame(rows)
+
+
+def markdown(frame: pd.DataFrame) -> str:
+    """A pipe table (no tabulate dependency); floats with 3 decimals, NaN as '-'."""
+    def cell(v):
+        if isinstance(v, float):
+            return "-" if not np.isfinite(v) else f"{v:.3f}"
+        return str(v)
+
+    lines = ["| " + " | ".join(frame.columns) + " |", "|" + "---|" * len(frame.columns)]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in frame.itertuples(index=False)]
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--reference", type=Path, default=REFERENCE, help="folder with the study's published files")
+    parser.add_argument("--objective", choices=("paper", "lsq"), default="lsq")
+    parser.add_argument("-o", "--out", type=Path, help="write the table as markdown here")
+    args = parser.parse_args(argv)
+    table = markdown(comparison_table(args.reference, args.objective))
+    if args.out:
+        from cmr.io import atomic_write
+
+        with atomic_write(args.out, suffix=".md") as tmp:
+            tmp.write_text(table + "\n")
+    print(table)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
