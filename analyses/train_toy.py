@@ -32,7 +32,7 @@ from cmr.errors import DataSourceError, ParameterError
 from cmr.io import atomic_write
 
 __all__ = ["ToySettings", "QUICK", "checkpoint_steps", "build_tokenizer", "make_batch", "train_toy",
-           "list_checkpoints", "prompt_words"]
+           "list_checkpoints", "prompt_words", "segment_tokens"]
 
 SETTINGS_FILE = "train_toy.json"
 LOG_FILE = "training_log.json"
@@ -44,19 +44,21 @@ CHECKPOINT_DIR = "checkpoints"
 class ToySettings:
     """Everything that defines a toy run (stored in ``DIR/train_toy.json``)."""
 
-    steps: int = 1500
+    steps: int = 4000
     seed: int = 0
     n_layers: int = 2
-    n_heads: int = 4
+    n_heads: int = 2
     d_model: int = 64
     d_mlp: int = 128
+    rope_theta: float = 10000.0
     vocab_size: int = 1024
-    seq_len: int = 96
-    batch_size: int = 16
-    learning_rate: float = 3e-3
+    seq_len: int = 48
+    batch_size: int = 64
+    learning_rate: float = 1e-3
     warmup: int = 50
-    repeat_fraction: float = 0.5
-    n_checkpoints: int = 10
+    repeat_fraction: float = 0.9
+    repeat_words: int = 64
+    n_checkpoints: int = 12
     text: str = "wikipedia"
 
     def validate(self) -> "ToySettings":
@@ -69,6 +71,8 @@ class ToySettings:
             raise ParameterError(f"seq_len must be an even number >= 16; got {self.seq_len}")
         if self.vocab_size < 300:
             raise ParameterError(f"vocab_size must be >= 300 (256 bytes + merges); got {self.vocab_size}")
+        if int(self.repeat_words) < 0:
+            raise ParameterError(f"repeat_words must be >= 0 (0: any token); got {self.repeat_words!r}")
         if not 0.0 <= self.repeat_fraction <= 1.0:
             raise ParameterError(f"repeat_fraction must be in [0, 1]; got {self.repeat_fraction}")
         return self
@@ -104,12 +108,17 @@ def build_tokenizer(documents, vocab_size: int):
 
 
 def make_batch(stream: np.ndarray, rng: np.random.Generator, batch_size: int, seq_len: int,
-               repeat_fraction: float, vocab_size: int, bos_id: int) -> tuple[np.ndarray, np.ndarray]:
+               repeat_fraction: float, vocab_size: int, bos_id: int,
+               segment_ids: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """A training batch: BOS + natural text, some rows with a random segment repeated inside.
 
     In a share ``repeat_fraction`` of rows a segment of ``L`` uniform random tokens (``L`` drawn
     from seq_len/8..seq_len/2) appears twice in a row at a random offset within the text, so the
     second copy is predictable only by content (an induction head), not by a fixed distance.
+    Segment tokens are drawn from ``segment_ids`` (e.g. the most frequent whole-word tokens, the
+    kind of token the head prompts use) when given, and then the rest of such a row is random
+    words too (not text), so that the repeat is the only thing to learn in it; without
+    ``segment_ids`` segments are drawn from all ids 2..vocab_size-1 inside the text.
 
     Returns
     -------
@@ -125,11 +134,37 @@ def make_batch(stream: np.ndarray, rng: np.random.Generator, batch_size: int, se
         if rng.random() < repeat_fraction:
             length = int(rng.integers(seq_len // 8, seq_len // 2 + 1))
             offset = 1 + int(rng.integers(0, seq_len - 2 * length + 1))
-            segment = rng.integers(2, vocab_size, size=length)
+            if segment_ids is None:
+                segment = rng.integers(2, vocab_size, size=length)
+            else:  # the whole row becomes random words: nothing but the repeat is predictable
+                batch[row, 1:] = segment_ids[rng.integers(0, segment_ids.size, size=seq_len)]
+                segment = segment_ids[rng.integers(0, segment_ids.size, size=length)]
             batch[row, offset:offset + length] = segment
             batch[row, offset + length:offset + 2 * length] = segment
             spans[row] = offset, length
     return batch, spans
+
+
+def segment_tokens(tokenizer, stream: np.ndarray, n_words: int) -> np.ndarray | None:
+    """Ids of the ``n_words`` most frequent whole-word tokens of ``stream`` (None for 0: any token).
+
+    Uses the head prompts' word rule (:func:`adapters.prompts.select_words`), so the words of the
+    scan's prompts are among them; a corpus with fewer usable words gives all it has.
+    """
+    from adapters.prompts import select_words
+    from cmr.errors import PromptError
+
+    if not n_words:
+        return None
+    prior = np.log(np.bincount(stream, minlength=len(tokenizer)).astype(np.float64) + 0.5)
+    n = int(n_words)
+    while True:
+        try:
+            return select_words(tokenizer, prior, n)[0]
+        except PromptError:
+            if n <= 2:
+                raise
+            n = max(2, n // 2)
 
 
 def _atomic_dir(final: Path, write) -> Path:
@@ -206,16 +241,18 @@ def train_toy(out_dir, settings: ToySettings = ToySettings(), *, progress: bool 
     if train_stream.size < 4 * settings.seq_len:
         raise DataSourceError(f"text source {settings.text!r} has only {stream.size} tokens; too few to train on")
     vocab = len(tokenizer)
+    segment_ids = segment_tokens(tokenizer, stream, settings.repeat_words)
     rng = np.random.default_rng(settings.seed)
     eval_rng = np.random.default_rng([settings.seed, 1])
     eval_text = torch.as_tensor(make_batch(eval_stream, eval_rng, 32, settings.seq_len, 0.0, vocab, bos)[0])
-    eval_repeat, eval_spans = make_batch(eval_stream, eval_rng, 32, settings.seq_len, 1.0, vocab, bos)
+    eval_repeat, eval_spans = make_batch(eval_stream, eval_rng, 32, settings.seq_len, 1.0, vocab, bos, segment_ids)
     eval_repeat = torch.as_tensor(eval_repeat)
     config = LlamaConfig(
         vocab_size=vocab, hidden_size=settings.d_model, intermediate_size=settings.d_mlp,
         num_hidden_layers=settings.n_layers, num_attention_heads=settings.n_heads,
         num_key_value_heads=settings.n_heads, max_position_embeddings=max(256, settings.seq_len + 1),
         bos_token_id=bos, eos_token_id=bos, pad_token_id=0, tie_word_embeddings=False,
+        rope_parameters=dict(rope_type="default", rope_theta=float(settings.rope_theta)),
     )
     with torch.random.fork_rng(devices=[]):  # seeded without touching the caller's global RNG
         torch.manual_seed(settings.seed)
@@ -252,7 +289,7 @@ def train_toy(out_dir, settings: ToySettings = ToySettings(), *, progress: bool 
     bar = tqdm(range(1, settings.steps + 1), desc="training toy model", unit="step", disable=not progress)
     for step in bar:
         batch = torch.as_tensor(make_batch(train_stream, rng, settings.batch_size, settings.seq_len,
-                                           settings.repeat_fraction, vocab, bos)[0])
+                                           settings.repeat_fraction, vocab, bos, segment_ids)[0])
         loss = _loss(model, batch).mean()
         optimizer.zero_grad(set_to_none=True)
         loss.backward()

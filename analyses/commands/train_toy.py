@@ -4,12 +4,13 @@ from __future__ import annotations
 HELP = "train a small transformer on offline Wikipedia text and watch CMR-like heads emerge"
 
 DESCRIPTION = """\
-Train a small Llama-style transformer (default: 2 layers x 4 heads, d_model 64, a 1024-token
+Train a small Llama-style transformer (default: 2 layers x 2 heads, d_model 64, a 1024-token
 byte-level BPE vocabulary trained on the same text) on the Wikipedia sample inside the gensim
-wheel, offline and seeded, on CPU in minutes. Half of the training sequences repeat a random
-token segment (BOS + s + s), the structure of the head prompts, which makes induction heads
-appear within a few hundred steps; the rest is natural text. Checkpoints (Hugging Face
-directories, written atomically) are saved at roughly log-spaced steps in DIR/checkpoints/.
+wheel, offline and seeded, on CPU in minutes. 90% of the training rows are lists of random words
+(the 64 most frequent whole-word tokens) in which a random segment is repeated at a random
+place, the structure of the head prompts, which makes induction heads worth learning; the rest
+is natural text. Checkpoints (Hugging Face directories, written atomically) are saved at roughly
+log-spaced steps in DIR/checkpoints/.
 
 Then the same pipeline as for a released model runs on every checkpoint (unless --no-scan):
 head lag profiles on repeated word lists (the same words at every step) -> DIR/profiles.nc,
@@ -19,8 +20,9 @@ CMR-like heads, fitted beta_enc / beta_rec / gamma and inverse temperature of th
 CMR-like head) -> DIR/dynamics.csv. --resume keeps finished checkpoints.
 
 Examples:
-  icl-cmr train-toy -o toy --quick          # 900 steps, about 2-4 minutes on one core
-  icl-cmr train-toy -o toy --steps 3000 --seed 1
+  icl-cmr train-toy -o toy --threads 1      # 4000 steps, about 7 minutes on one core
+  icl-cmr train-toy -o toy --quick          # the first 2500 steps of the same run
+  icl-cmr train-toy -o toy --steps 6000 --seed 1
 """
 
 
@@ -31,11 +33,11 @@ def register(sub):
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("-o", "--output", required=True, metavar="DIR", help="output directory")
     p.add_argument("--quick", action="store_true", help="small and short (tests, demos)")
-    p.add_argument("--steps", type=int, default=None, help="training steps (default 1500; quick 900)")
+    p.add_argument("--steps", type=int, default=None, help="training steps (default 4000; quick 2500)")
     p.add_argument("--seed", type=int, default=0, help="seed of initialisation and data order (default 0)")
-    p.add_argument("--checkpoints", type=int, default=None, help="number of checkpoints incl. step 0 (default 10; quick 7)")
+    p.add_argument("--checkpoints", type=int, default=None, help="number of checkpoints incl. step 0 (default 12; quick 11)")
     p.add_argument("--text", default="wikipedia", help="training text: wikipedia (default), a file or a directory")
-    p.add_argument("--n-words", type=int, default=40, help="words per prompt list in the scan (default 40)")
+    p.add_argument("--n-words", type=int, default=20, help="words per prompt list in the scan (default 20)")
     p.add_argument("--n-prompts", type=int, default=4, help="prompts per checkpoint in the scan (default 4)")
     p.add_argument("--grid", default=None, metavar="GRID", help="CMR grid for the fits (default: as icl-cmr fit)")
     p.add_argument("--objective", choices=("paper", "lsq"), default="paper", help="fit objective (default paper)")
@@ -96,6 +98,10 @@ def run(args) -> int:
         table = dynamics.layer_summary(fits, profiles)
         with atomic_write(out / "dynamics.csv") as tmp:
             table.to_csv(tmp, index=False)
+        from analyses.dynamics_figures import plot_toy_dynamics
+
+        with atomic_write(out / "dynamics.png") as tmp:
+            plot_toy_dynamics(table, tmp, training_log=json.loads((out / train_toy.LOG_FILE).read_text()))
         shown = [c for c in ("checkpoint", "layer", "max_induction_score", "best_distance", "share_cmr_like",
                              "beta_enc", "beta_rec", "gamma", "inverse_temperature") if c in table]
         print(f"CMR fits against {grid_name}:")

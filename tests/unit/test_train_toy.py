@@ -167,3 +167,42 @@ def test_ablate_command_on_a_toy_checkpoint(trained, text_dir, tmp_path, capsys)
     code = main(["ablate", str(checkpoint), "--heads", "L9.H0", "--n-passages", "3", "--n-tokens", "40",
                  "--early", "5", "--late", "30", "--window", "2", "--text", str(text_dir), "-o", str(target)])
     assert code == 1 and "outside the model" in capsys.readouterr().err
+
+
+def test_make_batch_with_word_segments_fills_repeat_rows_with_words():
+    stream = np.arange(5000, dtype=np.int64) % 97 + 2
+    words = np.array([200, 201, 202, 203, 204], dtype=np.int64)
+    batch, spans = train_toy.make_batch(stream, np.random.default_rng(2), 32, 40, 0.5, 300, 1, segment_ids=words)
+    repeated = spans[:, 1] > 0
+    assert 0 < repeated.sum() < 32
+    assert np.isin(batch[repeated, 1:], words).all()  # random words around the repeat, no text
+    for row, (offset, length) in zip(batch[repeated], spans[repeated]):
+        np.testing.assert_array_equal(row[offset:offset + length], row[offset + length:offset + 2 * length])
+    assert not np.isin(batch[~repeated, 1:], words).any()  # plain rows stay text
+
+
+def test_segment_tokens_are_the_prompt_words_first(trained):
+    from transformers import AutoTokenizer
+
+    out, _, _ = trained
+    tokenizer = AutoTokenizer.from_pretrained(str(out / "tokenizer"), local_files_only=True)
+    words = train_toy.prompt_words(out, 8)
+    stream = np.concatenate([tokenizer.encode(w, add_special_tokens=False) for w in words for _ in range(3)])
+    assert train_toy.segment_tokens(tokenizer, np.asarray(stream, dtype=np.int64), 0) is None
+    ids = train_toy.segment_tokens(tokenizer, np.asarray(stream, dtype=np.int64), 64)  # too few words: halves
+    assert 8 <= ids.size < 64 and {tokenizer.decode([i]) for i in ids[:8]} == set(words)  # most frequent first
+
+
+def test_dynamics_figure_is_written(tmp_path):
+    import pandas as pd
+
+    require("matplotlib")
+    from analyses.dynamics_figures import plot_toy_dynamics
+
+    table = pd.DataFrame(dict(checkpoint=[0, 10, 100, 0, 10, 100], layer=[0, 0, 0, 1, 1, 1],
+                              max_induction_score=[0.0, 0.1, 0.2, 0.0, 0.3, 0.9],
+                              best_distance=[1.0, 0.8, 0.6, 1.0, 0.4, 0.05]))
+    log = dict(checkpoints=[dict(step=s, eval_loss_text=5.0, eval_loss_repeat_first=4.1, eval_loss_repeat_second=l)
+                            for s, l in [(0, 7.0), (10, 4.1), (100, 0.5)]])
+    fig = plot_toy_dynamics(table, tmp_path / "dyn.png", training_log=log)
+    assert (tmp_path / "dyn.png").stat().st_size > 1000 and len(fig.axes) == 3
