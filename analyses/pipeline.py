@@ -4,8 +4,8 @@ Each stage writes its outputs atomically (through :func:`cmr.io.save_dataset` or
 :func:`cmr.io.atomic_write`) and is then recorded in ``DIR/manifest.json`` (also written
 atomically) with its outputs and their sizes. With ``resume=True`` a stage whose manifest
 entry exists and whose outputs are all still present is skipped, so killing a run and
-starting it again with ``--resume`` redoes only unfinished stages and never reads a
-half-written file.
+starting it again with ``--resume`` redoes only unfinished stages (and every stage after
+the first one it redoes, whose inputs may have changed) and never reads a half-written file.
 """
 from __future__ import annotations
 
@@ -77,12 +77,14 @@ def run_stages(stages, ctx: RunContext, resume: bool = False) -> dict:
         ctx.log("settings differ from the earlier run in this directory: starting over")
         manifest = {"stages": {}}
     manifest["settings"] = ctx.settings
+    redone = False  # once a stage runs, every later stage runs too: its inputs may have changed
     for index, stage in enumerate(stages, 1):
         label = f"[{index}/{len(stages)}] {stage.name}"
-        if resume and stage_is_done(ctx.out_dir, manifest, stage):
+        if resume and not redone and stage_is_done(ctx.out_dir, manifest, stage):
             ctx.summaries[stage.name] = manifest["stages"][stage.name].get("summary", {})
             ctx.log(f"{label}: done in an earlier run, skipped")
             continue
+        redone = True
         ctx.log(f"{label}: {stage.description or 'running'}")
         start = time.perf_counter()
         summary = stage.run(ctx) or {}

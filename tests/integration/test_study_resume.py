@@ -100,6 +100,8 @@ def test_resume_redoes_a_stage_whose_output_was_damaged(tmp_path, small_grid):
     assert again.returncode == 0, again.stdout + again.stderr
     assert "heads: done in an earlier run, skipped" in again.stdout
     assert "fit_heads: done in an earlier run" not in again.stdout
+    for later in ("fit_humans", "figures", "report"):  # downstream of a redone stage: redone too
+        assert f"{later}: done in an earlier run" not in again.stdout
     from cmr.io import load_dataset
 
     load_dataset(out / "fits_heads_lsq.nc", kind="profile_fit")
