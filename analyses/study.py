@@ -110,12 +110,12 @@ def _heads(ctx: RunContext) -> dict:
         heads = extract_heads(model, n_words=int(s["n_words"]), n_prompts=int(s["n_prompts"]), seed=int(s["seed"]),
                               progress=bar.update)
     save_dataset(heads, ctx.path("heads.nc"))
+    from analyses.ablation import top_heads_from_fits
+
     induction = heads["induction_score"].squeeze(drop=True)
-    order = np.argsort(-induction.values.ravel())[:5]
-    layers, idx = np.unravel_index(order, induction.shape)
     top = [
-        {"layer": int(induction["layer"][l]), "head": int(induction["head"][h]), "induction_score": float(induction.values[l, h])}
-        for l, h in zip(layers, idx)
+        {"layer": layer, "head": head, "induction_score": float(induction.sel(layer=layer, head=head))}
+        for layer, head in top_heads_from_fits(heads, variable="induction_score", n_heads=5, largest=True)
     ]
     loss = heads["position_loss"].squeeze(drop=True).values if "position_loss" in heads else None
     out = {"n_layers": int(heads.sizes["layer"]), "n_heads": int(heads.sizes["head"]), "top_induction": top}

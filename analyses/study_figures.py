@@ -20,15 +20,16 @@ def _heads_2d(da: xr.DataArray) -> xr.DataArray:
 
 def top_head_fits(path, heads: xr.Dataset, fits: xr.Dataset, n: int = 6) -> None:
     """Lag profiles of the top induction heads with their CMR and fair Gaussian fits."""
-    induction = _heads_2d(heads["induction_score"]).transpose("layer", "head")
-    order = np.argsort(-induction.values.ravel())[:n]
-    layers, idx = np.unravel_index(order, induction.shape)
+    from analyses.ablation import top_heads_from_fits
+
+    induction = _heads_2d(heads["induction_score"])
+    top = top_heads_from_fits(heads, variable="induction_score", n_heads=n, largest=True)
     ncols = 3
-    nrows = int(np.ceil(len(order) / ncols))
+    nrows = int(np.ceil(len(top) / ncols))
     with F.figure(path, ncols=ncols, nrows=nrows, width=2.5, height=2.1, pdf=True) as (fig, axes):
-        for k, (li, hi) in enumerate(zip(layers, idx)):
+        for k, (layer, head) in enumerate(top):
             ax = axes.flat[k]
-            sel = {"layer": induction["layer"].values[li], "head": induction["head"].values[hi]}
+            sel = {"layer": layer, "head": head}
             unit = _heads_2d(fits["profile"]).sel(sel)
             lags = unit["lag"].values
             sem = _heads_2d(heads["sem"]).sel(sel).sel(lag=lags).values if "sem" in heads else None
@@ -39,12 +40,12 @@ def top_head_fits(path, heads: xr.Dataset, fits: xr.Dataset, n: int = 6) -> None
             d = float(_heads_2d(fits["distance"]).sel(sel))
             gd = float(_heads_2d(fits["gaussian_distance"]).sel(sel))
             ax.text(0.03, 0.97, f"d CMR {d:.3f}\nd Gauss {gd:.3f}", transform=ax.transAxes, va="top", fontsize=6.5)
-            ax.set_title(f"L{sel['layer']}.H{sel['head']}  (induction {float(induction.values[li, hi]):.2f})")
+            ax.set_title(f"L{layer}.H{head}  (induction {float(induction.sel(sel)):.2f})")
             ax.set_xticks(lags[::2] if len(lags) > 8 else lags)
             ax.set_xlabel("Lag")
         for ax in axes[:, 0]:
             ax.set_ylabel("Pre-softmax score")
-        for ax in list(axes.flat)[len(order):]:
+        for ax in list(axes.flat)[len(top):]:
             ax.axis("off")
         handles, labels = axes.flat[0].get_legend_handles_labels()
         fig.legend(handles, labels, loc="lower center", ncol=3, bbox_to_anchor=(0.5, -0.04))
