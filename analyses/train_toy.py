@@ -2,15 +2,21 @@
 
 The toy run (``icl-cmr train-toy``) trains a 2-layer model on the Wikipedia sample inside the
 gensim wheel (:mod:`adapters.text_corpus`), seeded, on CPU in minutes, and saves checkpoints
-(Hugging Face directories, written atomically) at roughly log-spaced steps. What makes induction
-heads appear within a few thousand steps: a small byte-level BPE vocabulary trained on the
-corpus (fast softmax), and most training rows (90%) being lists of random words drawn from the
-64 most frequent whole-word tokens (the kind of token the head prompts use) in which a random
-segment of random length is repeated at a random place, so that the repeat is the only thing
-to learn in such a row and only an induction circuit predicts it; the rest is natural text.
-Random lengths and places matter: with a fixed layout the model learns to copy from a fixed
-distance back instead of by content. Segments of uniform random tokens from the whole 1024
-vocabulary inside text (the first recipe) gave no induction within 2,000 steps.
+(Hugging Face directories, written atomically) at log-spaced, then evenly spaced steps.
+
+The default recipe (``recipe="copies"``) trains on natural text in which short phrases repeat:
+in every row, spans of 2-8 tokens are copied from earlier in the same row to places a few tokens
+apart, over and over, so a share of the tokens can be predicted only by finding the earlier
+occurrence of the current token and reading what followed it. Natural text makes a previous-token
+head worth having in layer 0 (bigram statistics), and short copies at every distance rule out the
+other ways to copy (a head at a fixed distance back works only for copies longer than that
+distance), so the model forms the textbook circuit: a layer-0 previous-token head and layer-1
+induction heads, with an abrupt drop of the loss on copied tokens (about step 1,000 at seed 0).
+Two earlier recipes are kept for comparison (docs/training-dynamics.md): ``"words"`` (rows of
+random frequent words with one long repeated segment: the model learns to copy, but through a
+layer-1 previous-token head reading a layer-0 head at a fixed distance, not a lag +1 induction
+head) and ``"segments"`` (one segment of uniform random tokens repeated inside text: no copying
+within 2,000 steps).
 
 The dynamics scan (:func:`scan_checkpoints`) then runs the same pipeline as for a released LLM
 on every checkpoint: head lag profiles (:func:`adapters.transformer_lens.extract_heads`, the same
@@ -33,21 +39,24 @@ import numpy as np
 from cmr.errors import DataSourceError, ParameterError
 from cmr.io import atomic_write
 
-__all__ = ["ToySettings", "QUICK", "checkpoint_steps", "build_tokenizer", "make_batch", "train_toy",
-           "list_checkpoints", "prompt_words", "segment_tokens"]
+__all__ = ["ToySettings", "QUICK", "RECIPES", "checkpoint_steps", "build_tokenizer", "make_batch",
+           "make_copy_batch", "train_toy", "list_checkpoints", "prompt_words", "segment_tokens"]
 
 SETTINGS_FILE = "train_toy.json"
 LOG_FILE = "training_log.json"
 TOKENIZER_DIR = "tokenizer"
 CHECKPOINT_DIR = "checkpoints"
+#: training-data recipes (see the module docstring)
+RECIPES = ("copies", "words", "segments")
 
 
 @dataclass(frozen=True)
 class ToySettings:
     """Everything that defines a toy run (stored in ``DIR/train_toy.json``)."""
 
-    steps: int = 4000
+    steps: int = 3000
     seed: int = 0
+    recipe: str = "copies"
     n_layers: int = 2
     n_heads: int = 2
     d_model: int = 64
@@ -58,9 +67,12 @@ class ToySettings:
     batch_size: int = 64
     learning_rate: float = 1e-3
     warmup: int = 50
-    repeat_fraction: float = 0.9
+    repeat_fraction: float = 1.0
+    copy_min: int = 2
+    copy_max: int = 8
+    copy_gap: int = 5
     repeat_words: int = 64
-    n_checkpoints: int = 12
+    n_checkpoints: int = 24
     text: str = "wikipedia"
 
     def validate(self) -> "ToySettings":
@@ -77,19 +89,35 @@ class ToySettings:
             raise ParameterError(f"repeat_words must be >= 0 (0: any token); got {self.repeat_words!r}")
         if not 0.0 <= self.repeat_fraction <= 1.0:
             raise ParameterError(f"repeat_fraction must be in [0, 1]; got {self.repeat_fraction}")
+        if self.recipe not in RECIPES:
+            raise ParameterError(f"recipe must be one of {', '.join(RECIPES)}; got {self.recipe!r}")
+        if not 2 <= int(self.copy_min) <= int(self.copy_max) <= self.seq_len // 2:
+            raise ParameterError(f"copy lengths must satisfy 2 <= copy_min <= copy_max <= seq_len / 2 = "
+                                 f"{self.seq_len // 2}; got copy_min={self.copy_min!r}, copy_max={self.copy_max!r}")
+        if int(self.copy_gap) < 1:
+            raise ParameterError(f"copy_gap must be >= 1; got {self.copy_gap!r}")
         return self
 
 
-#: a shorter run for demos: the default run stopped at 2500 steps
-QUICK = ToySettings(steps=2500, n_checkpoints=11)
+#: a shorter run for demos: the default run stopped at 1500 steps (past the phase change)
+QUICK = ToySettings(steps=1500, n_checkpoints=16)
 
 
 def checkpoint_steps(steps: int, n_checkpoints: int) -> list[int]:
-    """Step 0, then roughly log-spaced steps up to ``steps`` (at most ``n_checkpoints`` in all)."""
+    """Step 0, log-spaced steps, then evenly spaced steps up to ``steps`` (<= ``n_checkpoints``).
+
+    About two thirds of the checkpoints are evenly spaced (a phase change in the middle of the
+    run is sampled densely), the rest log-spaced below the first of them (the fast early
+    changes); duplicates from rounding are dropped.
+    """
     if n_checkpoints < 2:
         return [int(steps)]
-    inner = np.geomspace(max(1.0, steps / 2 ** (n_checkpoints - 2)), steps, n_checkpoints - 1)
-    return sorted({0, *(int(round(s)) for s in inner), int(steps)})
+    n_linear = max(1, 2 * (n_checkpoints - 1) // 3)
+    n_log = n_checkpoints - 1 - n_linear
+    linear = steps * np.arange(1, n_linear + 1) / n_linear
+    first = steps / n_linear
+    log = np.geomspace(max(1.0, first / 2 ** n_log), first, n_log + 1)[:-1] if n_log else []
+    return sorted({0, *(int(round(s)) for s in log), *(int(round(s)) for s in linear)})
 
 
 def build_tokenizer(documents, vocab_size: int):
@@ -147,6 +175,59 @@ def make_batch(stream: np.ndarray, rng: np.random.Generator, batch_size: int, se
     return batch, spans
 
 
+def make_copy_batch(stream: np.ndarray, rng: np.random.Generator, batch_size: int, seq_len: int,
+                    repeat_fraction: float, bos_id: int, copy_length=(2, 8),
+                    copy_gap: int = 5) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A training batch of natural text in which short phrases repeat (the ``"copies"`` recipe).
+
+    Every row is BOS + a window of the token stream. In a share ``repeat_fraction`` of rows,
+    walking left to right, a span of ``L`` tokens (``L`` uniform in ``copy_length``) is copied
+    from a random earlier place of the same row, then 1..``copy_gap`` tokens of the text are
+    kept, and so on to the end of the row: about half of such a row is copies, at every distance.
+
+    Returns
+    -------
+    batch : int64 (batch, seq_len + 1)
+    copied : bool (batch, seq_len + 1), tokens predictable by induction: every token of a copy
+        after its first (its predecessor occurred earlier, followed by it)
+    source : bool (batch, seq_len + 1), the same tokens at their earlier occurrence (excluding
+        tokens that are themselves copied), for the first-occurrence loss
+    """
+    low, high = (int(v) for v in copy_length)
+    batch = np.empty((batch_size, seq_len + 1), dtype=np.int64)
+    copied = np.zeros(batch.shape, dtype=bool)
+    source = np.zeros(batch.shape, dtype=bool)
+    batch[:, 0] = bos_id
+    for row in range(batch_size):
+        start = int(rng.integers(0, stream.size - seq_len))
+        batch[row, 1:] = stream[start:start + seq_len]
+        if rng.random() >= repeat_fraction:
+            continue
+        pos = 1 + int(rng.integers(0, copy_gap))
+        while pos < seq_len:
+            length = int(rng.integers(low, high + 1))
+            if pos - length >= 1 and pos + length <= seq_len + 1:
+                src = int(rng.integers(1, pos - length + 1))  # the whole source lies before pos
+                batch[row, pos:pos + length] = batch[row, src:src + length]
+                copied[row, pos + 1:pos + length] = True
+                source[row, src + 1:src + length] = True
+                pos += length
+            pos += int(rng.integers(1, copy_gap + 1))
+    source &= ~copied
+    return batch, copied, source
+
+
+def _span_masks(spans: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """(second copy, first copy) token masks of :func:`make_batch`'s (offset, L) spans."""
+    second = np.zeros((len(spans), width), dtype=bool)
+    first = np.zeros_like(second)
+    for row, (offset, length) in enumerate(spans):
+        if length:
+            first[row, offset + 1:offset + length] = True
+            second[row, offset + length + 1:offset + 2 * length] = True
+    return second, first
+
+
 def segment_tokens(tokenizer, stream: np.ndarray, n_words: int) -> np.ndarray | None:
     """Ids of the ``n_words`` most frequent whole-word tokens of ``stream`` (None for 0: any token).
 
@@ -192,19 +273,18 @@ def _write_json(path: Path, data) -> None:
         tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
 
 
-def _evaluate(model, eval_text, eval_repeat, eval_spans):
-    """Held-out losses: natural text, and the first and second copy of repeated segments."""
+def _evaluate(model, eval_text, eval_repeat, copied, source):
+    """Held-out losses: natural text, and repeated tokens at their first and second occurrence.
+
+    ``copied`` / ``source`` are token masks of ``eval_repeat`` (see :func:`make_copy_batch`).
+    """
     import torch
 
     with torch.no_grad():
         text_loss = _loss(model, eval_text).mean().item()
         losses = _loss(model, eval_repeat).numpy()  # loss[:, i] is the loss of token i + 1
-        first, second = [], []
-        for row, (offset, length) in enumerate(eval_spans):
-            first.append(losses[row, offset:offset + length - 1].mean())  # tokens offset+1 .. offset+L-1
-            second.append(losses[row, offset + length:offset + 2 * length - 1].mean())
-        return dict(eval_loss_text=text_loss, eval_loss_repeat_first=float(np.mean(first)),
-                    eval_loss_repeat_second=float(np.mean(second)))
+        return dict(eval_loss_text=text_loss, eval_loss_repeat_first=float(losses[source[:, 1:]].mean()),
+                    eval_loss_repeat_second=float(losses[copied[:, 1:]].mean()))
 
 
 def _loss(model, batch):
@@ -243,11 +323,21 @@ def train_toy(out_dir, settings: ToySettings = ToySettings(), *, progress: bool 
     if train_stream.size < 4 * settings.seq_len:
         raise DataSourceError(f"text source {settings.text!r} has only {stream.size} tokens; too few to train on")
     vocab = len(tokenizer)
-    segment_ids = segment_tokens(tokenizer, stream, settings.repeat_words)
     rng = np.random.default_rng(settings.seed)
     eval_rng = np.random.default_rng([settings.seed, 1])
     eval_text = torch.as_tensor(make_batch(eval_stream, eval_rng, 32, settings.seq_len, 0.0, vocab, bos)[0])
-    eval_repeat, eval_spans = make_batch(eval_stream, eval_rng, 32, settings.seq_len, 1.0, vocab, bos, segment_ids)
+    if settings.recipe == "copies":
+        def batches(source_stream, generator, size, fraction):
+            return make_copy_batch(source_stream, generator, size, settings.seq_len, fraction, bos,
+                                   (settings.copy_min, settings.copy_max), settings.copy_gap)
+    else:
+        segment_ids = segment_tokens(tokenizer, stream, settings.repeat_words) if settings.recipe == "words" else None
+
+        def batches(source_stream, generator, size, fraction):
+            batch, spans = make_batch(source_stream, generator, size, settings.seq_len, fraction, vocab, bos,
+                                      segment_ids)
+            return (batch, *_span_masks(spans, batch.shape[1]))
+    eval_repeat, eval_copied, eval_source = batches(eval_stream, eval_rng, 32, 1.0)
     eval_repeat = torch.as_tensor(eval_repeat)
     config = LlamaConfig(
         vocab_size=vocab, hidden_size=settings.d_model, intermediate_size=settings.d_mlp,
@@ -269,7 +359,7 @@ def train_toy(out_dir, settings: ToySettings = ToySettings(), *, progress: bool 
 
     def save(step):
         model.eval()
-        evaluation = _evaluate(model, eval_text, eval_repeat, eval_spans)
+        evaluation = _evaluate(model, eval_text, eval_repeat, eval_copied, eval_source)
         model.train()
 
         def write(tmp):
@@ -282,16 +372,15 @@ def train_toy(out_dir, settings: ToySettings = ToySettings(), *, progress: bool 
         record["checkpoints"].append(dict(step=step, **evaluation))
         record["seconds"] = round(time.perf_counter() - started, 2)
         _write_json(out / LOG_FILE, record)
-        log(f"step {step:5d}: text loss {evaluation['eval_loss_text']:.3f}, repeated segment "
-            f"{evaluation['eval_loss_repeat_first']:.3f} -> {evaluation['eval_loss_repeat_second']:.3f}")
+        log(f"step {step:5d}: text loss {evaluation['eval_loss_text']:.3f}, repeated tokens "
+            f"{evaluation['eval_loss_repeat_first']:.3f} (first) -> {evaluation['eval_loss_repeat_second']:.3f} (copy)")
 
     model.train()
     if 0 in saves:
         save(0)
     bar = tqdm(range(1, settings.steps + 1), desc="training toy model", unit="step", disable=not progress)
     for step in bar:
-        batch = torch.as_tensor(make_batch(train_stream, rng, settings.batch_size, settings.seq_len,
-                                           settings.repeat_fraction, vocab, bos, segment_ids)[0])
+        batch = torch.as_tensor(batches(train_stream, rng, settings.batch_size, settings.repeat_fraction)[0])
         loss = _loss(model, batch).mean()
         optimizer.zero_grad(set_to_none=True)
         loss.backward()

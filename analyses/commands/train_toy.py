@@ -6,11 +6,12 @@ HELP = "train a small transformer on offline Wikipedia text and watch CMR-like h
 DESCRIPTION = """\
 Train a small Llama-style transformer (default: 2 layers x 2 heads, d_model 64, a 1024-token
 byte-level BPE vocabulary trained on the same text) on the Wikipedia sample inside the gensim
-wheel, offline and seeded, on CPU in minutes. 90% of the training rows are lists of random words
-(the 64 most frequent whole-word tokens) in which a random segment is repeated at a random
-place, the structure of the head prompts, which makes induction heads worth learning; the rest
-is natural text. Checkpoints (Hugging Face directories, written atomically) are saved at roughly
-log-spaced steps in DIR/checkpoints/.
+wheel, offline and seeded, on CPU in minutes. In every training row short phrases (2-8 tokens)
+are copied from earlier in the same row, at every distance, so some tokens can be predicted only
+by an induction circuit; the rest of the row is natural text. Around step 1000 the model forms a
+previous-token head in layer 0 and induction heads in layer 1 (the loss on copied tokens drops
+abruptly). Checkpoints (Hugging Face directories, written atomically) are saved at log-spaced,
+then evenly spaced steps in DIR/checkpoints/.
 
 Then the same pipeline as for a released model runs on every checkpoint (unless --no-scan):
 head lag profiles on repeated word lists (the same words at every step) -> DIR/profiles.nc,
@@ -20,9 +21,10 @@ CMR-like heads, fitted beta_enc / beta_rec / gamma and inverse temperature of th
 CMR-like head) -> DIR/dynamics.csv. --resume keeps finished checkpoints.
 
 Examples:
-  icl-cmr train-toy -o toy --threads 1      # 4000 steps, about 7 minutes on one core
-  icl-cmr train-toy -o toy --quick          # the first 2500 steps of the same run
+  icl-cmr train-toy -o toy --threads 1      # 3000 steps, about 7 minutes on one core
+  icl-cmr train-toy -o toy --quick          # the first 1500 steps of the same run
   icl-cmr train-toy -o toy --steps 6000 --seed 1
+  icl-cmr train-toy -o toy-words --recipe words   # an earlier recipe (no lag +1 induction head)
 """
 
 
@@ -33,9 +35,13 @@ def register(sub):
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("-o", "--output", required=True, metavar="DIR", help="output directory")
     p.add_argument("--quick", action="store_true", help="small and short (tests, demos)")
-    p.add_argument("--steps", type=int, default=None, help="training steps (default 4000; quick 2500)")
+    p.add_argument("--steps", type=int, default=None, help="training steps (default 3000; quick 1500)")
     p.add_argument("--seed", type=int, default=0, help="seed of initialisation and data order (default 0)")
-    p.add_argument("--checkpoints", type=int, default=None, help="number of checkpoints incl. step 0 (default 12; quick 11)")
+    p.add_argument("--checkpoints", type=int, default=None, help="number of checkpoints incl. step 0 (default 24; quick 16)")
+    p.add_argument("--recipe", choices=("copies", "words", "segments"), default="copies",
+                   help="training data: copies (default: text with repeated short phrases), words (random "
+                        "frequent words with one repeated segment), segments (one random-token segment "
+                        "repeated inside text); see docs/training-dynamics.md")
     p.add_argument("--text", default="wikipedia", help="training text: wikipedia (default), a file or a directory")
     p.add_argument("--n-words", type=int, default=20, help="words per prompt list in the scan (default 20)")
     p.add_argument("--n-prompts", type=int, default=4, help="prompts per checkpoint in the scan (default 4)")
@@ -63,7 +69,7 @@ def run(args) -> int:
         torch.set_num_threads(args.threads)
     out = Path(args.output)
     settings = train_toy.QUICK if args.quick else train_toy.ToySettings()
-    changes = {"seed": args.seed, "text": str(args.text)}
+    changes = {"seed": args.seed, "text": str(args.text), "recipe": args.recipe}
     if args.steps is not None:
         changes["steps"] = args.steps
     if args.checkpoints is not None:

@@ -48,9 +48,39 @@ def _weights(directory):
 
 
 def test_checkpoint_steps():
-    assert train_toy.checkpoint_steps(1200, 8) == [0, 19, 38, 75, 150, 300, 600, 1200]
+    assert train_toy.checkpoint_steps(1200, 8) == [0, 38, 75, 150, 300, 600, 900, 1200]
     assert train_toy.checkpoint_steps(6, 3) == [0, 3, 6]
     assert train_toy.checkpoint_steps(10, 1) == [10]
+    default = train_toy.ToySettings()
+    steps = train_toy.checkpoint_steps(default.steps, default.n_checkpoints)
+    assert len(steps) == default.n_checkpoints and steps[-1] == default.steps
+    assert np.unique(np.diff(steps[-15:])).tolist() == [default.steps // 15]  # evenly spaced after the log part
+
+
+def test_copy_batch_repeats_short_phrases_at_every_distance_and_is_seeded():
+    stream = np.arange(20000, dtype=np.int64) % 997 + 2  # every window has distinct tokens
+    batch, copied, source = train_toy.make_copy_batch(stream, np.random.default_rng(3), 64, 48, 0.75, bos_id=1)
+    assert batch.shape == copied.shape == source.shape == (64, 49) and (batch[:, 0] == 1).all()
+    assert not copied[:, :2].any() and not (copied & source).any()
+    with_copies = copied.any(axis=1)
+    assert 32 < with_copies.sum() < 64  # about 3 in 4 rows
+    for row in batch[~with_copies]:
+        assert (np.diff(row[1:]) % 997 == 1).all()  # untouched windows of the stream
+    distances = []
+    for row, mask, src in zip(batch[with_copies], copied[with_copies], source[with_copies]):
+        assert 0.2 < mask.mean() < 0.8
+        for t in np.flatnonzero(mask):  # the bigram (t-1, t) occurred earlier: induction predicts token t
+            earlier = [s for s in range(1, t - 1) if row[s] == row[t - 1] and row[s + 1] == row[t]]
+            assert earlier
+            distances.append(t - earlier[-1] - 1)
+        assert src.sum() > 0
+        # a copy of L tokens marks L - 1 predictable tokens; runs of copied tokens are 1..7 long
+        runs = np.diff(np.flatnonzero(np.diff(np.r_[0, mask.astype(int), 0])))[::2]
+        assert runs.min() >= 1 and runs.max() <= 7
+    assert min(distances) <= 3 and max(distances) >= 20 and len(set(distances)) > 20
+    again = train_toy.make_copy_batch(stream, np.random.default_rng(3), 64, 48, 0.75, 1)
+    for first, second in zip((batch, copied, source), again):
+        np.testing.assert_array_equal(first, second)
 
 
 def test_make_batch_repeats_segments_at_random_places_and_is_seeded():
@@ -106,6 +136,10 @@ def test_training_is_seeded(trained, tmp_path):
 def test_invalid_settings_and_missing_runs(tmp_path):
     with pytest.raises(ParameterError, match="multiple of n_heads"):
         dataclasses.replace(TINY, d_model=15).validate()
+    with pytest.raises(ParameterError, match="recipe must be one of copies, words, segments; got 'copy'"):
+        dataclasses.replace(TINY, recipe="copy").validate()
+    with pytest.raises(ParameterError, match="copy_min <= copy_max <= seq_len / 2 = 16; got copy_min=2, copy_max=17"):
+        dataclasses.replace(TINY, copy_max=17).validate()
     with pytest.raises(DataSourceError, match="no checkpoints"):
         train_toy.list_checkpoints(tmp_path)
 
@@ -181,6 +215,16 @@ def test_make_batch_with_word_segments_fills_repeat_rows_with_words():
     assert not np.isin(batch[~repeated, 1:], words).any()  # plain rows stay text
 
 
+@pytest.mark.parametrize("recipe", ["words", "segments"])
+def test_earlier_recipes_still_train(recipe, text_dir, tmp_path):
+    require("torch")
+    settings = dataclasses.replace(TINY, text=str(text_dir), recipe=recipe, steps=2, n_checkpoints=2,
+                                   repeat_words=8, repeat_fraction=0.5)
+    record = train_toy.train_toy(tmp_path, settings, progress=False, log=lambda _: None)
+    assert [c["step"] for c in record["checkpoints"]] == [0, 2]
+    assert all(np.isfinite(c["eval_loss_repeat_second"]) for c in record["checkpoints"])
+
+
 def test_segment_tokens_are_the_prompt_words_first(trained):
     from transformers import AutoTokenizer
 
@@ -206,3 +250,30 @@ def test_dynamics_figure_is_written(tmp_path):
                             for s, l in [(0, 7.0), (10, 4.1), (100, 0.5)]])
     fig = plot_toy_dynamics(table, tmp_path / "dyn.png", training_log=log)
     assert (tmp_path / "dyn.png").stat().st_size > 1000 and len(fig.axes) == 3
+
+
+def test_default_recipe_forms_an_induction_circuit_at_seed_0(tmp_path):
+    """The must-show of the toy run, at a reduced length: by step 1200 of the default recipe
+    (Wikipedia text with repeated phrases, seed 0) layer 0 has a previous-token head and layer 1
+    induction heads, absent at initialisation, and the copied tokens' loss has collapsed.
+    Seeds 0 and 1 of the full run are in docs/training-dynamics.md (phase change at 800-1000)."""
+    require("torch")
+    import torch
+
+    torch.set_num_threads(2)
+    settings = dataclasses.replace(train_toy.ToySettings(), steps=1200, n_checkpoints=2)
+    record = train_toy.train_toy(tmp_path, settings, progress=False, log=lambda _: None)
+    start, end = record["checkpoints"]
+    assert start["eval_loss_repeat_second"] > 6.5 and end["eval_loss_repeat_second"] < 2.0
+    assert end["eval_loss_repeat_first"] > 4.5  # first occurrences stay unpredictable
+    words = train_toy.prompt_words(tmp_path, 20)
+    profiles = dynamics.scan_checkpoints(train_toy.list_checkpoints(tmp_path), words=words, n_prompts=4,
+                                         progress=False).sel(model="toy")
+    induction = profiles["induction_score"].max("head")
+    previous = profiles["previous_token_score"].max("head")
+    assert float(induction.sel(checkpoint=0).max()) < 0.1 and float(previous.sel(checkpoint=0).max()) < 0.15
+    assert float(previous.sel(checkpoint=1200, layer=0)) > 0.5
+    assert float(induction.sel(checkpoint=1200, layer=1)) > 0.3
+    assert float(induction.sel(checkpoint=1200, layer=0)) < 0.15  # the circuit needs two layers
+    profile = profiles["profile"].sel(checkpoint=1200, layer=1)
+    assert (profile.idxmax("lag") == 1).all()  # both layer-1 heads peak at lag +1
