@@ -134,7 +134,8 @@ def layer_summary(fits: xr.Dataset, profiles: xr.Dataset | None = None) -> "pand
     Columns: ``model, checkpoint, layer, relative_depth, best_distance, share_cmr_like``
     (distance < 0.5), the layer's most CMR-like head with its ``beta_enc``/``beta_rec``/``gamma``
     (whatever parameters the grid has) and ``inverse_temperature``, and with ``profiles`` the
-    ``max_induction_score`` of the layer.
+    layer's ``max_induction_score`` (and ``max_previous_token_score`` /
+    ``max_duplicate_token_score`` when the profiles have them).
     """
     import pandas as pd
 
@@ -157,7 +158,8 @@ def layer_summary(fits: xr.Dataset, profiles: xr.Dataset | None = None) -> "pand
                     row["inverse_temperature"] = float(best["inverse_temperature"])
                     for name in best["parameter"].values:
                         row[str(name)] = float(best["parameters"].sel(parameter=name))
-                if profiles is not None and "induction_score" in profiles:
-                    row["max_induction_score"] = float(profiles["induction_score"].sel(unit).max())
+                for score in ("induction_score", "previous_token_score", "duplicate_token_score"):
+                    if profiles is not None and score in profiles:
+                        row[f"max_{score}"] = float(profiles[score].sel(unit).max())
                 rows.append(row)
     return pd.DataFrame(rows)
