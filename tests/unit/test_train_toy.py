@@ -256,7 +256,7 @@ def test_default_recipe_forms_an_induction_circuit_at_seed_0(tmp_path):
     """The must-show of the toy run, at a reduced length: by step 1200 of the default recipe
     (Wikipedia text with repeated phrases, seed 0) layer 0 has a previous-token head and layer 1
     induction heads, absent at initialisation, and the copied tokens' loss has collapsed.
-    Seeds 0 and 1 of the full run are in docs/training-dynamics.md (phase change at 800-1000)."""
+    Seeds 0, 1 and 2 of the full run are in docs/training-dynamics.md (phase change at 800-1000)."""
     require("torch")
     import torch
 
