@@ -13,10 +13,10 @@ other ways to copy (a head at a fixed distance back works only for copies longer
 distance), so the model forms the textbook circuit: a layer-0 previous-token head and layer-1
 induction heads, with an abrupt drop of the loss on copied tokens (about step 1,000 at seed 0).
 Two earlier recipes are kept for comparison (docs/training-dynamics.md): ``"words"`` (rows of
-random frequent words with one long repeated segment: the model learns to copy, but through a
-layer-1 previous-token head reading a layer-0 head at a fixed distance, not a lag +1 induction
-head) and ``"segments"`` (one segment of uniform random tokens repeated inside text: no copying
-within 2,000 steps).
+random frequent words with one long repeated segment; session 1's default with
+``repeat_fraction=0.9``: the model learns to copy, but with a layer-0 duplicate-token head and
+layer-1 previous-token heads, not a lag +1 induction head) and ``"segments"`` (one segment of
+uniform random tokens repeated inside text: no copying within 2,000 steps).
 
 The dynamics scan (:func:`scan_checkpoints`) then runs the same pipeline as for a released LLM
 on every checkpoint: head lag profiles (:func:`adapters.transformer_lens.extract_heads`, the same
@@ -194,6 +194,11 @@ def make_copy_batch(stream: np.ndarray, rng: np.random.Generator, batch_size: in
         tokens that are themselves copied), for the first-occurrence loss
     """
     low, high = (int(v) for v in copy_length)
+    if not 2 <= low <= high <= seq_len // 2 or int(copy_gap) < 1:
+        raise ParameterError(f"copy_length must be (min, max) with 2 <= min <= max <= seq_len / 2 = {seq_len // 2} "
+                             f"and copy_gap >= 1; got copy_length={tuple(copy_length)!r}, copy_gap={copy_gap!r}")
+    if stream.size <= seq_len:
+        raise DataSourceError(f"the token stream has {stream.size} tokens; need more than seq_len = {seq_len}")
     batch = np.empty((batch_size, seq_len + 1), dtype=np.int64)
     copied = np.zeros(batch.shape, dtype=bool)
     source = np.zeros(batch.shape, dtype=bool)

@@ -42,6 +42,8 @@ def register(sub):
                    help="training data: copies (default: text with repeated short phrases), words (random "
                         "frequent words with one repeated segment), segments (one random-token segment "
                         "repeated inside text); see docs/training-dynamics.md")
+    p.add_argument("--repeat-fraction", type=float, default=None, metavar="F",
+                   help="share of rows with repeats (default 1.0; session 1's words recipe used 0.9)")
     p.add_argument("--text", default="wikipedia", help="training text: wikipedia (default), a file or a directory")
     p.add_argument("--n-words", type=int, default=20, help="words per prompt list in the scan (default 20)")
     p.add_argument("--n-prompts", type=int, default=4, help="prompts per checkpoint in the scan (default 4)")
@@ -74,6 +76,8 @@ def run(args) -> int:
         changes["steps"] = args.steps
     if args.checkpoints is not None:
         changes["n_checkpoints"] = args.checkpoints
+    if args.repeat_fraction is not None:
+        changes["repeat_fraction"] = args.repeat_fraction
     settings = dataclasses.replace(settings, **changes).validate()
     log_path = out / train_toy.LOG_FILE
     finished = False

@@ -83,6 +83,17 @@ def test_copy_batch_repeats_short_phrases_at_every_distance_and_is_seeded():
         np.testing.assert_array_equal(first, second)
 
 
+def test_copy_batch_rejects_bad_settings():
+    stream = np.arange(100, dtype=np.int64) + 2
+    rng = np.random.default_rng(0)
+    with pytest.raises(ParameterError, match=r"2 <= min <= max <= seq_len / 2 = 16.*copy_length=\(1, 8\)"):
+        train_toy.make_copy_batch(stream, rng, 2, 32, 1.0, 1, copy_length=(1, 8))
+    with pytest.raises(ParameterError, match="copy_gap=0"):
+        train_toy.make_copy_batch(stream, rng, 2, 32, 1.0, 1, copy_gap=0)
+    with pytest.raises(DataSourceError, match="has 100 tokens; need more than seq_len = 128"):
+        train_toy.make_copy_batch(stream, rng, 2, 128, 1.0, 1)
+
+
 def test_make_batch_repeats_segments_at_random_places_and_is_seeded():
     stream = np.arange(5000, dtype=np.int64) % 97 + 2
     batch, spans = train_toy.make_batch(stream, np.random.default_rng(1), 16, 40, 0.5, 50, bos_id=1)
