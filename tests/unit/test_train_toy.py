@@ -271,9 +271,13 @@ def test_default_recipe_forms_an_induction_circuit_at_seed_0(tmp_path):
     require("torch")
     import torch
 
+    threads = torch.get_num_threads()
     torch.set_num_threads(2)
-    settings = dataclasses.replace(train_toy.ToySettings(), steps=1200, n_checkpoints=2)
-    record = train_toy.train_toy(tmp_path, settings, progress=False, log=lambda _: None)
+    try:
+        settings = dataclasses.replace(train_toy.ToySettings(), steps=1200, n_checkpoints=2)
+        record = train_toy.train_toy(tmp_path, settings, progress=False, log=lambda _: None)
+    finally:
+        torch.set_num_threads(threads)
     start, end = record["checkpoints"]
     assert start["eval_loss_repeat_second"] > 6.5 and end["eval_loss_repeat_second"] < 2.0
     assert end["eval_loss_repeat_first"] > 4.5  # first occurrences stay unpredictable
