@@ -1,6 +1,6 @@
 """Adapters: turn outside things into cmr's data model (events and lag-profile datasets).
 
-- :mod:`adapters.recall_data` - human free-recall data: bundled data sets read from the
+- :mod:`icl_cmr.adapters.recall_data` - human free-recall data: bundled data sets read from the
   installed psifr / cymr packages (``psifr:Morton2013``, ``psifr:peers_notask``,
   ``cymr:Morton2013_mixed``), psifr-format CSV files and DataFrames -> events datasets.
 - The language-model side (attention heads via TransformerLens, prompts, text corpora) and the

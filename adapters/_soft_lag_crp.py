@@ -1,4 +1,4 @@
-"""numba kernel: soft-transition lag counts (private; see adapters.head_profiles)."""
+"""numba kernel: soft-transition lag counts (private; see icl_cmr.adapters.head_profiles)."""
 from __future__ import annotations
 
 import numpy as np

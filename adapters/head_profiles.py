@@ -1,6 +1,6 @@
 """Attention of every head on a repeated word list, turned into lag profiles (no torch here).
 
-Layout of a prompt (see :mod:`adapters.prompts`): BOS at position 0, the first copy ("study")
+Layout of a prompt (see :mod:`icl_cmr.adapters.prompts`): BOS at position 0, the first copy ("study")
 at ``1..N``, the second copy ("recall") at ``N+1..2N``. The query at second-copy index ``k``
 (0-based, position ``N+1+k``) holds the word whose earlier copy sits at ``1+k``; the key at
 lag ``l`` is position ``1+k+l`` (lag +1 = the induction target, lag 0 = the earlier copy of
@@ -28,10 +28,13 @@ import json
 import numpy as np
 import xarray as xr
 
-from cmr.errors import PromptError, RecallDataError
-from cmr.schema import HEAD_DIMS, provenance_attrs, validate
+from cmr import lag_window
+from cmr.constants import HEAD_DIMS
+from cmr.errors import RecallDataError
+from cmr.schema import provenance_attrs, validate
 
 from . import _soft_lag_crp
+from .errors import PromptError
 
 __all__ = [
     "SOFT_CRP_RULES",
@@ -54,29 +57,23 @@ SOFT_CRP_RULES = {
 }
 
 
-def lag_range(window, n_words: int) -> np.ndarray:
-    """Lags ``lo..hi`` of ``window`` (an int K for -K..K or a pair), checked against N.
+def lag_range(lags, n_words: int) -> np.ndarray:
+    """The lag window (see :func:`cmr.lag_window`) checked against a list of ``n_words`` words.
 
     Raises
     ------
+    cmr.errors.ProfileError
+        A malformed window.
     PromptError
-        If the window reaches a lag no query can have (``|lag| >= n_words``).
+        A lag no query can have (``|lag| >= n_words``).
     """
-    if isinstance(window, (int, np.integer)) and not isinstance(window, bool):
-        lo, hi = -int(window), int(window)
-    else:
-        try:
-            lo, hi = (int(v) for v in window)
-        except (TypeError, ValueError):
-            raise PromptError(f"window must be an int K (lags -K..K) or a pair (lo, hi); got {window!r}") from None
-    if lo > hi:
-        raise PromptError(f"window (lo, hi) needs lo <= hi; got ({lo}, {hi})")
-    if max(-lo, hi) >= n_words:
+    window = lag_window(lags, n_words)
+    if np.abs(window).max() >= n_words:
         raise PromptError(
-            f"lag window {lo}..{hi} is wider than the list of N={n_words} words: lags must lie "
+            f"lag window {window[0]}..{window[-1]} is wider than the list of N={n_words} words: lags must lie "
             f"within -{n_words - 1}..{n_words - 1}; use more words or a narrower window"
         )
-    return np.arange(lo, hi + 1, dtype=np.int64)
+    return window
 
 
 def _check_attention(values, n_words, what):
@@ -369,9 +366,9 @@ def head_profile_dataset(pooled: dict, *, lags, n_words: int, model: str, checkp
         data["loss_second_copy"] = (("model", "checkpoint"), np.nanmean(loss[n_words + 1:2 * n_words]).reshape(pre))
     info = dict(provenance or {})
     info.setdefault("n_words", int(n_words))
-    info["window"] = [int(lags[0]), int(lags[-1])]
+    info["lags"] = [int(v) for v in lags]
     info["soft_crp_rule"] = soft_rule
-    attrs = provenance_attrs("lag_profile", "adapters.head_profiles.head_profile_dataset", **info)
+    attrs = provenance_attrs("lag_profile", "icl_cmr.adapters.head_profiles.head_profile_dataset", **info)
     attrs.update(profile_kind="attention_score", unit_kind="heads")
     ds = xr.Dataset(data, coords=coords, attrs=attrs)
     _describe(ds, soft_rule)

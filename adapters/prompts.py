@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from cmr.errors import PromptError
+from .errors import PromptError
 
 __all__ = [
     "WORD_RULE",

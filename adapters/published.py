@@ -16,6 +16,8 @@ for all-NaN padding units without complaint.
 """
 from __future__ import annotations
 
+import os
+from importlib import resources
 from pathlib import Path
 
 import numpy as np
@@ -23,14 +25,44 @@ import pandas as pd
 import xarray as xr
 
 from cmr.errors import DataSourceError, FileFormatError, ParameterError
-from cmr.schema import HEAD_DIMS, provenance_attrs, validate
+from cmr.constants import HEAD_DIMS
+from cmr.schema import provenance_attrs, validate
 
-__all__ = ["read_published_profiles", "read_published_metrics", "PROFILE_COLUMNS", "METRIC_COLUMNS"]
+__all__ = [
+    "read_published_profiles",
+    "read_published_metrics",
+    "published_human_fits",
+    "reference_dir",
+    "PROFILE_COLUMNS",
+    "METRIC_COLUMNS",
+]
 
 PROFILE_COLUMNS = ("model", "checkpoint", "layer", "head", "lag", "score_mean", "score_sem")
 METRIC_COLUMNS = ("model", "checkpoint", "layer", "head", "induction_score", "copying_score")
 _INT_COLUMNS = ("checkpoint", "layer", "head", "lag")
 ORIGIN = "Ji-An, Zhou, Benna & Mattar (NeurIPS 2024), published head profiles (MIT)"
+
+
+def reference_dir() -> Path | None:
+    """The folder of the study's published files (``head_profiles.csv.gz``, ``cmr_crp_grid.npz``).
+
+    ``$ICL_CMR_REFERENCE/icl-cmr`` when that variable is set, else ``shared/reference/icl-cmr``
+    beside a source checkout of this project; None when neither exists.
+    """
+    candidates = []
+    if os.environ.get("ICL_CMR_REFERENCE"):
+        candidates.append(Path(os.environ["ICL_CMR_REFERENCE"]) / "icl-cmr")
+    candidates.append(Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "icl-cmr")
+    return next((path for path in candidates if path.is_dir()), None)
+
+
+def published_human_fits() -> pd.DataFrame:
+    """CMR (beta_enc, beta_rec) fitted to human free recall in the literature (data/README.md).
+
+    Columns ``study, data, beta_enc, beta_rec``; read from the installed package data.
+    """
+    with resources.as_file(resources.files("icl_cmr.data") / "published_human_cmr_fits.csv") as path:
+        return pd.read_csv(path)
 
 
 def _read_table(path, columns, what) -> pd.DataFrame:
@@ -170,7 +202,7 @@ def read_published_profiles(path, model=None, checkpoint=None, metrics="auto") -
     ds.attrs.update(
         provenance_attrs(
             "lag_profile",
-            "adapters.published.read_published_profiles",
+            "icl_cmr.adapters.published.read_published_profiles",
             source=str(Path(path).resolve()),
             metrics_source=str(metrics_path.resolve()) if metrics_path is not None else "",
             origin=ORIGIN,

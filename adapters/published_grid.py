@@ -78,7 +78,7 @@ def load_published_grid(path) -> xr.Dataset:
     ds.attrs.update(
         provenance_attrs(
             "lag_profile",
-            "adapters.published_grid.load_published_grid",
+            "icl_cmr.adapters.published_grid.load_published_grid",
             source=str(path.resolve()),
             origin="Ji-An, Zhou, Benna & Mattar (NeurIPS 2024), saved CMR grid (MIT)",
             variant="paper",

@@ -18,8 +18,8 @@ functions, so importing it is cheap). Models:
 
 Extraction (:func:`extract_heads`): one forward pass per prompt with hooks on every layer's
 ``attn.hook_attn_scores`` and ``attn.hook_pattern`` only; attention arrays are reduced to
-per-head lag statistics prompt by prompt (:mod:`adapters.head_profiles`). Model names, cache
-locations and offline mode live in :mod:`adapters._model_files` (no torch).
+per-head lag statistics prompt by prompt (:mod:`icl_cmr.adapters.head_profiles`). Model names, cache
+locations and offline mode live in :mod:`icl_cmr.adapters._model_files` (no torch).
 """
 from __future__ import annotations
 
@@ -31,19 +31,18 @@ from pathlib import Path
 
 import numpy as np
 
-from cmr.errors import ModelNotAvailableError
-
 from . import head_profiles, prompts
 from ._model_files import (
     DEFAULT_MODEL,
     EMBEDDED_MODELS,
     LoadedModel,
-    _gguf_file,
-    _offline,
-    _require_lm,
-    _word_vocabulary,
     cache_root,
+    gguf_file,
+    offline_mode,
+    require_lm,
+    word_vocabulary,
 )
+from .errors import ModelNotAvailableError
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -58,6 +57,8 @@ __all__ = [
     "attention_pass",
     "copying_scores",
     "extract_heads",
+    "set_threads",
+    "forward_passes",
 ]
 
 def _converted_dir(name: str, gguf: Path, cache_dir) -> Path:
@@ -133,12 +134,12 @@ def load_model(name: str = DEFAULT_MODEL, *, cache_dir=None) -> LoadedModel:
     OptionalDependencyError
         torch / transformers / transformer-lens are missing.
     """
-    _require_lm()
+    require_lm()
     if not isinstance(name, str) or not name:
         raise ModelNotAvailableError(f"model name must be a non-empty string; got {name!r}")
-    with _offline():
+    with offline_mode():
         if name in EMBEDDED_MODELS:
-            gguf = _gguf_file(name, cache_dir)
+            gguf = gguf_file(name, cache_dir)
             directory = _converted_dir(name, gguf, cache_dir)
             model, tokenizer = _load_local(str(directory))
             return LoadedModel(_boot(str(directory), model, tokenizer), tokenizer, name, str(gguf),
@@ -164,13 +165,13 @@ def load_model(name: str = DEFAULT_MODEL, *, cache_dir=None) -> LoadedModel:
 def tiny_hf_model(*, seed: int = 0, n_layers: int = 2, n_heads: int = 4, n_kv_heads: int = 2,
                   d_model: int = 32, n_words: int = 60, n_ctx: int = 256):
     """The Hugging Face model and tokenizer behind :func:`tiny_model`, not yet wrapped."""
-    _require_lm()
+    require_lm()
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
     vocab = {"<unk>": 0, "<s>": 1}
-    for token in _word_vocabulary(n_words):
+    for token in word_vocabulary(n_words):
         vocab[token] = len(vocab)
     backend = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
     backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
@@ -219,7 +220,7 @@ def log_prior(model: LoadedModel) -> np.ndarray:
 
 def make_prompts(model: LoadedModel, *, n_words: int = 100, n_prompts: int = 5, seed: int = 0,
                  words=None) -> prompts.PromptSet:
-    """Repeated-list prompts for ``model`` (see :mod:`adapters.prompts`).
+    """Repeated-list prompts for ``model`` (see :mod:`icl_cmr.adapters.prompts`).
 
     ``words`` (optional): your own word list (strings with their leading space) instead of the
     top-``n_words`` of the model's unigram prior; each must be exactly one token.
@@ -337,7 +338,7 @@ def copying_scores(model: LoadedModel, token_ids=None) -> np.ndarray:
 
 
 def extract_heads(model: LoadedModel, *, n_words: int = 100, n_prompts: int = 5, seed: int = 0,
-                  window=8, soft_rule: str = "query_only", checkpoint: int = -1, words=None,
+                  lags=8, soft_rule: str = "query_only", checkpoint: int = -1, words=None,
                   progress=None):
     """Lag profiles and head scores of every head of ``model`` (see docs/heads.md).
 
@@ -345,7 +346,7 @@ def extract_heads(model: LoadedModel, *, n_words: int = 100, n_prompts: int = 5,
     ----------
     model : LoadedModel
     n_words, n_prompts, seed : prompt settings (:func:`make_prompts`)
-    window : int K (lags -K..K) or pair (lo, hi); must stay within +-(n_words-1)
+    lags : int K (lags -K..K) or a sequence of lags (:func:`cmr.lag_window`); within +-(n_words-1)
     soft_rule : rule of the soft-transition lag-CRP (``head_profiles.SOFT_CRP_RULES``)
     checkpoint : int, stored as the ``checkpoint`` coordinate (-1: the released model)
     words : optional list of words (with leading space) instead of the prior's top-N
@@ -355,7 +356,7 @@ def extract_heads(model: LoadedModel, *, n_words: int = 100, n_prompts: int = 5,
     -------
     xarray.Dataset of kind ``lag_profile`` with dims (model, checkpoint, layer, head, lag)
     """
-    lags = head_profiles.lag_range(window, n_words if words is None else len(words))
+    lags = head_profiles.lag_range(lags, n_words if words is None else len(words))
     made = make_prompts(model, n_words=n_words, n_prompts=n_prompts, seed=seed, words=words)
     head_profiles.teacher_forced_transitions(made.n_words, soft_rule)  # unknown rule: PromptError
     summaries, losses = [], []
@@ -380,3 +381,25 @@ def extract_heads(model: LoadedModel, *, n_words: int = 100, n_prompts: int = 5,
         checkpoint=checkpoint, copying_score=copying_scores(model),
         position_loss=np.mean(losses, axis=0), provenance=info, soft_rule=soft_rule,
     )
+
+
+def set_threads(n_threads: int | None) -> int:
+    """Set torch's CPU thread count (None keeps torch's choice); return the count in use."""
+    import torch
+
+    if n_threads is not None:
+        if isinstance(n_threads, bool) or not isinstance(n_threads, int) or n_threads < 1:
+            from cmr.errors import ParameterError
+
+            raise ParameterError(f"threads must be an integer >= 1; got {n_threads!r}")
+        torch.set_num_threads(n_threads)
+    return int(torch.get_num_threads())
+
+
+def forward_passes(model: LoadedModel, tokens) -> None:
+    """Plain forward passes of the bridge over each row of ``tokens`` (a timing reference)."""
+    import torch
+
+    with torch.no_grad():
+        for row in np.asarray(tokens, dtype=np.int64):
+            model.bridge(torch.as_tensor(row[None]), return_type="logits")

@@ -1,5 +1,5 @@
 import sys
 
-from analyses.cli import main
+from icl_cmr.analyses.cli import main
 
 sys.exit(main())

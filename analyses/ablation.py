@@ -1,17 +1,12 @@
 """Causal test: does ablating the CMR-like heads hurt in-context learning more than random heads?
 
-ICL score of a passage (Olsson et al. 2022; DESIGN 5): the loss at text token ``late`` (500)
+ICL score of a passage (Olsson et al. 2022): the loss at text token ``late`` (500)
 minus the loss at text token ``early`` (50), each averaged over a +-``window`` (5) token window;
 negative when the model predicts better late in a passage, i.e. learns in context. Token indices
 are 0-based positions in the passage text; a BOS token is prepended when the tokenizer has one.
 
-Heads are ablated at their output before the output projection: the TransformerBridge hook
-``blocks.{layer}.attn.hook_z`` (shape batch x position x query head x d_head; grouped-query
-models expose one slice per query head, so query heads are ablated). Zero ablation sets the
-head's slice to 0; mean ablation sets it to the head's mean output over every text position of
-the same passages (measured in the unablated pass). Only the logits at the scored positions are
-computed (the body of the Hugging Face model runs under the bridge's hooks, then the output
-embedding is applied to those positions), which saves the vocabulary projection elsewhere.
+Heads are ablated at their output, set to zero or to their mean output
+(:mod:`icl_cmr.adapters.interventions`, where every torch call of the test lives).
 
 The statistics (per mode) compare per-passage effects ``icl_ablated - icl_unablated``: the top
 set against no ablation, and against the mean of the random sets, by paired t-test, Wilcoxon
@@ -27,20 +22,22 @@ import numpy as np
 import xarray as xr
 
 from cmr.errors import ParameterError, SchemaError
-from cmr.schema import provenance_attrs, validate
+from cmr.schema import provenance_attrs, require_dims, require_variables, validate
+
+from icl_cmr.adapters.interventions import MODES, geometry, passage_losses
 
 __all__ = [
     "MODES",
     "parse_heads",
     "top_heads_from_fits",
     "random_head_sets",
-    "passage_losses",
     "icl_scores",
+    "scored_positions",
+    "validate_ablation",
     "paired_statistics",
     "run_ablation",
 ]
 
-MODES = ("zero", "mean")
 _HEAD_PATTERN = re.compile(r"^\s*L(\d+)\.?H(\d+)\s*$", re.I)
 
 
@@ -138,132 +135,6 @@ def random_head_sets(n_layers: int, n_heads: int, target, n_sets: int, seed: int
     return sets
 
 
-# --- forward passes ----------------------------------------------------------------------------
-
-
-def _geometry(bridge) -> tuple[int, int]:
-    return int(bridge.cfg.n_layers), int(bridge.cfg.n_heads)
-
-
-def _bos_id(bridge):
-    tokenizer = getattr(bridge, "tokenizer", None)
-    return getattr(tokenizer, "bos_token_id", None) if tokenizer is not None else None
-
-
-def _ablation_hooks(heads, mode, means):
-    """fwd_hooks replacing the chosen heads' slices of hook_z (zero or their mean output)."""
-    import torch
-
-    by_layer = {}
-    for layer, head in heads:
-        by_layer.setdefault(int(layer), []).append(int(head))
-    hooks = []
-    for layer, head_list in sorted(by_layer.items()):
-        index = torch.tensor(sorted(head_list), dtype=torch.long)
-        fill = None if mode == "zero" else torch.as_tensor(means[layer][sorted(head_list)])
-
-        def hook(z, hook, index=index, fill=fill):
-            z = z.clone()
-            z[:, :, index, :] = 0.0 if fill is None else fill.to(dtype=z.dtype, device=z.device)
-            return z
-
-        hooks.append((f"blocks.{layer}.attn.hook_z", hook))
-    return hooks
-
-
-def _scored_logits(bridge, input_ids, predict_index):
-    """Logits at ``predict_index`` only (batch, n_index, vocab), with the bridge's hooks active."""
-    import torch
-
-    model = getattr(bridge, "original_model", None)
-    body = getattr(model, "base_model", None) if model is not None else None
-    head = model.get_output_embeddings() if model is not None and hasattr(model, "get_output_embeddings") else None
-    if body is None or head is None or body is model:
-        return bridge(input_ids)[:, predict_index]  # generic path: full logits
-    hidden = body(input_ids=input_ids).last_hidden_state[:, predict_index]
-    logits = head(hidden)
-    cap = float(getattr(bridge.cfg, "output_logits_soft_cap", -1.0) or -1.0)
-    if cap > 0:
-        logits = cap * torch.tanh(logits / cap)
-    return logits
-
-
-def passage_losses(bridge, passages, targets, *, heads=(), mode="zero", means=None, batch_size=4,
-                   capture_means=False, progress=None) -> tuple[np.ndarray, np.ndarray | None]:
-    """Next-token losses (nats) at text positions ``targets`` of every passage.
-
-    Parameters
-    ----------
-    bridge : transformer_lens.model_bridge.TransformerBridge
-    passages : ndarray of int, shape (n_passage, n_token)
-        Token ids without special tokens (:func:`adapters.text_corpus.load_passages`).
-    targets : sequence of int
-        0-based text positions whose loss is wanted (each >= 1 unless a BOS is prepended).
-    heads : sequence of (layer, head)
-        Heads to ablate; empty for the unablated model.
-    mode : {"zero", "mean"}
-    means : ndarray, shape (n_layer, n_head, d_head), optional
-        Mean head outputs, needed for ``mode="mean"``.
-    capture_means : bool
-        Also return the mean ``hook_z`` per head over all text positions (n_layer, n_head, d_head).
-    progress : tqdm bar, optional
-        Advanced by one per batch.
-
-    Returns
-    -------
-    losses : ndarray, shape (n_passage, len(targets))
-    means : ndarray or None
-    """
-    import torch
-
-    if mode not in MODES:
-        raise ParameterError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
-    if heads and mode == "mean" and means is None:
-        raise ParameterError("mean ablation needs the mean head outputs (means=...)")
-    passages = np.ascontiguousarray(passages, dtype=np.int64)
-    targets = np.asarray(targets, dtype=np.int64)
-    bos = _bos_id(bridge)
-    offset = 1 if bos is not None else 0
-    if targets.min() + offset < 1 or targets.max() >= passages.shape[1]:
-        raise ParameterError(
-            f"scored positions must lie in {1 - offset}..{passages.shape[1] - 1}; got {targets.min()}..{targets.max()}"
-        )
-    length = int(targets.max()) + offset  # input positions needed: BOS + text up to the last target - 1
-    predict_index = torch.as_tensor(targets + offset - 1)
-    hooks = list(_ablation_hooks(heads, mode, means)) if heads else []
-    n_layers, n_heads = _geometry(bridge)
-    sums, count = None, 0
-    if capture_means:
-        sums = [None] * n_layers
-
-        def make_capture(layer):
-            def capture(z, hook):
-                part = z[:, offset:].sum(dim=(0, 1)).double()
-                sums[layer] = part if sums[layer] is None else sums[layer] + part
-                return z
-            return capture
-
-        hooks += [(f"blocks.{l}.attn.hook_z", make_capture(l)) for l in range(n_layers)]
-    out = np.empty((passages.shape[0], targets.size), dtype=np.float64)
-    with torch.inference_mode(), bridge.hooks(fwd_hooks=hooks):
-        for start in range(0, passages.shape[0], int(batch_size)):
-            chunk = torch.as_tensor(passages[start:start + int(batch_size)])
-            text = chunk[:, : length - offset]
-            if offset:
-                text = torch.cat([torch.full((chunk.shape[0], 1), int(bos), dtype=torch.long), text], dim=1)
-            logits = _scored_logits(bridge, text, predict_index).double()
-            gold = chunk[:, torch.as_tensor(targets)]
-            logp = torch.log_softmax(logits, dim=-1).gather(-1, gold.unsqueeze(-1)).squeeze(-1)
-            out[start:start + chunk.shape[0]] = (-logp).numpy()
-            count += chunk.shape[0] * (length - offset)
-            if progress is not None:
-                progress.update(1)
-    mean_out = None
-    if capture_means:
-        mean_out = np.stack([(s / count).numpy() for s in sums]).astype(np.float64)
-    return out, mean_out
-
-
 def icl_scores(losses, targets, early=50, late=500, window=5) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(icl_score, loss_early, loss_late) per passage from :func:`passage_losses` output."""
     targets = list(np.asarray(targets).tolist())
@@ -274,7 +145,8 @@ def icl_scores(losses, targets, early=50, late=500, window=5) -> tuple[np.ndarra
     return loss_late - loss_early, loss_early, loss_late
 
 
-def _scored_positions(early, late, window, n_tokens):
+def scored_positions(early, late, window, n_tokens):
+    """Text positions whose loss the ICL score reads: the early and late windows."""
     if early - window < 0 or late + window >= n_tokens or early + window >= late - window:
         raise ParameterError(
             f"windows {early}+-{window} and {late}+-{window} must be disjoint and lie in 0..{n_tokens - 1} "
@@ -369,8 +241,8 @@ def run_ablation(bridge, passages, top_heads, *, n_random=20, seed=0, layer_matc
     passages = np.ascontiguousarray(passages, dtype=np.int64)
     if passages.ndim != 2 or passages.shape[0] < 2:
         raise ParameterError(f"passages must be (n_passage >= 2, n_token); got shape {passages.shape}")
-    targets = _scored_positions(int(early), int(late), int(window), passages.shape[1])
-    n_layers, n_heads = _geometry(bridge)
+    targets = scored_positions(int(early), int(late), int(window), passages.shape[1])
+    n_layers, n_heads = geometry(bridge)
     sets = [top_heads] + random_head_sets(n_layers, n_heads, top_heads, n_random, seed, layer_matched)
     set_names = ["top"] + [f"random_{i:03d}" for i in range(len(sets) - 1)]
     n_batches = -(-passages.shape[0] // int(batch_size))
@@ -421,10 +293,25 @@ def _assemble(scores, base, sets, set_names, modes, passages, info) -> xr.Datase
         ds[name] = (("mode", "comparison"), table[:, :, k])
     ds["empirical_pvalue"] = ("mode", empirical)
     _describe(ds)
-    ds.attrs.update(provenance_attrs("ablation", "analyses.ablation.run_ablation", **info))
+    ds.attrs.update(provenance_attrs("ablation", "icl_cmr.analyses.ablation.run_ablation", **info))
     ds.attrs.update({k: v for k, v in info.items() if isinstance(v, (int, float, str))})
     ds.attrs["n_tokens"] = int(passages.shape[1])
     return validate(ds, "ablation")
+
+
+def validate_ablation(ds: xr.Dataset) -> None:
+    """Check an ablation dataset (ICL scores with heads ablated; see docs/schema.md)."""
+    kind = "ablation"
+    require_variables(ds, ["icl_score", "baseline_icl_score", "set_layer", "set_head", "mode", "head_set"], kind)
+    require_dims(ds["icl_score"], ["mode", "head_set", "passage"], kind, "icl_score")
+    require_dims(ds["baseline_icl_score"], ["passage"], kind, "baseline_icl_score")
+    require_dims(ds["set_layer"], ["head_set", "member"], kind, "set_layer")
+    require_dims(ds["set_head"], ["head_set", "member"], kind, "set_head")
+    if "top" not in [str(v) for v in ds["head_set"].values]:
+        raise SchemaError("ablation dataset: coord 'head_set' must contain 'top'")
+    bad = sorted({str(v) for v in ds["mode"].values} - set(MODES))
+    if bad:
+        raise SchemaError(f"ablation dataset: modes must be 'zero' or 'mean'; got {', '.join(bad)}")
 
 
 _DESCRIPTIONS = {

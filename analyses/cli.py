@@ -1,6 +1,6 @@
 """The ``icl-cmr`` command line.
 
-Each subcommand lives in its own module under :mod:`analyses.commands` and exposes
+Each subcommand lives in its own module under :mod:`icl_cmr.analyses.commands` and exposes
 ``register(subparsers)``; modules import heavy libraries (torch, matplotlib) only inside
 the function that runs the command, so ``icl-cmr --help`` stays fast.
 """
@@ -22,7 +22,7 @@ COMMANDS = (
     "fit",
     "ablate",
     "train_toy",
-    "run",
+    "run_study",
     "bench",
 )
 
@@ -46,9 +46,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
         try:
-            module = importlib.import_module(f"analyses.commands.{name}")
+            module = importlib.import_module(f"icl_cmr.analyses.commands.{name}")
         except ModuleNotFoundError as exc:
-            if exc.name == f"analyses.commands.{name}":
+            if exc.name == f"icl_cmr.analyses.commands.{name}":
                 continue  # command not part of this build
             raise
         module.register(sub)

@@ -2,8 +2,8 @@
 
 Two sources of checkpoint series:
 
-* a toy run of :mod:`analyses.train_toy`: :func:`scan_checkpoints` extracts head lag profiles
-  (:func:`adapters.transformer_lens.extract_heads`, the same word list at every checkpoint)
+* a toy run of :mod:`icl_cmr.adapters.toy_model`: :func:`scan_checkpoints` extracts head lag profiles
+  (:func:`icl_cmr.adapters.transformer_lens.extract_heads`, the same word list at every checkpoint)
   into one ``lag_profile`` dataset with dims ``(model, checkpoint, layer, head, lag)``, where the
   ``checkpoint`` coordinate is the training step, and fits CMR to all of them in one call of
   :func:`cmr.profile_fit.fit_profiles`;
@@ -16,33 +16,37 @@ the layer's most CMR-like head. See docs/training-dynamics.md.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import xarray as xr
 
+if TYPE_CHECKING:
+    import pandas
+
+from cmr.constants import CMR_LIKE_DISTANCE
 from cmr.errors import ParameterError
 from cmr.schema import provenance_attrs, validate
 
 __all__ = ["scan_checkpoints", "fit_series", "fit_published_series", "published_dynamics", "pythia_step",
            "layer_summary", "CMR_LIKE_DISTANCE"]
 
-#: the study's threshold for a CMR-like head
-CMR_LIKE_DISTANCE = 0.5
 
 
-def scan_checkpoints(checkpoints, *, words, n_prompts: int = 4, seed: int = 0, window: int = 8,
+def scan_checkpoints(checkpoints, *, words, n_prompts: int = 4, seed: int = 0, lags=8,
                      model_name: str = "toy", progress: bool = True) -> xr.Dataset:
     """Head lag profiles of every checkpoint in one ``lag_profile`` dataset.
 
     Parameters
     ----------
     checkpoints : sequence of (step, directory)
-        E.g. :func:`analyses.train_toy.list_checkpoints`.
+        E.g. :func:`icl_cmr.adapters.toy_model.list_checkpoints`.
     words : list of str
         Prompt words (leading space, one token each), the same at every checkpoint.
     n_prompts, seed : int
         Prompts per checkpoint and their seed.
-    window : int
-        Lags -window..window (less than the number of words).
+    lags : int or sequence of int
+        Lag window (:func:`cmr.lag_window`), within the number of words.
     model_name : str
         The ``model`` coordinate.
 
@@ -52,19 +56,19 @@ def scan_checkpoints(checkpoints, *, words, n_prompts: int = 4, seed: int = 0, w
     """
     from tqdm.auto import tqdm
 
-    from adapters.transformer_lens import extract_heads, load_model
+    from icl_cmr.adapters.transformer_lens import extract_heads, load_model
 
     parts = []
     for step, directory in tqdm(list(checkpoints), desc="scanning checkpoints", unit="checkpoint",
                                 disable=not progress):
         model = load_model(str(directory))
         heads = extract_heads(model, n_prompts=n_prompts, seed=seed, words=list(words), checkpoint=int(step),
-                              window=window)
+                              lags=lags)
         parts.append(heads.assign_coords(model=[model_name]))
     combined = xr.concat(parts, dim="checkpoint", data_vars="minimal", coords="minimal", compat="override",
                          combine_attrs="override")
     combined.attrs.update(provenance_attrs(
-        "lag_profile", "analyses.dynamics.scan_checkpoints", steps=[int(s) for s, _ in checkpoints],
+        "lag_profile", "icl_cmr.analyses.dynamics.scan_checkpoints", steps=[int(s) for s, _ in checkpoints],
         checkpoint_dirs=[str(d) for _, d in checkpoints], n_prompts=int(n_prompts), seed=int(seed),
         words=list(words), first_checkpoint_provenance=parts[0].attrs.get("provenance", "")))
     return validate(combined, "lag_profile")
@@ -101,7 +105,7 @@ def fit_published_series(profiles_path, grid: xr.Dataset, models=None, objective
     -------
     dict model name -> ``profile_fit`` dataset with dims (model, checkpoint, layer, head)
     """
-    from adapters.published import read_published_profiles
+    from icl_cmr.adapters.published import read_published_profiles
 
     names = list(models) if models is not None else None
     if names is None:

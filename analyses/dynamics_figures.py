@@ -18,7 +18,7 @@ def plot_toy_dynamics(table, path=None, training_log=None):
     Parameters
     ----------
     table : pandas.DataFrame
-        :func:`analyses.dynamics.layer_summary` output (``checkpoint`` = step, ``layer``,
+        :func:`icl_cmr.analyses.dynamics.layer_summary` output (``checkpoint`` = step, ``layer``,
         ``max_induction_score``, ``best_distance``; optional ``max_previous_token_score``,
         ``beta_enc``, ``beta_rec``).
     path : path, optional
@@ -35,7 +35,7 @@ def plot_toy_dynamics(table, path=None, training_log=None):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from analyses.dynamics import CMR_LIKE_DISTANCE
+    from icl_cmr.analyses.dynamics import CMR_LIKE_DISTANCE
 
     has_beta = {"beta_enc", "beta_rec"} <= set(table.columns)
     panels = 2 + has_beta + (training_log is not None)

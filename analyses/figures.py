@@ -62,7 +62,7 @@ def figure(path, ncols=1, nrows=1, width=3.3, height=2.6, pdf=False, **kwargs):
             plt.close(fig)
 
 
-def _mean_sem(profile: xr.DataArray, unit_dims) -> tuple[xr.DataArray, xr.DataArray]:
+def mean_sem(profile: xr.DataArray, unit_dims) -> tuple[xr.DataArray, xr.DataArray]:
     n = profile.notnull().sum(unit_dims)
     mean = profile.mean(unit_dims, skipna=True)
     sem = profile.std(unit_dims, ddof=1, skipna=True) / np.sqrt(n.where(n > 1))
@@ -90,7 +90,7 @@ def human_lag_crp(profiles: dict, path, max_lag: int = 5, pdf: bool = False) -> 
         for ax, (label, ds) in zip(axes[0], profiles.items()):
             window = ds["profile"].sel(lag=slice(-max_lag, max_lag))
             units = [d for d in window.dims if d != "lag"]
-            mean, sem = _mean_sem(window, units)
+            mean, sem = mean_sem(window, units)
             n_subjects = int(np.prod([window.sizes[d] for d in units])) if units else 1
             plot_lag_segments(ax, window["lag"].values, mean.values, sem.values)
             ax.set_title(f"{label} (n = {n_subjects})")

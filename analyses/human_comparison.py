@@ -1,6 +1,6 @@
 """Fitted CMR parameters of heads, of human subjects and of the literature, side by side.
 
-``python -m analyses.human_comparison [--reference DIR] [-o TABLE.md]`` fits every subject of
+``python -m icl_cmr.analyses.human_comparison [--reference DIR] [-o TABLE.md]`` fits every subject of
 PEERS and Morton2013 and the top-10% induction heads of each published model through the same
 call (``cmr.profile_fit.fit_profiles``, objective ``lsq``, the study's published grid) and
 prints median and interquartile range of (beta_enc, beta_rec, gamma) next to the published human
@@ -14,10 +14,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analyses.study import HEAD_LAGS, HUMAN_LAGS
+from icl_cmr.adapters.published import published_human_fits, reference_dir
+from icl_cmr.analyses.run_layout import HEAD_LAGS, HUMAN_LAGS
 
-REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference" / "icl-cmr"
-PUBLISHED = Path(__file__).resolve().parents[1] / "data" / "published_human_cmr_fits.csv"
 MODELS = ("gpt2-small", "pythia-410m-deduped-v0", "qwen-7b", "mistral-7b", "llama3-8b")
 
 
@@ -29,13 +28,14 @@ def _describe(label, params: np.ndarray, distance: np.ndarray) -> dict:
     return row
 
 
-def comparison_table(reference: Path = REFERENCE, objective: str = "lsq") -> pd.DataFrame:
-    from adapters.published import read_published_profiles
-    from adapters.published_grid import load_published_grid
-    from adapters.recall_data import load_recall_data
-    from cmr.lag_crp import lag_crp
+def comparison_table(reference: Path | None = None, objective: str = "lsq") -> pd.DataFrame:
+    from icl_cmr.adapters.published import read_published_profiles
+    from icl_cmr.adapters.published_grid import load_published_grid
+    from icl_cmr.adapters.recall_data import load_recall_data
+    from cmr.crp import lag_crp
     from cmr.profile_fit import fit_profiles
 
+    reference = reference_dir() if reference is None else Path(reference)
     grid = load_published_grid(reference / "cmr_crp_grid.npz")
     rows = []
     for source in ("psifr:peers_notask", "psifr:Morton2013"):
@@ -51,7 +51,7 @@ def comparison_table(reference: Path = REFERENCE, objective: str = "lsq") -> pd.
         top = finite & (induction >= np.nanpercentile(induction[finite], 90))
         params = fits["parameters"].transpose(..., "parameter").values.reshape(-1, 3)[top]
         rows.append(_describe(f"{model} top-10% induction heads", params, fits["distance"].values.ravel()[top]))
-    published = pd.read_csv(PUBLISHED)
+    published = published_human_fits()
     for _, p in published.iterrows():
         label = f"published: {p['study']}" + (f" ({p['data']})" if isinstance(p["data"], str) else "")
         rows.append({"units": label, "n": "-", "median d": np.nan, "beta_enc": f"{p['beta_enc']:.3f}",
@@ -73,7 +73,9 @@ def markdown(frame: pd.DataFrame) -> str:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--reference", type=Path, default=REFERENCE, help="folder with the study's published files")
+    parser.add_argument("--reference", type=Path, default=None,
+                        help="folder with the study's published files (default: $ICL_CMR_REFERENCE/icl-cmr or "
+                             "../shared/reference/icl-cmr beside the project)")
     parser.add_argument("--objective", choices=("paper", "lsq"), default="lsq")
     parser.add_argument("-o", "--out", type=Path, help="write the table as markdown here")
     args = parser.parse_args(argv)

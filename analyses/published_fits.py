@@ -3,7 +3,7 @@
 Reproduces the comparison table of docs/fitting.md from the study's published files
 (``head_profiles.csv.gz`` and ``cmr_crp_grid.npz``, Ji-An, Zhou, Benna & Mattar, NeurIPS 2024):
 
-    .venv/bin/python -m analyses.published_fits [--reference DIR] [-o TABLE.md] [--fits-dir DIR]
+    .venv/bin/python -m icl_cmr.analyses.published_fits [--reference DIR] [-o TABLE.md] [--fits-dir DIR]
 
 Models: gpt2-small, the four Pythia models at their final checkpoint (142 = step 143000),
 qwen-7b, mistral-7b, llama3-8b; window -5..+5; CMR distance < 0.5 counts as "CMR-like".
@@ -36,12 +36,16 @@ HUMAN_LAGS = (-5, -4, -3, -2, -1, 1, 2, 3, 4, 5)
 
 
 def default_reference() -> Path:
-    return Path(__file__).resolve().parents[1].parent / "shared" / "reference"
+    """The shared/reference folder (the parent of the study's icl-cmr/ folder)."""
+    from icl_cmr.adapters.published import reference_dir
+
+    found = reference_dir()
+    return found.parent if found is not None else Path("shared") / "reference"
 
 
 def fit_model(profiles_path, grid, model):
     """Fits of one model's heads at its final checkpoint: (paper fit, lsq fit with Gaussian)."""
-    from adapters.published import read_published_profiles
+    from icl_cmr.adapters.published import read_published_profiles
     from cmr.profile_fit import fit_profiles
 
     heads = read_published_profiles(profiles_path, model=model, checkpoint="final")
@@ -52,8 +56,8 @@ def fit_model(profiles_path, grid, model):
 
 def fit_humans(source, grid):
     """Subject lag-CRPs of a recall data set fitted by the same call, on lags +-1..5."""
-    from adapters.recall_data import load_recall_data
-    from cmr.lag_crp import lag_crp
+    from icl_cmr.adapters.recall_data import load_recall_data
+    from cmr.crp import lag_crp
     from cmr.profile_fit import fit_profiles
 
     crp = lag_crp(load_recall_data(source), by="subject", max_lag=5)
@@ -124,7 +128,7 @@ def main(argv=None) -> int:
     parser.add_argument("--humans", nargs="*", default=list(HUMAN_DATA), help="recall data sets (default: PEERS, Morton2013)")
     args = parser.parse_args(argv)
 
-    from adapters.published_grid import load_published_grid
+    from icl_cmr.adapters.published_grid import load_published_grid
     from cmr.io import save_dataset
 
     profiles_path = args.reference / "icl-cmr" / "head_profiles.csv.gz"

@@ -1,6 +1,6 @@
 """Parameter recovery of textbook CMR fits: simulate from known parameters, fit, compare.
 
-Run: ``python -m analyses.recovery [--sets 24] [--jobs 2] [--free B_enc,B_rec,...] [-o OUT.nc]``.
+Run: ``python -m icl_cmr.analyses.recovery [--sets 24] [--jobs 2] [--free B_enc,B_rec,...] [-o OUT.nc]``.
 Writes the recall_fit dataset with ``true_value`` and ``correlation``, a figure
 (docs/figures/recall_recovery.png by default) and prints one JSON summary line.
 """
@@ -26,7 +26,7 @@ def plot_recovery(fits, path):
     """True vs recovered value of every free parameter, one panel each."""
     import numpy as np
 
-    from analyses.figures import PALETTE, figure
+    from icl_cmr.analyses.figures import PALETTE, figure
 
     free = [str(p) for p, f in zip(fits["parameter"].values, fits["free"].values) if f]
     ncols = 5
@@ -65,14 +65,14 @@ def main(argv=None) -> int:
     parser.add_argument("--figure", default="docs/figures/recall_recovery.png")
     args = parser.parse_args(argv)
 
-    from cmr.fit_recall import parameter_recovery
+    from cmr.textbook.fit import parameter_recovery
     from cmr.io import save_dataset
 
     free = [name.strip() for name in args.free.split(",") if name.strip()]
     start = time.perf_counter()
     fits = parameter_recovery(
         args.sets, free, RECOVERY_FIXED, {name: RECOVERY_RANGES[name] for name in free}, list_length=args.list_length, n_lists=args.lists,
-        seed=args.seed, n_jobs=args.jobs,
+        rng=args.seed, n_jobs=args.jobs,
     )
     seconds = time.perf_counter() - start
     save_dataset(fits, args.output)

@@ -9,6 +9,8 @@ import numpy as np
 
 from cmr.io import atomic_write
 
+from icl_cmr.analyses.run_layout import CMR_LIKE_DISTANCE
+
 
 def ablation_summary(result, top_heads) -> dict:
     """JSON-safe summary of an ``ablation`` dataset (per mode: effects and statistics)."""
@@ -90,12 +92,12 @@ def _fits_section(ctx) -> list[str]:
         "study's min/max-matched map on the grid; `lsq` = least-squares affine map, refined. The "
         "Gaussian baseline a + b exp(-(lag-mu)^2/(2 s^2)) is fitted fairly (started at the peak lag).",
         "",
-        "| units | objective | n | median d (CMR) | share d < 0.5 | median d (Gaussian) | Gaussian better (d) | Gaussian better (AIC) |",
+        f"| units | objective | n | median d (CMR) | share d < {CMR_LIKE_DISTANCE} | median d (Gaussian) | Gaussian better (d) | Gaussian better (AIC) |",
         "|---|---|---:|---:|---:|---:|---:|---:|",
     ]
 
     def row(label, objective, f):
-        return (f"| {label} | {objective} | {f['units']} | {_fmt(f['median_distance'])} | {_fmt(f['share_below_0.5'], 2)} | "
+        return (f"| {label} | {objective} | {f['units']} | {_fmt(f['median_distance'])} | {_fmt(f['share_cmr_like'], 2)} | "
                 f"{_fmt(f.get('gaussian_median_distance'))} | {_fmt(f.get('gaussian_beats_cmr_distance'), 2)} | "
                 f"{_fmt(f.get('gaussian_beats_cmr_aic'), 2)} |")
 

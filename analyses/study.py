@@ -14,59 +14,38 @@ Stages (each resumable, outputs written atomically; see analyses/pipeline.py):
 """
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import numpy as np
 
-from analyses.pipeline import RunContext, Stage, run_stages
+from icl_cmr.analyses.pipeline import RunContext, Stage, run_stages
+from icl_cmr.analyses.run_layout import (
+    ABLATION_FILE,
+    CMR_LIKE_DISTANCE,
+    DEFAULT_MODEL,
+    DEFAULT_RECALL,
+    DEMO_SETTINGS,
+    GRID_FILE,
+    HEAD_LAGS,
+    HEADS_FILE,
+    HUMAN_LAGS,
+    OBJECTIVES,
+    REPORT_FILE,
+    head_fit_file,
+    human_files,
+    human_fit_files,
+)
 
-DEFAULT_RECALL = ("psifr:peers_notask", "psifr:Morton2013")
-DEFAULT_MODEL = "smollm2-135m"
-OBJECTIVES = ("paper", "lsq")
-HEAD_LAGS = tuple(range(-5, 6))  # the study's fitting window
-HUMAN_LAGS = tuple(lag for lag in range(-5, 6) if lag != 0)  # a CRP is undefined at lag 0
-
-DEMO_SETTINGS = {
-    "n_prompts": 5,
-    "n_words": 100,
-    "seed": 0,
-    "grid_trials": 50,  # Monte Carlo trials per start position (the study used 500)
-    # ~1 s per 512-token forward pass of SmolLM2 on 2 cores: 12 x (1 + 20) passes ~ 4 minutes.
-    # The full test (300 passages) is `icl-cmr ablate`.
-    "ablation_passages": 12,
-    "ablation_random": 20,
-    "ablation_modes": ["zero"],
-    "ablation_fraction": 0.1,
-}
-
-
-def slug(source: str) -> str:
-    """File-name-safe label of a data source (``psifr:peers_notask`` -> ``peers_notask``)."""
-    base = source.split(":", 1)[-1]
-    base = Path(base).stem if ("/" in base or base.endswith(".csv")) else base
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", base)
-
-
-def human_files(settings) -> dict:
-    return {source: f"human_lag_crp_{slug(source)}.nc" for source in settings["recall"]}
-
-
-def human_fit_files(settings) -> dict:
-    return {
-        (source, objective): f"fits_human_{slug(source)}_{objective}.nc"
-        for source in settings["recall"]
-        for objective in OBJECTIVES
-    }
+__all__ = ["run_study", "build_stages", "load_study_model"]
 
 
 # --- stages --------------------------------------------------------------------------
 
 
 def _human_crp(ctx: RunContext) -> dict:
-    from adapters.recall_data import load_recall_data
+    from icl_cmr.adapters.recall_data import load_recall_data
     from cmr.io import save_dataset
-    from cmr.lag_crp import lag_crp
+    from cmr.crp import lag_crp
 
     summary = {}
     for source, name in human_files(ctx.settings).items():
@@ -85,15 +64,15 @@ def _human_crp(ctx: RunContext) -> dict:
 
 def _grid(ctx: RunContext) -> dict:
     from cmr.io import load_dataset, save_dataset
-    from cmr.profiles import paper_mc_grid
+    from cmr.grids import paper_mc_grid
 
     if ctx.settings.get("grid"):
         grid = load_dataset(ctx.settings["grid"], kind="lag_profile")
         source = ctx.settings["grid"]
     else:
-        grid = paper_mc_grid(n_trials=int(ctx.settings["grid_trials"]), seed=int(ctx.settings["seed"]), progress=True)
+        grid = paper_mc_grid(n_trials=int(ctx.settings["grid_trials"]), rng=int(ctx.settings["seed"]), progress=True)
         source = f"paper_mc_grid(n_trials={ctx.settings['grid_trials']})"
-    save_dataset(grid, ctx.path("cmr_grid.nc"))
+    save_dataset(grid, ctx.path(GRID_FILE))
     points = int(np.prod([grid.sizes[d] for d in grid["profile"].dims if d != "lag"]))
     return {"source": source, "points": points, "profile_kind": grid.attrs.get("profile_kind", "")}
 
@@ -101,7 +80,7 @@ def _grid(ctx: RunContext) -> dict:
 def _heads(ctx: RunContext) -> dict:
     from tqdm.auto import tqdm
 
-    from adapters.transformer_lens import extract_heads
+    from icl_cmr.adapters.transformer_lens import extract_heads
     from cmr.io import save_dataset
 
     s = ctx.settings
@@ -109,8 +88,8 @@ def _heads(ctx: RunContext) -> dict:
     with tqdm(total=int(s["n_prompts"]), desc=f"heads of {s['model']}", unit="prompt") as bar:
         heads = extract_heads(model, n_words=int(s["n_words"]), n_prompts=int(s["n_prompts"]), seed=int(s["seed"]),
                               progress=bar.update)
-    save_dataset(heads, ctx.path("heads.nc"))
-    from analyses.ablation import top_heads_from_fits
+    save_dataset(heads, ctx.path(HEADS_FILE))
+    from icl_cmr.analyses.ablation import top_heads_from_fits
 
     induction = heads["induction_score"].squeeze(drop=True)
     top = [
@@ -128,18 +107,18 @@ def _heads(ctx: RunContext) -> dict:
 
 def load_study_model(name: str):
     """The study's model: ``tiny-llama`` is the random tiny model for smoke tests."""
-    from adapters.transformer_lens import load_model, tiny_model
+    from icl_cmr.adapters.transformer_lens import load_model, tiny_model
 
     return tiny_model() if name == "tiny-llama" else load_model(name)
 
 
-def _fit_summary(fits, threshold=0.5) -> dict:
+def _fit_summary(fits, threshold=CMR_LIKE_DISTANCE) -> dict:
     distance = fits["distance"].values.ravel()
     finite = distance[np.isfinite(distance)]
     out = {
         "units": int(finite.size),
         "median_distance": float(np.median(finite)) if finite.size else float("nan"),
-        "share_below_0.5": float(np.mean(finite < threshold)) if finite.size else float("nan"),
+        "share_cmr_like": float(np.mean(finite < threshold)) if finite.size else float("nan"),
     }
     if "gaussian_distance" in fits:
         g = fits["gaussian_distance"].values.ravel()
@@ -154,16 +133,16 @@ def _fit_summary(fits, threshold=0.5) -> dict:
 
 
 def _fit_heads(ctx: RunContext) -> dict:
-    from adapters.head_profiles import select_profile
+    from icl_cmr.adapters.head_profiles import select_profile
     from cmr.io import load_dataset, save_dataset
     from cmr.profile_fit import fit_profiles
 
-    heads = select_profile(load_dataset(ctx.path("heads.nc"), kind="lag_profile"), "score")
-    grid = load_dataset(ctx.path("cmr_grid.nc"), kind="lag_profile")
+    heads = select_profile(load_dataset(ctx.path(HEADS_FILE), kind="lag_profile"), "score")
+    grid = load_dataset(ctx.path(GRID_FILE), kind="lag_profile")
     summary = {}
     for objective in OBJECTIVES:
         fits = fit_profiles(heads, grid, objective=objective, lags=HEAD_LAGS, invalid="nan")
-        save_dataset(fits, ctx.path(f"fits_heads_{objective}.nc"))
+        save_dataset(fits, ctx.path(head_fit_file(objective)))
         summary[objective] = _fit_summary(fits)
     return summary
 
@@ -172,7 +151,7 @@ def _fit_humans(ctx: RunContext) -> dict:
     from cmr.io import load_dataset, save_dataset
     from cmr.profile_fit import fit_profiles
 
-    grid = load_dataset(ctx.path("cmr_grid.nc"), kind="lag_profile")
+    grid = load_dataset(ctx.path(GRID_FILE), kind="lag_profile")
     summary = {}
     for (source, objective), name in human_fit_files(ctx.settings).items():
         crp = load_dataset(ctx.path(human_files(ctx.settings)[source]), kind="lag_profile")
@@ -183,13 +162,13 @@ def _fit_humans(ctx: RunContext) -> dict:
 
 
 def _ablation(ctx: RunContext) -> dict:
-    from adapters.text_corpus import load_passages
-    from analyses.ablation import run_ablation, top_heads_from_fits
+    from icl_cmr.adapters.text_corpus import load_passages
+    from icl_cmr.analyses.ablation import run_ablation, top_heads_from_fits
     from cmr.io import load_dataset, save_dataset
 
     s = ctx.settings
     model = load_study_model(s["model"])
-    fits = load_dataset(ctx.path("fits_heads_lsq.nc"), kind="profile_fit")
+    fits = load_dataset(ctx.path(head_fit_file("lsq")), kind="profile_fit")
     top = top_heads_from_fits(fits, fraction=float(s["ablation_fraction"]))
     passages = load_passages("wikipedia", model.tokenizer, n_passages=int(s["ablation_passages"]), n_tokens=512,
                              seed=int(s["seed"]))
@@ -198,21 +177,21 @@ def _ablation(ctx: RunContext) -> dict:
         modes=tuple(s["ablation_modes"]),
         info={"model": s["model"], "text": "wikipedia (gensim test data)", "top_heads_from": "fits_heads_lsq.nc distance"},
     )
-    save_dataset(result, ctx.path("ablation.nc"))
-    from analyses.report import ablation_summary
+    save_dataset(result, ctx.path(ABLATION_FILE))
+    from icl_cmr.analyses.report import ablation_summary
 
     return ablation_summary(result, top)
 
 
 def _figures(ctx: RunContext) -> dict:
-    from analyses import study_figures
+    from icl_cmr.analyses import study_figures
 
     return {"figures": study_figures.make_all(ctx)}
 
 
 def _report(ctx: RunContext) -> dict:
-    from analyses.pipeline import read_manifest
-    from analyses.report import write_report
+    from icl_cmr.analyses.pipeline import read_manifest
+    from icl_cmr.analyses.report import write_report
 
     write_report(ctx, read_manifest(ctx.out_dir))
     return {}
@@ -222,19 +201,19 @@ def build_stages(settings: dict) -> list[Stage]:
     stages = [
         Stage("human_crp", tuple(human_files(settings).values()), _human_crp,
               "lag-CRP of every subject of the recall data sets"),
-        Stage("grid", ("cmr_grid.nc",), _grid, "CMR lag-profile grid (paper's variant, Monte Carlo)"),
-        Stage("heads", ("heads.nc",), _heads, f"lag profiles of every attention head of {settings['model']}"),
-        Stage("fit_heads", tuple(f"fits_heads_{o}.nc" for o in OBJECTIVES), _fit_heads,
+        Stage("grid", (GRID_FILE,), _grid, "CMR lag-profile grid (paper's variant, Monte Carlo)"),
+        Stage("heads", (HEADS_FILE,), _heads, f"lag profiles of every attention head of {settings['model']}"),
+        Stage("fit_heads", tuple(head_fit_file(o) for o in OBJECTIVES), _fit_heads,
               "CMR fits (paper, lsq) and Gaussian baseline of every head"),
         Stage("fit_humans", tuple(human_fit_files(settings).values()), _fit_humans,
               "the same fits for every human subject"),
     ]
     if int(settings.get("ablation_passages", 0)) > 0:
-        stages.append(Stage("ablation", ("ablation.nc",), _ablation,
+        stages.append(Stage("ablation", (ABLATION_FILE,), _ablation,
                             "ICL score with the top CMR-like heads ablated vs random head sets"))
     stages += [
         Stage("figures", ("figures/human_lag_crp.png",), _figures, "figures"),
-        Stage("report", ("report.md",), _report, "report.md"),
+        Stage("report", (REPORT_FILE,), _report, "report.md"),
     ]
     return stages
 

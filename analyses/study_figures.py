@@ -1,15 +1,12 @@
 """The figures of ``icl-cmr run``, drawn from the run's own netCDF outputs."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
-import pandas as pd
 import xarray as xr
 
-from analyses import figures as F
-
-PUBLISHED_HUMAN_FITS = Path(__file__).resolve().parents[1] / "data" / "published_human_cmr_fits.csv"
+from icl_cmr.adapters.published import published_human_fits
+from icl_cmr.analyses import figures as F
+from icl_cmr.analyses.run_layout import CMR_LIKE_DISTANCE, OBJECTIVES, head_fit_file, human_files, human_fit_files, slug
 
 
 def _heads_2d(da: xr.DataArray) -> xr.DataArray:
@@ -20,7 +17,7 @@ def _heads_2d(da: xr.DataArray) -> xr.DataArray:
 
 def top_head_fits(path, heads: xr.Dataset, fits: xr.Dataset, n: int = 6) -> None:
     """Lag profiles of the top induction heads with their CMR and fair Gaussian fits."""
-    from analyses.ablation import top_heads_from_fits
+    from icl_cmr.analyses.ablation import top_heads_from_fits
 
     induction = _heads_2d(heads["induction_score"])
     top = top_heads_from_fits(heads, variable="induction_score", n_heads=n, largest=True)
@@ -58,14 +55,14 @@ def distance_vs_induction(path, heads: xr.Dataset, fits_by_objective: dict) -> N
         for ax, (objective, fits) in zip(axes[0], fits_by_objective.items()):
             distance = _heads_2d(fits["distance"]).transpose(*induction.dims)
             ax.scatter(induction.values.ravel(), distance.values.ravel(), s=9, color=F.PALETTE[0], alpha=0.7, lw=0)
-            ax.axhline(0.5, color="0.5", lw=0.8, ls=":")
+            ax.axhline(CMR_LIKE_DISTANCE, color="0.5", lw=0.8, ls=":")
             ax.set_yscale("log")
             ax.set_xlabel("Induction score")
             ax.set_title(f"objective '{objective}'")
         axes[0][0].set_ylabel("CMR distance")
 
 
-def share_by_depth(path, fits_by_objective: dict, threshold: float = 0.5, n_bins: int = 5) -> None:
+def share_by_depth(path, fits_by_objective: dict, threshold: float = CMR_LIKE_DISTANCE, n_bins: int = 5) -> None:
     """Share of heads with CMR distance below ``threshold`` by relative layer depth."""
     with F.figure(path, width=3.4, height=2.6, pdf=True) as (fig, axes):
         ax = axes[0][0]
@@ -99,7 +96,7 @@ def parameters_heads_vs_humans(path, head_fits: xr.Dataset, human_fits: dict, to
         be = [float(p.sel(layer=l, head=h, parameter="beta_enc")) for l, h in top_heads]
         br = [float(p.sel(layer=l, head=h, parameter="beta_rec")) for l, h in top_heads]
         ax.scatter(be, br, s=28, marker="^", color=F.PALETTE[0], label="top CMR-like heads")
-        published = pd.read_csv(PUBLISHED_HUMAN_FITS)
+        published = published_human_fits()
         ax.scatter(published["beta_enc"], published["beta_rec"], s=60, marker="*", color=F.PALETTE[1],
                    label="published human fits")
         ax.set_xlabel(r"$\beta_{enc}$")
@@ -116,7 +113,7 @@ def human_vs_soft_crp(path, human: dict, soft: xr.Dataset, top_heads, max_lag: i
         ax = axes[0][0]
         for k, (label, ds) in enumerate(human.items()):
             window = ds["profile"].sel(lag=slice(-max_lag, max_lag))
-            mean, sem = F._mean_sem(window, [d for d in window.dims if d != "lag"])
+            mean, sem = F.mean_sem(window, [d for d in window.dims if d != "lag"])
             F.plot_lag_segments(ax, window["lag"].values, mean.values, sem.values, color=F.PALETTE[2 + k], label=label)
         ax.set_title("Human free recall")
         ax.set_ylabel("Conditional response probability")
@@ -152,9 +149,8 @@ def ablation_result(path, ablation: xr.Dataset) -> None:
 
 def make_all(ctx) -> list[str]:
     """Draw every figure the run's outputs allow; return their paths relative to the run dir."""
-    from adapters.head_profiles import select_profile
-    from analyses.ablation import top_heads_from_fits
-    from analyses.study import OBJECTIVES, human_files, human_fit_files, slug
+    from icl_cmr.adapters.head_profiles import select_profile
+    from icl_cmr.analyses.ablation import top_heads_from_fits
     from cmr.io import load_dataset
 
     out = ctx.path("figures")
@@ -170,7 +166,7 @@ def make_all(ctx) -> list[str]:
     if not ctx.path("heads.nc").is_file():
         return made
     heads = load_dataset(ctx.path("heads.nc"), kind="lag_profile")
-    fits = {o: load_dataset(ctx.path(f"fits_heads_{o}.nc"), kind="profile_fit") for o in OBJECTIVES}
+    fits = {o: load_dataset(ctx.path(head_fit_file(o)), kind="profile_fit") for o in OBJECTIVES}
     top = top_heads_from_fits(fits["lsq"], fraction=float(ctx.settings["ablation_fraction"]))
     top_head_fits(done("top_heads_fits.png"), heads, fits["lsq"])
     distance_vs_induction(done("distance_vs_induction.png"), heads, fits)

@@ -1,29 +1,67 @@
 """cmr: the context maintenance and retrieval model (CMR) and free-recall analyses, in numba.
 
-Standalone: imports numpy, numba, scipy, xarray and netCDF4 only (never torch,
-transformer_lens or matplotlib). Import the module you need; nothing heavy happens at
-package import.
+Every public function is here by its concept name, psifr-style::
 
-Data model (docs/schema.md)
-    :mod:`cmr.events`       psifr tables and recall matrices <-> events datasets
-    :mod:`cmr.schema`       dataset kinds, validators, provenance attrs
-    :mod:`cmr.io`           atomic netCDF save/load with schema checks
-    :mod:`cmr.errors`       the typed exception hierarchy
+    import cmr
+    events = cmr.from_table(table)          # or any analysis straight on the DataFrame
+    crp = cmr.lag_crp(events)               # counts, profile and SEM per subject
+    fits = cmr.fit_recall(events, free=["B_enc", "B_rec", "T"])
 
-Free-recall analyses (exact against psifr)
-    :mod:`cmr.lag_crp`      lag-CRP with counts, per subject / list / pooled, any lag window
-    :mod:`cmr.recall_stats` serial position curve, PFR/PNR, compound lag-CRP, lag rank
+Standalone: imports numpy, numba, scipy, pandas, xarray and netCDF4 only (never torch,
+transformer_lens or matplotlib). Where things live (for reading the source):
 
-CMR (docs/equations.md, docs/parameters.md)
-    :mod:`cmr.parameters`   textbook CMR parameters (cymr's names), bounds, validation
-    :mod:`cmr.likelihood`   log-likelihood of recall sequences (exact against cymr)
-    :mod:`cmr.simulate`     seeded free-recall simulation -> psifr table
-    :mod:`cmr.fit_recall`   per-subject maximum likelihood (differential evolution + polish)
-    :mod:`cmr.paper_variant` the simplified CMR of Ji-An et al. (2024), Monte Carlo
-    :mod:`cmr.profiles`     CMR lag-profile grids: Monte Carlo and teacher-forced
-    :mod:`cmr.profile_fit`  one fit for any lag profile (heads or humans): paper / lsq + Gaussian
+* data model: :mod:`cmr.events` (psifr tables, recall matrices), :mod:`cmr.schema`,
+  :mod:`cmr.io`, :mod:`cmr.tables`, :mod:`cmr.errors`, :mod:`cmr.constants`;
+* free-recall analyses, exact against psifr: :mod:`cmr.crp`, :mod:`cmr.recall_stats`;
+* textbook CMR, exact against cymr: :mod:`cmr.textbook`;
+* the simplified CMR of Ji-An et al. (2024): :mod:`cmr.paper`;
+* lag-profile grids of either variant: :mod:`cmr.grids`;
+* one fit for any lag profile (heads or humans): :mod:`cmr.profile_fit`.
 """
 from importlib import metadata as _metadata
+
+from . import errors as errors
+from .constants import CMR_LIKE_DISTANCE as CMR_LIKE_DISTANCE
+from .constants import PAPER_LAGS as PAPER_LAGS
+from .constants import RECALL_LAGS as RECALL_LAGS
+from .crp import lag_counts as lag_counts
+from .crp import lag_crp as lag_crp
+from .crp import lag_crp_compound as lag_crp_compound
+from .events import from_recall_matrix as from_recall_matrix
+from .events import from_table as from_table
+from .events import to_recall_matrix as to_recall_matrix
+from .events import to_table as to_table
+from .grids import cut_lag_window as cut_lag_window
+from .grids import paper_crp as paper_crp
+from .grids import paper_grid_axes as paper_grid_axes
+from .grids import paper_mc_grid as paper_mc_grid
+from .grids import paper_teacher_forced_grid as paper_teacher_forced_grid
+from .grids import textbook_teacher_forced_grid as textbook_teacher_forced_grid
+from ._checks import lag_window as lag_window
+from .io import load_dataset as load_dataset
+from .io import save_dataset as save_dataset
+from .io import write_result as write_result
+from .paper import simulate_paper_free_recall as simulate_paper_free_recall
+from .paper import simulate_paper_recalls as simulate_paper_recalls
+from .profile_fit import ProfileWarning as ProfileWarning
+from .profile_fit import fit_profiles as fit_profiles
+from .profile_fit import information_criteria as information_criteria
+from .recall_stats import lag_rank as lag_rank
+from .recall_stats import pfr as pfr
+from .recall_stats import pnr as pnr
+from .recall_stats import spc as spc
+from .schema import validate as validate
+from .tables import to_dataframe as to_dataframe
+from .tables import unit_table as unit_table
+from .textbook import PARAMETER_NAMES as PARAMETER_NAMES
+from .textbook import STANDARD_FREE as STANDARD_FREE
+from .textbook import default_parameters as default_parameters
+from .textbook import fit_recall as fit_recall
+from .textbook import log_likelihood as log_likelihood
+from .textbook import parameter_recovery as parameter_recovery
+from .textbook import simulate_free_recall as simulate_free_recall
+from .textbook import simulate_recalls as simulate_recalls
+from .textbook import validate_parameters as validate_parameters
 
 try:
     __version__ = _metadata.version("icl-cmr")
@@ -31,6 +69,52 @@ except _metadata.PackageNotFoundError:  # running from a source tree without ins
     __version__ = "0+unknown"
 
 __all__ = [
-    "errors", "schema", "io", "events", "lag_crp", "recall_stats", "parameters", "likelihood",
-    "simulate", "fit_recall", "paper_variant", "profiles", "profile_fit",
+    # data model
+    "from_table",
+    "to_table",
+    "from_recall_matrix",
+    "to_recall_matrix",
+    "validate",
+    "lag_window",
+    "save_dataset",
+    "load_dataset",
+    "write_result",
+    "unit_table",
+    "to_dataframe",
+    "errors",
+    # free-recall analyses
+    "lag_crp",
+    "lag_counts",
+    "lag_crp_compound",
+    "lag_rank",
+    "spc",
+    "pnr",
+    "pfr",
+    # textbook CMR
+    "PARAMETER_NAMES",
+    "STANDARD_FREE",
+    "default_parameters",
+    "validate_parameters",
+    "log_likelihood",
+    "simulate_recalls",
+    "simulate_free_recall",
+    "fit_recall",
+    "parameter_recovery",
+    # the paper's variant and lag-profile grids
+    "simulate_paper_recalls",
+    "simulate_paper_free_recall",
+    "paper_grid_axes",
+    "paper_mc_grid",
+    "paper_teacher_forced_grid",
+    "textbook_teacher_forced_grid",
+    "paper_crp",
+    "cut_lag_window",
+    # fitting lag profiles
+    "fit_profiles",
+    "information_criteria",
+    "ProfileWarning",
+    # constants
+    "CMR_LIKE_DISTANCE",
+    "PAPER_LAGS",
+    "RECALL_LAGS",
 ]

@@ -22,7 +22,7 @@ from numba import njit
 BLOCK_ENTRIES = 8_000_000
 
 
-def _unit_rows(grid: np.ndarray) -> np.ndarray:
+def centred_unit_rows(grid: np.ndarray) -> np.ndarray:
     """Centred rows scaled to unit norm; constant rows become zeros (correlation 0)."""
     centred = grid - grid.mean(axis=1, keepdims=True)
     norm = np.sqrt((centred**2).sum(axis=1, keepdims=True))
@@ -54,8 +54,8 @@ def best_grid_point(profiles: np.ndarray, grid: np.ndarray, objective: str) -> n
     best = np.empty(n_unit, dtype=np.int64)
     step = _block_size(grid.shape[0])
     if objective == "lsq":
-        grid_rows = _unit_rows(grid)
-        unit_rows = _unit_rows(profiles)
+        grid_rows = centred_unit_rows(grid)
+        unit_rows = centred_unit_rows(profiles)
         for start in range(0, n_unit, step):
             corr = unit_rows[start:start + step] @ grid_rows.T
             best[start:start + step] = np.argmax(corr, axis=1)

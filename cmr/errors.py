@@ -2,7 +2,9 @@
 
 Every error a user can trigger derives from :class:`ICLCMRError` and from the builtin
 that fits (``ValueError``, ``TypeError``, ``LookupError``, ``ImportError``), so callers
-can catch either. Messages say what was expected and what came in.
+can catch either. Messages say what was expected and what came in. Packages built on
+``cmr`` (such as the language-model adapters of icl-cmr) derive their errors from
+:class:`ICLCMRError` too.
 """
 from __future__ import annotations
 
@@ -14,8 +16,6 @@ __all__ = [
     "FileFormatError",
     "ParameterError",
     "ProfileError",
-    "ModelNotAvailableError",
-    "PromptError",
     "OptionalDependencyError",
 ]
 
@@ -41,19 +41,12 @@ class FileFormatError(ICLCMRError, ValueError):
 
 
 class ParameterError(ICLCMRError, ValueError):
-    """A model parameter is unknown, missing, NaN or outside its bounds."""
+    """A parameter of a model or of a call is unknown, missing, NaN or outside its bounds."""
 
 
 class ProfileError(ICLCMRError, ValueError):
-    """A lag profile cannot be fitted or compared (NaN lags, zero variance, window mismatch)."""
-
-
-class ModelNotAvailableError(ICLCMRError, LookupError):
-    """A language model is not available offline."""
-
-
-class PromptError(ICLCMRError, ValueError):
-    """Prompt settings do not fit the model (too long, too few usable tokens, window too wide)."""
+    """A lag window is malformed, or a lag profile cannot be fitted or compared (NaN lags, zero
+    variance, a window the data lack)."""
 
 
 class OptionalDependencyError(ICLCMRError, ImportError):

@@ -24,10 +24,23 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from ._checks import recall_arrays
 from .errors import RecallDataError
 from .schema import provenance_attrs, validate
 
-__all__ = ["REQUIRED_COLUMNS", "from_table", "to_table", "from_recall_matrix", "to_recall_matrix"]
+__all__ = [
+    "REQUIRED_COLUMNS",
+    "from_table",
+    "to_table",
+    "from_recall_matrix",
+    "to_recall_matrix",
+    "as_events",
+    "group_index",
+    "unit_coordinates",
+]
+
+#: what ``by`` may be in every analysis: per subject, per trial (list) or pooled over everyone
+UNITS = ("subject", "trial", None)
 
 REQUIRED_COLUMNS = ("subject", "list", "trial_type", "position", "item")
 _INTRUSION_ITEM = "<intrusion>"
@@ -370,32 +383,8 @@ def from_recall_matrix(
             )
     elif matrix.dtype.kind not in "iu":
         raise RecallDataError(f"recall matrix must be integers; got dtype {matrix.dtype}")
-    matrix = np.ascontiguousarray(matrix, dtype=np.int64)
     n_trials = matrix.shape[0]
-    lengths = np.asarray(list_length)
-    if lengths.dtype.kind not in "iu" or lengths.ndim > 1:
-        raise RecallDataError(f"list_length must be an integer or one integer per trial; got {list_length!r}")
-    lengths = np.broadcast_to(lengths.astype(np.int64), (n_trials,)).copy() if lengths.ndim == 0 or lengths.size == n_trials else None
-    if lengths is None:
-        raise RecallDataError(
-            f"list_length needs one value per trial ({n_trials}); got {np.size(list_length)} values"
-        )
-    if (lengths < 1).any():
-        raise RecallDataError(f"list_length must be >= 1; got {lengths.min()}")
-    outside = (matrix < -1) | (matrix > lengths[:, None])
-    if outside.any():
-        t, o = np.argwhere(outside)[0]
-        raise RecallDataError(
-            f"recall matrix entries must be serial positions 1..list_length ({lengths[t]}), 0 (padding) "
-            f"or -1 (intrusion); got {matrix[t, o]} at trial {t}, output {o + 1}"
-        )
-    after_pad = (np.cumsum(matrix == 0, axis=1) > 0) & (matrix != 0)
-    if after_pad.any():
-        t, o = np.argwhere(after_pad)[0]
-        raise RecallDataError(
-            f"recall matrix padding (0) must come after the last recall; got {matrix[t, o]} after a 0 "
-            f"at trial {t}, output {o + 1}"
-        )
+    matrix, lengths = recall_arrays(matrix.astype(np.int64), list_length)
     n_study = int(lengths.max())
     if study_items is None:
         names = np.char.mod("%d", np.arange(1, n_study + 1)).astype(str)
@@ -445,3 +434,35 @@ def to_recall_matrix(events: xr.Dataset) -> tuple[np.ndarray, np.ndarray]:
     validate(events, "events")
     recalls = np.ascontiguousarray(events["recalls"].transpose("trial", "output_position").values, dtype=np.int64)
     return recalls, np.ascontiguousarray(events["list_length"].values, dtype=np.int64)
+
+
+# --- what every analysis does first ---------------------------------------------------------
+
+
+def as_events(events) -> xr.Dataset:
+    """A validated events dataset; a psifr long table (pandas DataFrame) is converted first."""
+    if isinstance(events, pd.DataFrame):
+        return from_table(events)
+    return validate(events, "events")
+
+
+def group_index(events: xr.Dataset, by) -> tuple[np.ndarray, np.ndarray | None]:
+    """Group index (0..G-1) of each trial and the group labels, for ``by`` in (subject, trial, None)."""
+    if by not in UNITS:
+        raise RecallDataError(f"by must be 'subject', 'trial' or None (pooled); got {by!r}")
+    n_trials = events.sizes["trial"]
+    if by is None:
+        return np.zeros(n_trials, dtype=np.int64), None
+    if by == "trial":
+        return np.arange(n_trials, dtype=np.int64), None
+    labels, index = np.unique(events["subject"].values, return_inverse=True)
+    return index.astype(np.int64).reshape(-1), labels
+
+
+def unit_coordinates(events: xr.Dataset, by, labels) -> tuple[tuple[str, ...], dict]:
+    """Unit dims and coords of a result grouped ``by`` (see :func:`group_index`)."""
+    if by is None:
+        return (), {}
+    if by == "subject":
+        return ("subject",), {"subject": labels}
+    return ("trial",), {name: events[name] for name in ("trial", "subject", "list")}

@@ -3,7 +3,7 @@
 :func:`fit_profiles` fits every unit of a ``lag_profile`` dataset (human subjects, attention
 heads, anything along the batch dims) against a grid of CMR profiles (a ``lag_profile`` dataset
 whose batch dims are CMR parameters, ``unit_kind="cmr_parameters"``), by the CMR distance of
-DESIGN 4, ``d = mean_lag((fitted - y)^2) / var_lag(y)``, and fits the fair Gaussian baseline
+``d = mean_lag((fitted - y)^2) / var_lag(y)``, and fits the fair Gaussian baseline
 next to it. The computation goes through ``xarray.apply_ufunc`` with core dim ``lag``, so
 dask-backed (chunked) inputs are fitted chunk by chunk, in parallel or on a cluster, with
 results identical to the in-process path. See docs/fitting.md for the equations.
@@ -16,13 +16,13 @@ import numpy as np
 import xarray as xr
 
 from . import _profile_fit as kernels
+from ._checks import lag_window, seed_of
+from .constants import PAPER_LAGS
 from .errors import ParameterError, ProfileError, SchemaError
 from .schema import batch_dims, provenance_attrs, validate
 
-__all__ = ["fit_profiles", "ProfileWarning", "PAPER_LAGS", "N_PARAMETERS_GAUSSIAN", "information_criteria"]
+__all__ = ["fit_profiles", "ProfileWarning", "N_PARAMETERS_GAUSSIAN", "GAUSSIAN_PARAMETERS", "information_criteria"]
 
-#: the study's fitting window
-PAPER_LAGS = tuple(range(-5, 6))
 #: free parameters of the Gaussian baseline (a, b, mu, sigma)
 N_PARAMETERS_GAUSSIAN = 4
 GAUSSIAN_PARAMETERS = ("a", "b", "mu", "sigma")
@@ -53,7 +53,7 @@ def fit_profiles(
     refine=None,
     gaussian: bool = True,
     n_bootstrap: int = 0,
-    seed: int = 0,
+    rng=0,
     ci: float = 0.95,
     renormalize="auto",
     invalid: str = "raise",
@@ -83,11 +83,12 @@ def fit_profiles(
     gaussian : bool
         Also fit ``a + b exp(-(lag-mu)^2/(2 sigma^2))`` (``b >= 0``, ``mu`` in the window,
         ``0.1 <= sigma <= 2 * width``; see docs/fitting.md).
-    n_bootstrap, seed, ci : int, int, float
+    n_bootstrap, rng, ci : int, int or Generator, float
         If ``n_bootstrap > 0``, percentile intervals (level ``ci``) of distance, gain and grid
         parameters from refits of ``profile + sem * z`` (``z`` standard normal per lag, drawn
-        once from ``numpy.random.default_rng(seed)`` and shared by all units, so results do not
-        depend on chunking). Needs variable ``sem``.
+        once from ``numpy.random.default_rng(seed)`` with the seed ``rng`` (a Generator draws
+        one) and shared by all units, so results do not depend on chunking). Needs variable
+        ``sem``.
     renormalize : "auto" or bool
         Divide each grid profile by its sum over the window (the study cuts its 17-lag CMR
         distribution to -5..+5 and renormalises). "auto": if the grid's ``profile_kind`` is a
@@ -118,6 +119,7 @@ def fit_profiles(
     if int(n_bootstrap) < 0:
         raise ParameterError(f"n_bootstrap must be >= 0; got {n_bootstrap!r}")
     window = _check_window(lags)
+    seed = seed_of(rng)
     values = _profiles_window(profiles, variable, window)
     param_dims, axes, grid_rows = _grid_window(grid, window, renormalize)
     renormalized = bool(_wants_renormalize(grid, renormalize))
@@ -156,11 +158,9 @@ def fit_profiles(
 
 
 def _check_window(lags) -> tuple:
-    window = np.asarray(lags)
-    if window.ndim != 1 or window.size < 3 or not np.issubdtype(window.dtype, np.integer):
-        raise ProfileError(f"lags must be a 1-d sequence of at least 3 integers; got {lags!r}")
-    if (np.diff(window) <= 0).any():
-        raise ProfileError(f"lags must be strictly increasing; got {window.tolist()}")
+    window = lag_window(lags)
+    if window.size < 3:
+        raise ProfileError(f"a fit needs at least 3 lags; got {window.tolist()}")
     return tuple(int(v) for v in window)
 
 
@@ -350,7 +350,7 @@ def _gaussian_baseline(lags, y):
 def _refine(y, grid_points, grid_rows, axes, refine, param_dims):
     flat_axes, starts, sizes, strides = _grid_layout(axes)
     if refine is True:
-        unit_rows = kernels._unit_rows(y)
+        unit_rows = kernels.centred_unit_rows(y)
         points, _ = kernels.refine_lsq(unit_rows, np.ascontiguousarray(grid_points), flat_axes, starts, sizes,
                                        strides, grid_rows, 1e-3, 2000)
         chosen = kernels.interpolate_rows(points, flat_axes, starts, sizes, strides, grid_rows)
@@ -443,7 +443,7 @@ def _assemble(values, fields, curves, layout, window, grid, objective, refine, g
     info = dict(objective=objective, lags=list(window), refine=refine_name, gaussian=int(bool(gaussian)),
                 n_bootstrap=n_bootstrap, seed=int(seed), ci=float(ci), grid_renormalized=int(renormalized),
                 grid_provenance=grid.attrs.get("provenance", ""), profiles_provenance=profiles.attrs.get("provenance", ""))
-    out.attrs.update(provenance_attrs("profile_fit", "cmr.profile_fit.fit_profiles", **info))
+    out.attrs.update(provenance_attrs("profile_fit", "cmr.fit_profiles", **info))
     out.attrs.update(
         objective=objective, refine=refine_name, profile_kind=str(profiles.attrs.get("profile_kind", "")),
         grid_profile_kind=str(grid.attrs.get("profile_kind", "")), grid_renormalized=int(renormalized),

@@ -21,18 +21,23 @@ from .errors import SchemaError
 __all__ = [
     "KIND_ATTR",
     "SCHEMA_VERSION",
-    "HEAD_DIMS",
     "provenance_attrs",
     "validate",
     "validate_events",
     "validate_lag_profile",
+    "validate_profile_fit",
+    "validate_recall_stat",
+    "validate_recall_fit",
+    "register_kind",
+    "known_kinds",
     "check_attrs_netcdf_safe",
     "batch_dims",
+    "require_variables",
+    "require_dims",
 ]
 
 KIND_ATTR = "icl_cmr_kind"
 SCHEMA_VERSION = 1
-HEAD_DIMS = ("model", "checkpoint", "layer", "head")
 
 _VERSIONED = ("icl-cmr", "numpy", "numba", "scipy", "xarray", "netCDF4")
 
@@ -91,7 +96,8 @@ def batch_dims(ds: xr.Dataset | xr.DataArray, core: str = "lag") -> tuple[str, .
 # --- validators -----------------------------------------------------------------------
 
 
-def _require_vars(ds, names, kind):
+def require_variables(ds, names, kind):
+    """SchemaError unless ``ds`` has every variable of ``names`` (``kind`` names the dataset)."""
     missing = [n for n in names if n not in ds.variables]
     if missing:
         raise SchemaError(
@@ -99,7 +105,8 @@ def _require_vars(ds, names, kind):
         )
 
 
-def _require_dims(da, dims, kind, name):
+def require_dims(da, dims, kind, name):
+    """SchemaError unless variable ``name`` of a ``kind`` dataset has exactly ``dims`` (any order)."""
     if set(da.dims) != set(dims):
         raise SchemaError(
             f"{kind} dataset: variable {name!r} must have dims {tuple(dims)}; got {tuple(da.dims)}"
@@ -109,11 +116,11 @@ def _require_dims(da, dims, kind, name):
 def validate_events(ds: xr.Dataset) -> None:
     """Check an events dataset (study and recall sequences; see docs/schema.md)."""
     kind = "events"
-    _require_vars(ds, ["subject", "list", "list_length", "study_item", "recall_item", "recalls"], kind)
-    _require_dims(ds["list_length"], ["trial"], kind, "list_length")
-    _require_dims(ds["study_item"], ["trial", "study_position"], kind, "study_item")
-    _require_dims(ds["recall_item"], ["trial", "output_position"], kind, "recall_item")
-    _require_dims(ds["recalls"], ["trial", "output_position"], kind, "recalls")
+    require_variables(ds, ["subject", "list", "list_length", "study_item", "recall_item", "recalls"], kind)
+    require_dims(ds["list_length"], ["trial"], kind, "list_length")
+    require_dims(ds["study_item"], ["trial", "study_position"], kind, "study_item")
+    require_dims(ds["recall_item"], ["trial", "output_position"], kind, "recall_item")
+    require_dims(ds["recalls"], ["trial", "output_position"], kind, "recalls")
     if ds.sizes["trial"] == 0:
         raise SchemaError("events dataset has no trials")
     recalls = np.asarray(ds["recalls"].values)
@@ -143,7 +150,7 @@ def validate_events(ds: xr.Dataset) -> None:
 def validate_lag_profile(ds: xr.Dataset) -> None:
     """Check a lag-profile dataset (humans and heads alike; see docs/schema.md)."""
     kind = "lag_profile"
-    _require_vars(ds, ["profile", "lag"], kind)
+    require_variables(ds, ["profile", "lag"], kind)
     if "lag" not in ds["profile"].dims:
         raise SchemaError(f"lag_profile dataset: 'profile' needs dim 'lag'; got {ds['profile'].dims}")
     lags = np.asarray(ds["lag"].values)
@@ -162,7 +169,7 @@ def validate_lag_profile(ds: xr.Dataset) -> None:
 def validate_profile_fit(ds: xr.Dataset) -> None:
     """Check a profile-fit dataset (CMR fits of lag profiles; see docs/schema.md)."""
     kind = "profile_fit"
-    _require_vars(ds, ["profile", "fitted", "distance", "gain", "offset", "parameters", "lag"], kind)
+    require_variables(ds, ["profile", "fitted", "distance", "gain", "offset", "parameters", "lag"], kind)
     for name in ("profile", "fitted"):
         if "lag" not in ds[name].dims:
             raise SchemaError(f"profile_fit dataset: {name!r} needs dim 'lag'; got {ds[name].dims}")
@@ -179,7 +186,7 @@ def validate_recall_stat(ds: xr.Dataset) -> None:
     if not ds.data_vars:
         raise SchemaError("recall_stat dataset has no data variables")
     if "actual" in ds or "possible" in ds:
-        _require_vars(ds, ["actual", "possible"], "recall_stat")
+        require_variables(ds, ["actual", "possible"], "recall_stat")
         actual, possible = ds["actual"], ds["possible"]
         if tuple(actual.dims) != tuple(possible.dims):
             raise SchemaError(f"recall_stat dataset: 'actual' dims {actual.dims} differ from 'possible' dims {possible.dims}")
@@ -189,31 +196,16 @@ def validate_recall_stat(ds: xr.Dataset) -> None:
             raise SchemaError("recall_stat dataset: counts must satisfy 0 <= actual <= possible")
 
 
-def validate_ablation(ds: xr.Dataset) -> None:
-    """Check an ablation dataset (ICL scores with heads ablated; see docs/schema.md)."""
-    kind = "ablation"
-    _require_vars(ds, ["icl_score", "baseline_icl_score", "set_layer", "set_head", "mode", "head_set"], kind)
-    _require_dims(ds["icl_score"], ["mode", "head_set", "passage"], kind, "icl_score")
-    _require_dims(ds["baseline_icl_score"], ["passage"], kind, "baseline_icl_score")
-    _require_dims(ds["set_layer"], ["head_set", "member"], kind, "set_layer")
-    _require_dims(ds["set_head"], ["head_set", "member"], kind, "set_head")
-    if "top" not in [str(v) for v in ds["head_set"].values]:
-        raise SchemaError("ablation dataset: coord 'head_set' must contain 'top'")
-    bad = sorted({str(v) for v in ds["mode"].values} - {"zero", "mean"})
-    if bad:
-        raise SchemaError(f"ablation dataset: modes must be 'zero' or 'mean'; got {', '.join(bad)}")
-
-
 def validate_recall_fit(ds: xr.Dataset) -> None:
     """Check a recall_fit dataset (maximum-likelihood CMR fits per subject; docs/schema.md)."""
     kind = "recall_fit"
-    _require_vars(ds, ["value", "logl", "n", "parameter", "free"], kind)
+    require_variables(ds, ["value", "logl", "n", "parameter", "free"], kind)
     if "parameter" not in ds["value"].dims:
         raise SchemaError(f"recall_fit dataset: 'value' needs dim 'parameter'; got {ds['value'].dims}")
     units = tuple(d for d in ds["value"].dims if d != "parameter")
     for name in ("logl", "n"):
-        _require_dims(ds[name], units, kind, name)
-    _require_dims(ds["free"], ["parameter"], kind, "free")
+        require_dims(ds[name], units, kind, name)
+    require_dims(ds["free"], ["parameter"], kind, "free")
     if not np.issubdtype(np.asarray(ds["n"].values).dtype, np.integer):
         raise SchemaError(f"recall_fit dataset: 'n' must be integers; got {ds['n'].dtype}")
 
@@ -224,8 +216,46 @@ _VALIDATORS = {
     "recall_fit": validate_recall_fit,
     "recall_stat": validate_recall_stat,
     "profile_fit": validate_profile_fit,
-    "ablation": validate_ablation,
 }
+
+#: entry-point group through which other packages register dataset kinds (name = kind,
+#: value = "module:validator"); looked up only when a dataset of an unknown kind comes in
+KIND_ENTRY_POINTS = "cmr.dataset_kinds"
+
+
+def register_kind(kind: str, validator) -> None:
+    """Register the validator of a dataset kind defined outside ``cmr``.
+
+    ``validator(ds)`` raises :class:`SchemaError` for a malformed dataset. Packages can also
+    declare kinds as entry points in the group ``cmr.dataset_kinds``, so a file of their kind
+    loads before they are imported.
+    """
+    if not isinstance(kind, str) or not kind or not callable(validator):
+        raise SchemaError(f"register_kind needs a kind name and a callable validator; got {kind!r}, {validator!r}")
+    if kind in _VALIDATORS and _VALIDATORS[kind] is not validator:
+        raise SchemaError(f"dataset kind {kind!r} is already registered")
+    _VALIDATORS[kind] = validator
+
+
+def known_kinds() -> tuple[str, ...]:
+    """Every dataset kind with a validator (built in, registered or declared as an entry point)."""
+    return tuple(sorted(set(_VALIDATORS) | {ep.name for ep in metadata.entry_points(group=KIND_ENTRY_POINTS)}))
+
+
+def _validator(kind: str):
+    if kind not in _VALIDATORS:
+        for entry in metadata.entry_points(group=KIND_ENTRY_POINTS):
+            if entry.name == kind:
+                try:
+                    register_kind(kind, entry.load())
+                except ImportError as exc:
+                    raise SchemaError(
+                        f"dataset kind {kind!r} is defined by {entry.value!r}, which cannot be imported ({exc})"
+                    ) from exc
+                break
+    if kind not in _VALIDATORS:
+        raise SchemaError(f"unknown dataset kind {kind!r}; known: {', '.join(known_kinds())}")
+    return _VALIDATORS[kind]
 
 
 def validate(ds: xr.Dataset, kind: str | None = None) -> xr.Dataset:
@@ -237,10 +267,9 @@ def validate(ds: xr.Dataset, kind: str | None = None) -> xr.Dataset:
         raise SchemaError(f"dataset has no {KIND_ATTR!r} attribute; it was not made by icl-cmr")
     if kind is not None and got != kind:
         raise SchemaError(f"expected a {kind!r} dataset; got {got!r}")
-    if got not in _VALIDATORS:
-        raise SchemaError(f"unknown dataset kind {got!r}; known: {', '.join(sorted(_VALIDATORS))}")
+    validator = _validator(got)
     check_attrs_netcdf_safe(ds.attrs, got)
     for name, var in ds.variables.items():
         check_attrs_netcdf_safe(var.attrs, f"{got}.{name}")
-    _VALIDATORS[got](ds)
+    validator(ds)
     return ds

@@ -11,16 +11,16 @@ import statistics
 import time
 
 BENCHMARKS = {
-    "likelihood": "analyses.bench.cmr_fit:bench_likelihood",
-    "fit-subject": "analyses.bench.cmr_fit:bench_fit_subject",
-    "lag-crp": "analyses.bench.recall:bench_lag_crp",
-    "spc": "analyses.bench.recall:bench_spc",
-    "pfr": "analyses.bench.recall:bench_pfr",
-    "tf-grid": "analyses.bench.profiles:bench_tf_grid",
-    "mc-grid": "analyses.bench.profiles:bench_mc_grid",
-    "fit-units": "analyses.bench.fitting:bench_fit_units",
-    "heads": "analyses.bench.heads:bench_heads",
-    "ablation-forward": "analyses.bench.ablation:bench_ablation",
+    "likelihood": "icl_cmr.analyses.bench.cmr_fit:bench_likelihood",
+    "fit-subject": "icl_cmr.analyses.bench.cmr_fit:bench_fit_subject",
+    "lag-crp": "icl_cmr.analyses.bench.recall:bench_lag_crp",
+    "spc": "icl_cmr.analyses.bench.recall:bench_spc",
+    "pfr": "icl_cmr.analyses.bench.recall:bench_pfr",
+    "tf-grid": "icl_cmr.analyses.bench.profiles:bench_tf_grid",
+    "mc-grid": "icl_cmr.analyses.bench.profiles:bench_mc_grid",
+    "fit-units": "icl_cmr.analyses.bench.fitting:bench_fit_units",
+    "heads": "icl_cmr.analyses.bench.heads:bench_heads",
+    "ablation-forward": "icl_cmr.analyses.bench.ablation:bench_ablation",
 }
 
 

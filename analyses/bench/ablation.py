@@ -17,30 +17,23 @@ N_PASSAGES = 2
 
 
 def bench_ablation(repeats: int = 3) -> dict:
-    import torch
-
-    from adapters.text_corpus import load_passages
-    from adapters.transformer_lens import load_model
-    from analyses import ablation
-    from analyses.bench import median_time
+    from icl_cmr.adapters import interventions
+    from icl_cmr.adapters.text_corpus import load_passages
+    from icl_cmr.adapters.transformer_lens import load_model, set_threads
+    from icl_cmr.analyses import ablation
+    from icl_cmr.analyses.bench import median_time
 
     start = time.perf_counter()
     model = load_model("smollm2-135m")
     load_s = time.perf_counter() - start
     passages = load_passages("wikipedia", model.tokenizer, N_PASSAGES, 512, seed=0)
-    targets = ablation._scored_positions(50, 500, 5, 512)
-    hooks = ablation._ablation_hooks(HEADS, "zero", None)
-    ids = torch.cat([torch.full((N_PASSAGES, 1), model.bos_id), torch.as_tensor(passages[:, :505])], dim=1)
+    targets = ablation.scored_positions(50, 500, 5, 512)
 
     def ours():
-        return ablation.passage_losses(model.bridge, passages, targets, heads=HEADS, batch_size=N_PASSAGES)[0]
+        return interventions.passage_losses(model.bridge, passages, targets, heads=HEADS, batch_size=N_PASSAGES)[0]
 
     def reference():
-        with torch.inference_mode():
-            logits = model.bridge.run_with_hooks(ids, fwd_hooks=hooks).double()
-            logp = torch.log_softmax(logits[:, targets], dim=-1)
-            gold = torch.as_tensor(passages[:, targets])
-            return (-logp.gather(-1, gold[..., None])[..., 0]).numpy()
+        return interventions.full_logit_losses(model.bridge, passages, targets, heads=HEADS)
 
     start = time.perf_counter()
     agree = float(np.abs(ours() - reference()).max())
@@ -58,7 +51,7 @@ def bench_ablation(repeats: int = 3) -> dict:
         "full_size_h": 300 * (1 + 2 * 21) * per_pass / 3600,
         "demo_size_s": 8 * (1 + 1 * 6) * per_pass,
         "max_abs_diff": agree,
-        "threads": torch.get_num_threads(),
+        "threads": set_threads(None),
         "first_call_s": first_s,
         "load_s": load_s,
     }

@@ -7,7 +7,7 @@ import sys
 import textwrap
 import time
 
-from analyses.bench import median_time
+from icl_cmr.analyses.bench import median_time
 
 MORTON_MIXED_PARAMS = dict(
     T=0.1, Lfc=0.15, Lcf=0.15, Afc=0.0, Acf=0.0, Dfc=0.85, Dcf=0.85,
@@ -18,10 +18,10 @@ MORTON_MIXED_PARAMS = dict(
 _FIRST_CALL = textwrap.dedent(
     """
     import json, time
-    from adapters.recall_data import load_recall_data
+    from icl_cmr.adapters.recall_data import load_recall_data
     events = load_recall_data("cymr:Morton2013_mixed")
     t0 = time.perf_counter()
-    from cmr.likelihood import log_likelihood
+    from cmr.textbook.likelihood import log_likelihood
     log_likelihood(events, {params!r})
     print(json.dumps({{"first_call_s": time.perf_counter() - t0}}))
     """
@@ -42,7 +42,7 @@ def _cymr():
 def bench_likelihood(repeats: int = 7) -> dict:
     """Whole Morton2013_mixed likelihood: ours (public log_likelihood) vs cymr CMR().likelihood."""
     from cmr.events import from_table
-    from cmr.likelihood import log_likelihood
+    from cmr.textbook.likelihood import log_likelihood
 
     cymr_cmr, cymr_fit = _cymr()
     code = _FIRST_CALL.format(params=MORTON_MIXED_PARAMS)
@@ -85,9 +85,9 @@ def bench_fit_subject(repeats: int = 1) -> dict:
     The reference is estimated, not run (cymr's default takes minutes): cymr's measured time
     per likelihood evaluation of this subject times the number of evaluations our fit used.
     """
-    from adapters.recall_data import load_recall_data
-    from cmr.fit_recall import STANDARD_FREE, fit_recall
-    from cmr.likelihood import log_likelihood
+    from icl_cmr.adapters.recall_data import load_recall_data
+    from cmr.textbook.fit import STANDARD_FREE, fit_recall
+    from cmr.textbook.likelihood import log_likelihood
 
     cymr_cmr, _ = _cymr()
     events = load_recall_data("psifr:Morton2013")
@@ -98,7 +98,7 @@ def bench_fit_subject(repeats: int = 1) -> dict:
     times, fits = [], None
     for _ in range(max(1, repeats)):
         start = time.perf_counter()
-        fits = fit_recall(one, STANDARD_FREE, fixed, seed=0, progress=False)
+        fits = fit_recall(one, STANDARD_FREE, fixed, rng=0, progress=False)
         times.append(time.perf_counter() - start)
     ours = sorted(times)[len(times) // 2]
     nfev = int(fits["nfev"].values[0])

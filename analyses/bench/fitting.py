@@ -12,7 +12,7 @@ import time
 import numpy as np
 import xarray as xr
 
-from analyses.bench import median_time
+from icl_cmr.analyses.bench import median_time
 
 N_UNITS = 10_000
 N_REFERENCE_UNITS = 10
@@ -20,8 +20,8 @@ LAGS = np.arange(-5, 6)
 
 
 def _grid():
-    from analyses.commands.fit import published_grid_path
-    from adapters.published_grid import load_published_grid
+    from icl_cmr.analyses.commands.fit import published_grid_path
+    from icl_cmr.adapters.published_grid import load_published_grid
     from cmr.errors import DataSourceError
 
     path = published_grid_path()
@@ -40,7 +40,7 @@ def synthetic_units(grid, n_units: int, seed: int = 0) -> xr.Dataset:
     values = rng.uniform(5, 50, (n_units, 1)) * picked + rng.normal(0, 1, (n_units, 1))
     values += rng.normal(0, 0.3, values.shape)
     ds = xr.Dataset({"profile": (("subject", "lag"), values)}, coords={"subject": np.arange(n_units), "lag": LAGS})
-    ds.attrs.update(provenance_attrs("lag_profile", "analyses.bench.fitting", seed=seed))
+    ds.attrs.update(provenance_attrs("lag_profile", "icl_cmr.analyses.bench.fitting", seed=seed))
     ds.attrs["profile_kind"] = "attention_score"
     return ds
 

@@ -1,6 +1,6 @@
 """Benchmark: extraction of every head's lag profile vs the bare forward passes, same run.
 
-Runs in a fresh subprocess (``python -m analyses.bench.heads``) so that its peak resident
+Runs in a fresh subprocess (``python -m icl_cmr.analyses.bench.heads``) so that its peak resident
 memory (``resource.getrusage(RUSAGE_SELF).ru_maxrss`` of that process: model, libraries,
 attention arrays and all) is the cost of extraction alone, not of whatever ran before.
 """
@@ -15,11 +15,10 @@ def _worker(repeats: int, n_words: int, n_prompts: int, threads: int) -> dict:
     import resource
     import time
 
-    import torch
+    from icl_cmr.adapters import transformer_lens as tl
+    from icl_cmr.analyses.bench import median_time
 
-    torch.set_num_threads(threads)
-    from adapters import transformer_lens as tl
-    from analyses.bench import median_time
+    tl.set_threads(threads)
 
     start = time.perf_counter()
     model = tl.load_model(tl.DEFAULT_MODEL)
@@ -30,12 +29,10 @@ def _worker(repeats: int, n_words: int, n_prompts: int, threads: int) -> dict:
     tokens = tl.make_prompts(model, n_words=n_words, n_prompts=n_prompts, seed=0).tokens
 
     def bare():
-        with torch.no_grad():
-            for row in tokens:
-                model.bridge(torch.as_tensor(row[None]), return_type="logits")
+        tl.forward_passes(model, tokens)
 
     def extract():
-        tl.extract_heads(model, n_words=n_words, n_prompts=n_prompts, seed=0, window=8)
+        tl.extract_heads(model, n_words=n_words, n_prompts=n_prompts, seed=0, lags=8)
 
     start = time.perf_counter()
     extract()
@@ -64,7 +61,7 @@ def _worker(repeats: int, n_words: int, n_prompts: int, threads: int) -> dict:
         "load_s": load_s,
         "vocab_product_s": vocab_product_s,
         "peak_rss_gb": peak / 1e9,
-        "torch_threads": torch.get_num_threads(),
+        "torch_threads": tl.set_threads(None),
         **parts,
     }
 
@@ -72,7 +69,7 @@ def _worker(repeats: int, n_words: int, n_prompts: int, threads: int) -> dict:
 def bench_heads(repeats: int = 3, n_words: int = 100, n_prompts: int = 5, threads: int = 1) -> dict:
     """All 270 heads of smollm2-135m over 5 prompts of 201 tokens vs 5 bare forward passes.
 
-    ``ours_s``: :func:`adapters.transformer_lens.extract_heads` end to end after loading (word
+    ``ours_s``: :func:`icl_cmr.adapters.transformer_lens.extract_heads` end to end after loading (word
     selection, one hooked pass per prompt, lag statistics, OV copying scores, the dataset);
     the model constant ``U E`` of the copying score (a vocabulary-sized product) is computed
     once per loaded model, like loading, and reported as ``vocab_product_s``.
@@ -82,7 +79,7 @@ def bench_heads(repeats: int = 3, n_words: int = 100, n_prompts: int = 5, thread
     ``threads`` torch threads (default 1: on a shared 2-core machine multi-threaded torch
     timings swing by 2x from run to run).
     """
-    code = [sys.executable, "-m", "analyses.bench.heads", str(int(repeats)), str(int(n_words)), str(int(n_prompts)),
+    code = [sys.executable, "-m", "icl_cmr.analyses.bench.heads", str(int(repeats)), str(int(n_words)), str(int(n_prompts)),
             str(int(threads))]
     done = subprocess.run(code, capture_output=True, text=True, check=False)
     if done.returncode != 0:

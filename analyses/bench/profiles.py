@@ -22,7 +22,7 @@ import time
 
 import numpy as np
 
-from analyses.bench import median_time
+from icl_cmr.analyses.bench import median_time
 
 _QUICK_ENV = "ICL_CMR_BENCH_QUICK"
 
@@ -33,8 +33,7 @@ def _single_thread_reference(call: str, repeats: int) -> float:
     matrices only adds contention (8x slower on 2 busy cores)."""
     code = (
         "import json, statistics, time, numpy as np\n"
-        "from analyses.bench.profiles import *\n"
-        "from analyses.bench.profiles import _numpy_teacher_forced_point, _study_recall_point\n"
+        "from icl_cmr.analyses.bench.profiles import numpy_teacher_forced_point, study_recall_point\n"
         "times = []\n"
         f"for _ in range({max(1, repeats)}):\n"
         "    start = time.perf_counter()\n"
@@ -43,12 +42,11 @@ def _single_thread_reference(call: str, repeats: int) -> float:
         "print(json.dumps(statistics.median(times)))\n"
     )
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    done = subprocess.run([sys.executable, "-c", code], env=env, cwd=root, capture_output=True, text=True, check=True)
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     return float(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
-def _numpy_teacher_forced_point(beta_enc, beta_rec, gamma, n=100, max_lag=8):
+def numpy_teacher_forced_point(beta_enc, beta_rec, gamma, n=100, max_lag=8):
     """Teacher-forced profile of one point with explicit matrices (the reference side)."""
     states = n + 1
     shift = np.eye(states, k=1)
@@ -76,7 +74,7 @@ def _numpy_teacher_forced_point(beta_enc, beta_rec, gamma, n=100, max_lag=8):
 
 
 def bench_tf_grid(repeats: int = 7) -> dict:
-    from cmr.profiles import paper_grid_axes, paper_teacher_forced_grid
+    from cmr.grids import paper_grid_axes, paper_teacher_forced_grid
 
     start = time.perf_counter()
     paper_teacher_forced_grid(kind="prob")
@@ -90,7 +88,7 @@ def bench_tf_grid(repeats: int = 7) -> dict:
     axes = paper_grid_axes()
     n_points = int(np.prod([a.size for a in axes.values()]))
     # ten points of the grid, single-threaded BLAS in a fresh interpreter, scaled to the grid
-    call = "[_numpy_teacher_forced_point(be, br, g) for be, br, g in [(0.05, 0.0, 0.0), (0.3, 0.25, 0.5), (0.6, 0.75, 0.3), (0.9, 1.0, 1.0), (1.0, 0.5, 0.1), (0.15, 0.9, 0.7), (0.45, 0.1, 0.9), (0.75, 0.6, 0.2), (0.2, 0.4, 0.4), (0.85, 0.05, 0.6)]]"
+    call = "[numpy_teacher_forced_point(be, br, g) for be, br, g in [(0.05, 0.0, 0.0), (0.3, 0.25, 0.5), (0.6, 0.75, 0.3), (0.9, 1.0, 1.0), (1.0, 0.5, 0.1), (0.15, 0.9, 0.7), (0.45, 0.1, 0.9), (0.75, 0.6, 0.2), (0.2, 0.4, 0.4), (0.85, 0.05, 0.6)]]"
     reference_s = _single_thread_reference(call, max(1, min(repeats, 3))) * n_points / 10
     return {
         "name": "tf-grid",
@@ -106,7 +104,7 @@ def bench_tf_grid(repeats: int = 7) -> dict:
     }
 
 
-def _study_recall_point(beta_enc, beta_rec, gamma, start, n_trials, rng, n=100, max_recalls=50, max_lag=8):
+def study_recall_point(beta_enc, beta_rec, gamma, start, n_trials, rng, n=100, max_recalls=50, max_lag=8):
     """One start position of the study's simulator, operation for operation in numpy.
 
     Per recall: support ``M^T t`` by a dense product, ``P = F / sum``, the first index with a
@@ -150,8 +148,8 @@ def _study_recall_point(beta_enc, beta_rec, gamma, start, n_trials, rng, n=100, 
 
 
 def bench_mc_grid(repeats: int = 1) -> dict:
-    from cmr.paper_variant import STUDY_N_TRIALS, STUDY_START_POSITIONS
-    from cmr.profiles import paper_grid_axes, paper_mc_grid
+    from cmr.constants import STUDY_N_TRIALS, STUDY_START_POSITIONS
+    from cmr.grids import paper_grid_axes, paper_mc_grid
 
     quick = os.environ.get(_QUICK_ENV, "") not in ("", "0")
     axes = paper_grid_axes()
@@ -170,7 +168,7 @@ def bench_mc_grid(repeats: int = 1) -> dict:
         ours_s = median_time(lambda: paper_mc_grid(n_trials=STUDY_N_TRIALS), 1, warmup=0)
     # reference: the study's algorithm for one point, timed on a slice of trials and scaled
     slice_trials = 20
-    call = f"_study_recall_point(0.6, 0.75, 0.3, 5, {slice_trials}, np.random.default_rng(0))"
+    call = f"study_recall_point(0.6, 0.75, 0.3, 5, {slice_trials}, np.random.default_rng(0))"
     ref_one = _single_thread_reference(call, max(1, min(repeats, 3)))
     reference_point_s = ref_one * (STUDY_N_TRIALS / slice_trials) * len(STUDY_START_POSITIONS)
     ours_point_s = ours_s / n_points

@@ -6,7 +6,7 @@ import subprocess
 import sys
 import textwrap
 
-from analyses.bench import median_time
+from icl_cmr.analyses.bench import median_time
 
 _SOURCE = "psifr:Morton2013"
 
@@ -18,7 +18,7 @@ _FIRST_CALL = textwrap.dedent(
     t0 = time.perf_counter()
     from cmr.{module} import {func}
     t1 = time.perf_counter()
-    from adapters.recall_data import load_recall_data
+    from icl_cmr.adapters.recall_data import load_recall_data
     events = load_recall_data({source!r})
     t2 = time.perf_counter()
     {func}(events)
@@ -45,7 +45,7 @@ def _prepared():
             "install it with `pip install psifr` (it is in the test extra)"
         ) from exc
 
-    from adapters.recall_data import load_recall_data
+    from icl_cmr.adapters.recall_data import load_recall_data
 
     events = load_recall_data(_SOURCE)
     merged = fr.merge_free_recall(fr.sample_data("Morton2013"))
@@ -56,9 +56,10 @@ def bench_lag_crp(repeats: int = 7) -> dict:
     """Per-subject lag-CRP of Morton2013: ours (labelled dataset) vs psifr ``fr.lag_crp``."""
     import numpy as np
 
-    from cmr.lag_crp import group_index, lag_counts, lag_crp
+    from cmr.crp import lag_counts, lag_crp
+    from cmr.events import group_index
 
-    fresh = _first_call("lag_crp", "lag_crp")  # before anything is compiled in this process
+    fresh = _first_call("crp", "lag_crp")  # before anything is compiled in this process
     fr, events, merged = _prepared()
     recalls = np.ascontiguousarray(events["recalls"].values, dtype=np.int64)
     lengths = np.ascontiguousarray(events["list_length"].values, dtype=np.int64)

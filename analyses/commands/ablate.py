@@ -34,6 +34,8 @@ Full size:
 def register(sub):
     import argparse
 
+    from icl_cmr.analyses.commands.options import add_output
+
     p = sub.add_parser("ablate", help=HELP, description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("model", nargs="?", default="smollm2-135m",
                    help="model name or local directory (default smollm2-135m, embedded)")
@@ -57,25 +59,26 @@ def register(sub):
     p.add_argument("--seed", type=int, default=0, help="seed of the passages and the random sets (default 0)")
     p.add_argument("--batch-size", type=int, default=4, help="passages per forward pass (default 4)")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
-    p.add_argument("-o", "--output", required=True, metavar="ABLATION.nc", help="netCDF file to write (atomically)")
+    add_output(p, "ABLATION.nc")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
     import time
 
-    from adapters.text_corpus import load_passages
-    from adapters.transformer_lens import load_model
-    from analyses import ablation
+    from icl_cmr.adapters.text_corpus import load_passages
+    from icl_cmr.adapters.transformer_lens import load_model
+    from icl_cmr.analyses import ablation
     from cmr.errors import ParameterError
-    from cmr.io import load_dataset, save_dataset
+    from cmr.io import load_dataset, result_format, write_result
 
+    result_format(args.output)
     if args.n_random < 1 or args.n_passages < 2:
         raise ParameterError(f"--n-random must be >= 1 and --n-passages >= 2; got {args.n_random}, {args.n_passages}")
     if args.threads:
-        import torch
+        from icl_cmr.adapters.transformer_lens import set_threads
 
-        torch.set_num_threads(args.threads)
+        set_threads(args.threads)
     started = time.perf_counter()
     model = load_model(args.model)
     if args.heads:
@@ -93,7 +96,7 @@ def run(args) -> int:
     result = ablation.run_ablation(
         model.bridge, passages, top, n_random=args.n_random, seed=args.seed, layer_matched=args.layer_matched,
         modes=modes, early=args.early, late=args.late, window=args.window, batch_size=args.batch_size, info=info)
-    path = save_dataset(result, args.output)
+    path = write_result(result, args.output)
     print(f"wrote {path} in {time.perf_counter() - started:.0f} s; top set {info['top_heads']}")
     print(f"unablated ICL score {float(result['baseline_icl_score'].mean()):+.3f} nats "
           f"({result.sizes['passage']} passages)")

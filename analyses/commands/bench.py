@@ -10,7 +10,7 @@ HELP = "time our implementations against the reference ones (psifr, cymr, the st
 
 
 def register(sub):
-    from analyses.bench import BENCHMARKS
+    from icl_cmr.analyses.bench import BENCHMARKS
 
     p = sub.add_parser(
         "bench",
@@ -29,7 +29,7 @@ def register(sub):
 
 
 def run(args) -> int:
-    from analyses import bench
+    from icl_cmr.analyses import bench
 
     names = args.names or list(bench.BENCHMARKS)
     unknown = [n for n in names if n not in bench.BENCHMARKS]

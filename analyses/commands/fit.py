@@ -1,7 +1,6 @@
 """``icl-cmr fit``: fit CMR lag profiles to every unit (head or subject) of a lag-profile file."""
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 HELP = "fit CMR (and a Gaussian baseline) to lag profiles of heads or human subjects"
@@ -13,6 +12,9 @@ For each unit, a CMR lag profile from a grid over (beta_enc, beta_rec, gamma) is
 the unit's profile by gain * cmr + offset, and the CMR distance
   d = mean over lags of (fitted - profile)^2 / variance of the profile over lags
 is minimised (0 = perfect; 1 = no better than a flat line).
+
+Lags: by default the study's window -5..+5 for attention heads and grids, and -5..-1, +1..+5
+for recall lag-CRPs (icl-cmr lag-crp), whose lag 0 is undefined; --lags picks others.
 
 Objectives:
   paper  the study's procedure (Ji-An et al., NeurIPS 2024): min/max-matched map, grid search
@@ -27,21 +29,26 @@ The grid: --grid GRID.nc (from icl-cmr grid) or the study's cmr_crp_grid.npz; by
 published grid if it is found (ICL_CMR_REFERENCE or ../shared/reference next to the project),
 else teacher-forced probability profiles of the paper's CMR variant on the study's grid.
 
+The output's extension picks the format: .nc (the whole fit dataset), .csv or .parquet (one
+row per unit: distance, gain, fitted parameters, Gaussian baseline, AIC/BIC).
+
 Examples:
   icl-cmr fit heads.nc --objective paper -o fits.nc
-  icl-cmr fit morton_crp.nc --objective lsq --grid grid.nc -o human_fits.nc
+  icl-cmr fit morton_crp.nc --objective lsq --grid grid.nc -o human_fits.csv
 """
 
 
 def register(sub):
     import argparse
 
+    from icl_cmr.analyses.commands.options import add_lags, add_output
+
     p = sub.add_parser("fit", help=HELP, description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("profiles", metavar="PROFILES.nc", help="lag-profile netCDF (heads or subjects)")
-    p.add_argument("-o", "--output", required=True, metavar="FITS.nc", help="netCDF file to write (atomically)")
+    add_output(p, "FITS.nc")
     p.add_argument("--objective", choices=("paper", "lsq"), default="paper", help="fitting objective (default paper)")
     p.add_argument("--grid", metavar="GRID", default=None, help="CMR grid: a lag-profile .nc or the study's .npz")
-    p.add_argument("--max-lag", type=int, default=5, metavar="K", help="fit lags -K..K (default 5, the study's)")
+    add_lags(p, None, "lags to fit (default: -5..5; for recall lag-CRPs -5..-1,1..5)")
     p.add_argument("--no-refine", action="store_true", help="lsq: stay on the grid (no continuous refinement)")
     p.add_argument("--no-gaussian", action="store_true", help="skip the Gaussian baseline")
     p.add_argument("--bootstrap", type=int, default=0, metavar="N", help="bootstrap intervals from the SEMs (N draws)")
@@ -55,16 +62,12 @@ def register(sub):
 
 
 def published_grid_path() -> Path | None:
-    """The study's grid, if present: $ICL_CMR_REFERENCE or ../shared/reference beside the project."""
-    roots = []
-    if os.environ.get("ICL_CMR_REFERENCE"):
-        roots.append(Path(os.environ["ICL_CMR_REFERENCE"]))
-    roots.append(Path(__file__).resolve().parents[2].parent / "shared" / "reference")
-    for root in roots:
-        path = root / "icl-cmr" / "cmr_crp_grid.npz"
-        if path.is_file():
-            return path
-    return None
+    """The study's grid, if present (see :func:`icl_cmr.adapters.published.reference_dir`)."""
+    from icl_cmr.adapters.published import reference_dir
+
+    root = reference_dir()
+    path = None if root is None else root / "cmr_crp_grid.npz"
+    return path if path is not None and path.is_file() else None
 
 
 def load_grid(spec):
@@ -75,7 +78,7 @@ def load_grid(spec):
         path = published_grid_path()
         if path is None:
             try:
-                from cmr.profiles import paper_teacher_forced_grid
+                from cmr.grids import paper_teacher_forced_grid
             except ImportError:
                 raise DataSourceError(
                     "no CMR grid given and the published grid (cmr_crp_grid.npz) was not found; "
@@ -85,35 +88,37 @@ def load_grid(spec):
         spec = path
     path = Path(spec)
     if path.suffix == ".npz":
-        from adapters.published_grid import load_published_grid
+        from icl_cmr.adapters.published_grid import load_published_grid
 
         return load_published_grid(path), str(path)
     return load_dataset(path, "lag_profile"), str(path)
 
 
 def run(args) -> int:
+    from cmr import CMR_LIKE_DISTANCE, PAPER_LAGS, RECALL_LAGS, fit_profiles, load_dataset, write_result
     from cmr.errors import ParameterError
-    from cmr.io import load_dataset, save_dataset
-    from cmr.profile_fit import fit_profiles
+    from cmr.io import result_format
 
-    if args.max_lag < 1:
-        raise ParameterError(f"--max-lag must be >= 1; got {args.max_lag}")
+    result_format(args.output)
     if args.bootstrap < 0:
         raise ParameterError(f"--bootstrap must be >= 0; got {args.bootstrap}")
     profiles = load_dataset(args.profiles, "lag_profile")
+    lags = args.lags
+    if lags is None:  # a recall lag-CRP is undefined at lag 0
+        lags = RECALL_LAGS if profiles.attrs.get("profile_kind") == "lag_crp" else PAPER_LAGS
     grid, grid_name = load_grid(args.grid)
     fits = fit_profiles(
-        profiles, grid, objective=args.objective, lags=range(-args.max_lag, args.max_lag + 1),
+        profiles, grid, objective=args.objective, lags=lags,
         refine=False if args.no_refine or args.objective == "paper" else None,
-        gaussian=not args.no_gaussian, n_bootstrap=args.bootstrap, seed=args.seed,
+        gaussian=not args.no_gaussian, n_bootstrap=args.bootstrap, rng=args.seed,
         invalid=args.invalid, variable=args.variable,
     )
-    path = save_dataset(fits, args.output)
+    path = write_result(fits, args.output)
     distance = fits["distance"]
     n_units = int(distance.notnull().sum())
-    below = float((distance < 0.5).sum()) / max(n_units, 1)
+    below = float((distance < CMR_LIKE_DISTANCE).sum()) / max(n_units, 1)
     line = (f"wrote {path}: {args.objective} fits of {n_units} units against {grid_name}; "
-            f"median CMR distance {float(distance.median()):.3f}, {100 * below:.0f}% below 0.5")
+            f"median CMR distance {float(distance.median()):.3f}, {100 * below:.0f}% below {CMR_LIKE_DISTANCE}")
     if "gaussian_aic" in fits:
         wins = int((fits["gaussian_aic"] < fits["aic"]).sum())
         line += f"; Gaussian baseline better by AIC on {wins}"

@@ -26,6 +26,8 @@ Examples:
 def register(sub):
     import argparse
 
+    from icl_cmr.analyses.commands.options import add_output
+
     p = sub.add_parser(
         "fit-recall", help=HELP, description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -33,7 +35,7 @@ def register(sub):
     p.add_argument("--free", required=True, metavar="NAME,NAME,...", help="comma-separated free parameters")
     p.add_argument("--fixed", default=None, metavar="PARAMS.json", help="JSON object of fixed parameter values")
     p.add_argument("--bounds", default=None, metavar="NAME=LOW:HIGH,...", help="search bounds overriding the defaults")
-    p.add_argument("-o", "--output", required=True, metavar="FITS.nc", help="netCDF file to write (atomically)")
+    add_output(p, "FITS.nc")
     p.add_argument("--seed", type=int, default=0, help="root random seed (default 0)")
     p.add_argument("--jobs", type=int, default=1, help="subjects fitted in parallel threads (default 1)")
     p.add_argument("--subjects", default=None, metavar="S,S,...", help="fit only these subjects")
@@ -59,12 +61,13 @@ def _parse_bounds(text):
 def run(args) -> int:
     import numpy as np
 
-    from adapters.recall_data import load_recall_data
-    from analyses.commands.loglik import read_params_json
+    from icl_cmr.adapters.recall_data import load_recall_data
+    from icl_cmr.analyses.commands.loglik import read_params_json
     from cmr.errors import RecallDataError
-    from cmr.fit_recall import fit_recall
-    from cmr.io import save_dataset
+    from cmr.textbook.fit import fit_recall
+    from cmr.io import result_format, write_result
 
+    result_format(args.output)
     free = [name.strip() for name in args.free.split(",") if name.strip()]
     fixed = read_params_json(args.fixed) if args.fixed else {}
     events = load_recall_data(args.source)
@@ -75,9 +78,9 @@ def run(args) -> int:
         if not keep.any():
             raise RecallDataError(f"--subjects {args.subjects!r} matches no subject of {args.source}")
         events = events.isel(trial=np.flatnonzero(keep))
-    fits = fit_recall(events, free, fixed, _parse_bounds(args.bounds), seed=args.seed, n_jobs=args.jobs,
+    fits = fit_recall(events, free, fixed, _parse_bounds(args.bounds), rng=args.seed, n_jobs=args.jobs,
                       pool_size=args.pool_size, progress=not args.no_progress)
-    path = save_dataset(fits, args.output)
+    path = write_result(fits, args.output)
     print(f"wrote {path}: {fits.sizes['subject']} subject(s), free {', '.join(free)}; "
           f"total logl {float(fits['logl'].sum()):.3f}, {float(fits['seconds'].sum()):.1f} s of fitting")
     return 0

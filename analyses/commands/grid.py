@@ -59,20 +59,9 @@ def parse_axis(text: str, name: str):
         ) from None
 
 
-def parse_lags(text: str):
-    """'-5:5' (inclusive) or '-2,-1,1,2' -> list of ints."""
-    try:
-        if ":" in text:
-            low, high = (int(p) for p in text.split(":"))
-            if high < low:
-                raise ValueError
-            return list(range(low, high + 1))
-        return [int(p) for p in text.split(",") if p.strip()]
-    except ValueError:
-        raise ParameterError(f"--lags must be LOW:HIGH or comma-separated integers; got {text!r}") from None
-
-
 def register(sub):
+    from icl_cmr.analyses.commands.options import add_lags, add_output
+
     p = sub.add_parser("grid", help=HELP, description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--kind", choices=KINDS, default="mc", help="which profile to compute (default mc)")
     p.add_argument("--variant", choices=("paper", "textbook"), default="paper",
@@ -83,12 +72,12 @@ def register(sub):
     p.add_argument("--beta-enc", metavar="AXIS", help="encoding drift rates (default 0.05:1:0.05)")
     p.add_argument("--beta-rec", metavar="AXIS", help="retrieval drift rates (default 0:1:0.05)")
     p.add_argument("--gamma", metavar="AXIS", help="weights of the backward input M f_j (default 0:1:0.1)")
-    p.add_argument("--lags", metavar="LAGS", help="lag window, e.g. --lags=-5:5 (write it with =; default -8:8; mc renormalises a narrower window)")
+    add_lags(p, 8, "lag window (mc renormalises a narrower window)")
     p.add_argument("--n-trials", type=int, default=500, help="mc: trials per start position (default 500, the study's)")
     p.add_argument("--seed", type=int, default=0, help="mc: random seed (default 0)")
     p.add_argument("--list-length", type=int, default=100, help="studied items (default 100)")
-    p.add_argument("--threads", type=int, default=None, help="mc: worker threads (default: all cores)")
-    p.add_argument("-o", "--output", required=True, metavar="GRID.nc", help="netCDF file to write")
+    p.add_argument("--jobs", type=int, default=None, help="mc: worker threads (default: all cores)")
+    add_output(p, "GRID.nc")
     p.set_defaults(func=run)
 
 
@@ -97,7 +86,7 @@ def _textbook(args, lags):
     from pathlib import Path
 
     from cmr.errors import DataSourceError, FileFormatError
-    from cmr.profiles import textbook_teacher_forced_grid
+    from cmr.grids import textbook_teacher_forced_grid
 
     if args.kind == "mc":
         raise ParameterError("--variant textbook computes teacher-forced profiles: use --kind tf-prob or tf-logsupport")
@@ -122,28 +111,29 @@ def _textbook(args, lags):
 
 
 def run(args) -> int:
-    from cmr.io import save_dataset
-    from cmr.profiles import paper_mc_grid, paper_teacher_forced_grid
+    from cmr.io import result_format, write_result
+    from cmr.grids import paper_mc_grid, paper_teacher_forced_grid
 
     axes = {
         name: (None if getattr(args, name) is None else parse_axis(getattr(args, name), name))
         for name in ("beta_enc", "beta_rec", "gamma")
     }
-    lags = None if args.lags is None else parse_lags(args.lags)
+    result_format(args.output)
+    lags = args.lags
     if args.variant == "textbook":
         grid = _textbook(args, lags)
     elif args.axis or args.fixed:
         raise ParameterError("--axis and --fixed are for --variant textbook; the paper's axes are --beta-enc, --beta-rec, --gamma")
     elif args.kind == "mc":
         grid = paper_mc_grid(
-            **axes, n_trials=args.n_trials, seed=args.seed, lags=lags, list_length=args.list_length,
-            n_threads=args.threads, progress=sys.stderr.isatty() or None,
+            **axes, n_trials=args.n_trials, rng=args.seed, lags=lags, list_length=args.list_length,
+            n_jobs=args.jobs, progress=sys.stderr.isatty() or None,
         )
     else:
         grid = paper_teacher_forced_grid(
             **axes, kind=args.kind.removeprefix("tf-"), lags=lags, list_length=args.list_length
         )
-    path = save_dataset(grid, args.output)
+    path = write_result(grid, args.output)
     sizes = " x ".join(f"{d} {n}" for d, n in grid["profile"].sizes.items())
     print(f"wrote {path} ({grid.attrs['profile_kind']}: {sizes})")
     return 0

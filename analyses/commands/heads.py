@@ -33,23 +33,9 @@ of running a model, into the same dataset layout.
 
 Examples:
   icl-cmr heads -o heads.nc
-  icl-cmr heads smollm2-135m --n-words 50 --n-prompts 10 --seed 3 --window 5 -o heads50.nc
+  icl-cmr heads smollm2-135m --n-words 50 --n-prompts 10 --seed 3 --lags 5 -o heads50.nc
   icl-cmr heads --published head_profiles.csv.gz --model gpt2-small -o gpt2.nc
 """
-
-
-def _window(text: str):
-    import argparse
-
-    try:
-        parts = [int(v) for v in text.replace(":", ",").split(",")]
-    except ValueError:
-        parts = []
-    if len(parts) == 1 and parts[0] >= 0:
-        return parts[0]
-    if len(parts) == 2:
-        return tuple(parts)
-    raise argparse.ArgumentTypeError(f"window must be K (lags -K..K) or LO,HI; got {text!r}")
 
 
 def _checkpoint(text: str):
@@ -66,16 +52,17 @@ def _checkpoint(text: str):
 def register(sub):
     import argparse
 
+    from icl_cmr.analyses.commands.options import add_lags, add_output
+
     p = sub.add_parser("heads", help=HELP, description=DESCRIPTION,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("model_name", nargs="?", default=None, metavar="MODEL",
                    help="model to read (default smollm2-135m)")
-    p.add_argument("-o", "--output", required=True, metavar="HEADS.nc", help="netCDF file to write (atomically)")
+    add_output(p, "HEADS.nc")
     p.add_argument("--n-words", type=int, default=100, metavar="N", help="words per list (default 100)")
     p.add_argument("--n-prompts", type=int, default=5, metavar="P", help="random lists (prompts) (default 5)")
     p.add_argument("--seed", type=int, default=0, help="seed of the list permutations (default 0)")
-    p.add_argument("--window", type=_window, default=8, metavar="K|LO,HI",
-                   help="lags to keep: K for -K..K or LO,HI (default 8)")
+    add_lags(p, 8, "lags to keep")
     p.add_argument("--soft-rule", choices=("query_only", "teacher_forced"), default="query_only",
                    help="which words count as still available in the soft lag-CRP (docs/heads.md)")
     p.add_argument("--cache-dir", default=None, metavar="DIR",
@@ -100,7 +87,7 @@ def _run_published(args):
             f"profiles), not both; got MODEL {args.model_name!r} and --published"
         )
     try:
-        from adapters.published import read_published_profiles
+        from icl_cmr.adapters.published import read_published_profiles
     except ImportError as exc:
         raise DataSourceError(f"reading published profiles is not available in this build ({exc})") from exc
     return read_published_profiles(args.published, model=args.published_model, checkpoint=args.checkpoint)
@@ -109,16 +96,17 @@ def _run_published(args):
 def _run_model(args):
     from tqdm.auto import tqdm
 
-    from adapters.head_profiles import lag_range
-    from adapters.transformer_lens import DEFAULT_MODEL, extract_heads, load_model
-    from cmr.errors import DataSourceError, PromptError
+    from icl_cmr.adapters.head_profiles import lag_range
+    from cmr.errors import DataSourceError
+    from icl_cmr.adapters.errors import PromptError
+    from icl_cmr.adapters.transformer_lens import DEFAULT_MODEL, extract_heads, load_model
 
     if args.published_model is not None:
         raise DataSourceError("--model NAME goes with --published PATH; to run a model give it as MODEL")
     checkpoint = -1 if args.checkpoint is None else args.checkpoint
     if not isinstance(checkpoint, int):
         raise DataSourceError(f"--checkpoint must be an integer when running a model; got {checkpoint!r}")
-    lag_range(args.window, args.n_words)  # bad settings fail before the model loads
+    lag_range(args.lags, args.n_words)  # bad settings fail before the model loads
     if args.n_prompts < 1:
         raise PromptError(f"--n-prompts must be >= 1; got {args.n_prompts}")
     name = args.model_name or DEFAULT_MODEL
@@ -126,17 +114,18 @@ def _run_model(args):
     model = load_model(name, cache_dir=args.cache_dir)
     with tqdm(total=args.n_prompts, desc=f"{name}: prompts", unit="prompt", disable=args.no_progress) as bar:
         return extract_heads(model, n_words=args.n_words, n_prompts=args.n_prompts, seed=args.seed,
-                             window=args.window, soft_rule=args.soft_rule, checkpoint=checkpoint,
+                             lags=args.lags, soft_rule=args.soft_rule, checkpoint=checkpoint,
                              progress=bar.update)
 
 
 def run(args) -> int:
     import numpy as np
 
-    from cmr.io import save_dataset
+    from cmr.io import result_format, write_result
 
+    result_format(args.output)  # an unknown extension fails before the model loads
     heads = _run_published(args) if args.published else _run_model(args)
-    path = save_dataset(heads, args.output)
+    path = write_result(heads, args.output)
     lags = heads["lag"].values
     summary = f"wrote {path}: {heads.sizes['layer']} layers x {heads.sizes['head']} heads, lags {lags[0]}..{lags[-1]}"
     if "induction_score" in heads and not args.published:

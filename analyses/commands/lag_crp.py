@@ -19,28 +19,28 @@ Bundled data sets (read from the installed packages, not shipped here):
   psifr:peers_notask     126 subjects x 28 lists x 16 items (PEERS; the paper's Fig. 4a)
   cymr:Morton2013_mixed  29 subjects x 30 lists x 24 items (needs cymr)
 
-The output netCDF holds, per subject (or pooled) and lag: actual (transitions made),
-possible (transitions possible), profile = actual / possible and sem. Open it with
-xarray.open_dataset or cmr.io.load_dataset.
+The output holds, per subject (or pooled) and lag: actual (transitions made), possible
+(transitions possible), profile = actual / possible and sem. Its extension picks the format:
+.nc (netCDF; open it with cmr.load_dataset or xarray), .csv or .parquet (one row per subject
+and lag, for a spreadsheet or R).
 
 Examples:
   icl-cmr lag-crp psifr:Morton2013 -o morton_crp.nc
-  icl-cmr lag-crp my_experiment.csv -o crp.nc --max-lag 5 --pooled
+  icl-cmr lag-crp my_experiment.csv -o crp.csv --lags 5 --pooled
 """
 
 
 def register(sub):
     import argparse
 
+    from icl_cmr.analyses.commands.options import add_lags, add_output
+
     p = sub.add_parser(
         "lag-crp", help=HELP, description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     p.add_argument("source", metavar="SOURCE", help="bundled data set name (e.g. psifr:Morton2013) or a CSV file")
-    p.add_argument("-o", "--output", required=True, metavar="OUT.nc", help="netCDF file to write (atomically)")
-    p.add_argument(
-        "--max-lag", type=int, default=None, metavar="K",
-        help="keep lags -K..K only (default: every possible lag, up to list length - 1)",
-    )
+    add_output(p, "OUT.nc")
+    add_lags(p, None, "lags to keep")
     p.add_argument(
         "--pooled", action="store_true",
         help="pool all subjects' transitions into one profile (sem across subjects) instead of one per subject",
@@ -49,16 +49,14 @@ def register(sub):
 
 
 def run(args) -> int:
-    from adapters.recall_data import load_recall_data
-    from cmr.errors import RecallDataError
-    from cmr.io import save_dataset
-    from cmr.lag_crp import lag_crp
+    from cmr import lag_crp, write_result
+    from cmr.io import result_format
+    from icl_cmr.adapters.recall_data import load_recall_data
 
-    if args.max_lag is not None and args.max_lag < 0:
-        raise RecallDataError(f"--max-lag must be >= 0; got {args.max_lag}")
+    result_format(args.output)
     events = load_recall_data(args.source)
-    crp = lag_crp(events, by=None if args.pooled else "subject", max_lag=args.max_lag)
-    path = save_dataset(crp, args.output)
+    crp = lag_crp(events, by=None if args.pooled else "subject", lags=args.lags)
+    path = write_result(crp, args.output)
     units = "pooled" if args.pooled else f"{crp.sizes['subject']} subjects"
     lags = crp["lag"].values
     print(f"wrote {path}: lag-CRP of {args.source} ({units}, {events.sizes['trial']} lists, lags {lags[0]}..{lags[-1]})")

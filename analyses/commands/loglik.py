@@ -68,8 +68,8 @@ def _number(value):
 def run(args) -> int:
     import json
 
-    from adapters.recall_data import load_recall_data
-    from cmr.likelihood import log_likelihood
+    from icl_cmr.adapters.recall_data import load_recall_data
+    from cmr.textbook.likelihood import log_likelihood
 
     params = read_params_json(args.params)
     events = load_recall_data(args.source)

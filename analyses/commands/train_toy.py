@@ -24,7 +24,6 @@ Examples:
   icl-cmr train-toy -o toy --threads 1      # 3000 steps, about 7 minutes on one core
   icl-cmr train-toy -o toy --quick          # the first 1500 steps of the same run
   icl-cmr train-toy -o toy --steps 6000 --seed 1
-  icl-cmr train-toy -o toy-words --recipe words   # an earlier recipe (no lag +1 induction head)
 """
 
 
@@ -38,12 +37,8 @@ def register(sub):
     p.add_argument("--steps", type=int, default=None, help="training steps (default 3000; quick 1500)")
     p.add_argument("--seed", type=int, default=0, help="seed of initialisation and data order (default 0)")
     p.add_argument("--checkpoints", type=int, default=None, help="number of checkpoints incl. step 0 (default 24; quick 16)")
-    p.add_argument("--recipe", choices=("copies", "words", "segments"), default="copies",
-                   help="training data: copies (default: text with repeated short phrases), words (random "
-                        "frequent words with one repeated segment), segments (one random-token segment "
-                        "repeated inside text); see docs/training-dynamics.md")
     p.add_argument("--repeat-fraction", type=float, default=None, metavar="F",
-                   help="share of rows with repeats (default 1.0; session 1's words recipe used 0.9)")
+                   help="share of rows with repeated phrases (default 1.0)")
     p.add_argument("--text", default="wikipedia", help="training text: wikipedia (default), a file or a directory")
     p.add_argument("--n-words", type=int, default=20, help="words per prompt list in the scan (default 20)")
     p.add_argument("--n-prompts", type=int, default=4, help="prompts per checkpoint in the scan (default 4)")
@@ -60,18 +55,19 @@ def run(args) -> int:
     import json
     from pathlib import Path
 
-    from analyses import dynamics, train_toy
-    from analyses.commands.fit import load_grid
+    from icl_cmr.adapters import toy_model
+    from icl_cmr.analyses import dynamics
+    from icl_cmr.analyses.commands.fit import load_grid
     from cmr.errors import DataSourceError
     from cmr.io import atomic_write, save_dataset
 
     if args.threads:
-        import torch
+        from icl_cmr.adapters.transformer_lens import set_threads
 
-        torch.set_num_threads(args.threads)
+        set_threads(args.threads)
     out = Path(args.output)
-    settings = train_toy.QUICK if args.quick else train_toy.ToySettings()
-    changes = {"seed": args.seed, "text": str(args.text), "recipe": args.recipe}
+    settings = toy_model.QUICK if args.quick else toy_model.ToySettings()
+    changes = {"seed": args.seed, "text": str(args.text)}
     if args.steps is not None:
         changes["steps"] = args.steps
     if args.checkpoints is not None:
@@ -79,7 +75,7 @@ def run(args) -> int:
     if args.repeat_fraction is not None:
         changes["repeat_fraction"] = args.repeat_fraction
     settings = dataclasses.replace(settings, **changes).validate()
-    log_path = out / train_toy.LOG_FILE
+    log_path = out / toy_model.LOG_FILE
     finished = False
     if args.resume and log_path.is_file():
         record = json.loads(log_path.read_text())
@@ -88,12 +84,12 @@ def run(args) -> int:
     if finished:
         print(f"training in {out} is complete; skipped")
     else:
-        record = train_toy.train_toy(out, settings)
+        record = toy_model.train_toy(out, settings)
         print(f"trained {record['n_parameters']} parameters for {settings.steps} steps in {record['seconds']:.0f} s")
     if args.no_scan:
         return 0
-    words = train_toy.prompt_words(out, args.n_words)
-    profiles = dynamics.scan_checkpoints(train_toy.list_checkpoints(out), words=words, n_prompts=args.n_prompts,
+    words = toy_model.prompt_words(out, args.n_words)
+    profiles = dynamics.scan_checkpoints(toy_model.list_checkpoints(out), words=words, n_prompts=args.n_prompts,
                                          seed=args.seed, model_name="toy")
     save_dataset(profiles, out / "profiles.nc")
     try:
@@ -108,10 +104,10 @@ def run(args) -> int:
         table = dynamics.layer_summary(fits, profiles)
         with atomic_write(out / "dynamics.csv") as tmp:
             table.to_csv(tmp, index=False)
-        from analyses.dynamics_figures import plot_toy_dynamics
+        from icl_cmr.analyses.dynamics_figures import plot_toy_dynamics
 
         with atomic_write(out / "dynamics.png") as tmp:
-            plot_toy_dynamics(table, tmp, training_log=json.loads((out / train_toy.LOG_FILE).read_text()))
+            plot_toy_dynamics(table, tmp, training_log=json.loads((out / toy_model.LOG_FILE).read_text()))
         shown = [c for c in ("checkpoint", "layer", "max_induction_score", "best_distance", "share_cmr_like",
                              "beta_enc", "beta_rec", "gamma", "inverse_temperature") if c in table]
         print(f"CMR fits against {grid_name}:")

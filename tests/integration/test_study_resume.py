@@ -41,7 +41,7 @@ def small_grid(tmp_path_factory):
     require("torch")
     require("psifr")
     from cmr.io import save_dataset
-    from cmr.profiles import paper_teacher_forced_grid
+    from cmr.grids import paper_teacher_forced_grid
 
     grid = paper_teacher_forced_grid(beta_enc=[0.2, 0.5, 0.8], beta_rec=[0.2, 0.5, 0.8], gamma=[0.0, 0.5])
     path = tmp_path_factory.mktemp("grid") / "grid.nc"

@@ -8,7 +8,7 @@ import xarray as xr
 
 from cmr import errors
 from cmr.events import from_recall_matrix, from_table
-from cmr.lag_crp import lag_counts, lag_crp
+from cmr.crp import lag_counts, lag_crp
 
 
 def _good():
@@ -36,7 +36,7 @@ def _csv(tmp_path, text: bytes, name="data.csv"):
 
 
 def _load(source):
-    from adapters.recall_data import load_recall_data
+    from icl_cmr.adapters.recall_data import load_recall_data
 
     return load_recall_data(source)
 
@@ -108,7 +108,7 @@ CASES = [
     ("1-d recall matrix", lambda p: from_recall_matrix([1, 2], 4),
      errors.RecallDataError, r"must be 2-d \(trials x outputs\); got shape \(2,\)"),
     ("list lengths per trial", lambda p: from_recall_matrix([[1], [2]], [3, 3, 3]),
-     errors.RecallDataError, r"list_length needs one value per trial \(2\); got 3 values"),
+     errors.RecallDataError, r"list_length must be an integer or one integer per trial \(2\); got shape \(3,\)"),
     ("unknown bundled name", lambda p: _load("psifr:Morton2014"),
      errors.DataSourceError, r"unknown bundled recall data set 'psifr:Morton2014'; known: psifr:Morton2013"),
     ("missing file", lambda p: _load(p / "nothere.csv"),
@@ -137,12 +137,14 @@ CASES = [
      errors.SchemaError, r"expected a 'events' dataset; got 'lag_profile'"),
     ("events with recalls out of range", lambda p: lag_crp(_events().assign(list_length=("trial", [1]))),
      errors.SchemaError, r"recalls must be serial positions 1\.\.list_length"),
-    ("bad lag window", lambda p: lag_crp(_events(), max_lag="5"),
-     errors.RecallDataError, r"max_lag must be None, an integer K .* got '5'"),
-    ("negative max_lag", lambda p: lag_crp(_events(), max_lag=-1),
-     errors.RecallDataError, r"max_lag must be >= 0; got -1"),
+    ("bad lag window", lambda p: lag_crp(_events(), lags="5"),
+     errors.ProfileError, r"lags must be None \(every lag\), an integer K .* got '5'"),
+    ("negative lag window", lambda p: lag_crp(_events(), lags=-1),
+     errors.ProfileError, r"needs K >= 0; got -1"),
+    ("lag window not increasing", lambda p: lag_crp(_events(), lags=[2, -2]),
+     errors.ProfileError, r"strictly increasing; got \[2, -2\]"),
     ("lag_counts out of range", lambda p: lag_counts([[1, 4]], 3),
-     errors.RecallDataError, r"serial positions 1\.\.list_length.*got values 1\.\.4 with list lengths up to 3"),
+     errors.RecallDataError, r"serial positions 1\.\.list_length \(3\).*got 4 at trial 0, output 2"),
     ("lag_counts float recalls", lambda p: lag_counts([[1.0, 2.0]], 3),
      errors.RecallDataError, r"2-d integer array .* got 2-d float64"),
 ]

@@ -6,10 +6,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cmr import _cmr
+from cmr.textbook import _kernels as _cmr
 from cmr.events import from_recall_matrix, from_table
-from cmr.likelihood import log_likelihood
-from cmr.parameters import PARAMETER_SPECS, parameter_vector
+from cmr.textbook.likelihood import log_likelihood
+from cmr.textbook.parameters import PARAMETER_SPECS, parameter_vector
 from tests.conftest import require
 
 MORTON_PARAMS = dict(

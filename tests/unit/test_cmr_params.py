@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from cmr.errors import ParameterError
-from cmr.parameters import (
+from cmr.textbook.parameters import (
     PARAMETER_NAMES,
     PARAMETER_SPECS,
     default_parameters,

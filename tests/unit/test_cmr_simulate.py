@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 
 from cmr.errors import ParameterError, RecallDataError
 from cmr.events import from_recall_matrix, from_table
-from cmr.likelihood import log_likelihood
-from cmr.parameters import default_parameters
-from cmr.simulate import simulate_free_recall, simulate_recalls
+from cmr.textbook.likelihood import log_likelihood
+from cmr.textbook.parameters import default_parameters
+from cmr.textbook.simulate import simulate_free_recall, simulate_recalls
 from tests.conftest import require
 from tests.unit.test_cmr_likelihood import _params_strategy
 
@@ -75,9 +75,9 @@ def test_simulate_then_likelihood_is_finite(params, n, seed):
 
 def test_bad_arguments_raise_typed_errors():
     params = default_parameters()
-    with pytest.raises(RecallDataError, match="list_length must be a positive integer"):
+    with pytest.raises(ParameterError, match="list_length must be an integer >= 1; got 0"):
         simulate_recalls(params, 0, 3, rng=1)
-    with pytest.raises(RecallDataError, match="rng"):
+    with pytest.raises(ParameterError, match="rng"):
         simulate_recalls(params, 3, 3, rng="seed")
     with pytest.raises(RecallDataError, match="pool_size"):
         simulate_recalls(params, 10, 3, rng=1, pool_size=5)

@@ -48,7 +48,7 @@ def assert_same(lazy, eager):
 def test_chunked_fit_is_lazy_and_identical_to_in_process():
     require("dask")
     data = heads()
-    options = dict(objective="lsq", n_bootstrap=5, seed=1)
+    options = dict(objective="lsq", n_bootstrap=5, rng=1)
     eager = fit_profiles(data, grid(), **options)
     lazy = fit_profiles(data.chunk({"layer": 1, "head": 4}), grid(), **options)
     assert lazy["distance"].chunks is not None

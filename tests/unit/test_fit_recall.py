@@ -8,11 +8,11 @@ import pytest
 
 from cmr.errors import ParameterError
 from cmr.events import from_recall_matrix, from_table
-from cmr.fit_recall import fit_recall, parameter_recovery
+from cmr.textbook.fit import fit_recall, parameter_recovery
 from cmr.io import load_dataset, save_dataset
-from cmr.likelihood import log_likelihood
-from cmr.parameters import PARAMETER_NAMES, default_parameters
-from cmr.simulate import simulate_recalls
+from cmr.textbook.likelihood import log_likelihood
+from cmr.textbook.parameters import PARAMETER_NAMES, default_parameters
+from cmr.textbook.simulate import simulate_recalls
 
 FAST_DE = dict(popsize=8, tol=0.02, maxiter=60)
 
@@ -30,7 +30,7 @@ def two_subjects():
 @pytest.fixture(scope="module")
 def fits(two_subjects):
     _, events = two_subjects
-    return fit_recall(events, ["B_enc", "T"], fixed={"B_rec": 0.8}, seed=3, n_jobs=2, progress=False,
+    return fit_recall(events, ["B_enc", "T"], fixed={"B_rec": 0.8}, rng=3, n_jobs=2, progress=False,
                       de_options=FAST_DE)
 
 
@@ -69,13 +69,13 @@ def test_fit_dataset_round_trips_netcdf(fits, tmp_path):
 def test_seeded_fits_are_reproducible(two_subjects):
     _, events = two_subjects
     one = events.isel(trial=slice(0, 10))
-    a = fit_recall(one, ["T"], seed=5, progress=False, de_options=FAST_DE, polish=False)
-    b = fit_recall(one, ["T"], seed=5, progress=False, de_options=FAST_DE, polish=False, n_jobs=2)
+    a = fit_recall(one, ["T"], rng=5, progress=False, de_options=FAST_DE, polish=False)
+    b = fit_recall(one, ["T"], rng=5, progress=False, de_options=FAST_DE, polish=False, n_jobs=2)
     np.testing.assert_array_equal(a["value"].values, b["value"].values)
 
 
 def test_parameter_recovery_returns_truth_and_correlation():
-    rec = parameter_recovery(4, ["B_rec"], list_length=8, n_lists=10, seed=1, progress=False,
+    rec = parameter_recovery(4, ["B_rec"], list_length=8, n_lists=10, rng=1, progress=False,
                              de_options=dict(popsize=6, maxiter=20))
     assert rec.sizes["subject"] == 4
     assert np.isfinite(rec["correlation"].sel(parameter="B_rec"))
@@ -96,8 +96,8 @@ def test_bad_free_and_fixed_raise(two_subjects):
 
 
 def test_cli_loglik_and_fit_recall(tmp_path, capsys):
-    from analyses.cli import main
-    from cmr.simulate import simulate_free_recall
+    from icl_cmr.analyses.cli import main
+    from cmr.textbook.simulate import simulate_free_recall
 
     table = simulate_free_recall(default_parameters(), 8, 6, subjects=2, rng=4)
     csv = tmp_path / "data.csv"
@@ -125,18 +125,18 @@ def test_cli_loglik_and_fit_recall(tmp_path, capsys):
 @pytest.mark.slow
 def test_parameter_recovery_study_b_enc_b_rec_t():
     """20 simulated subjects (96 lists x 24 items); B_enc, B_rec, T recovered with r >= 0.9."""
-    from analyses.recovery import RECOVERY_RANGES
+    from icl_cmr.analyses.recovery import RECOVERY_RANGES
 
     free = ["B_enc", "B_rec", "T"]
     rec = parameter_recovery(20, free, ranges={name: RECOVERY_RANGES[name] for name in free},
-                             list_length=24, n_lists=96, seed=2, n_jobs=2, progress=False)
+                             list_length=24, n_lists=96, rng=2, n_jobs=2, progress=False)
     for name in free:
         assert float(rec["correlation"].sel(parameter=name)) >= 0.9, name
 
 
 def test_kernel_compiled_once_for_all_subjects(fits):
     """All subjects and all fits share one compiled specialisation (no per-subject recompilation)."""
-    from cmr import _cmr
+    from cmr.textbook import _kernels as _cmr
 
     assert len(_cmr.population_log_likelihood.signatures) == 1
     assert len(_cmr.trials_log_likelihood.signatures) == 1

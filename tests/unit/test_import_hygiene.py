@@ -1,11 +1,11 @@
-"""`import cmr` is the standalone modelling toolkit: no torch, transformer_lens or matplotlib."""
+"""`import cmr` is the standalone modelling toolkit: fast, no torch, transformer_lens or matplotlib."""
 import json
 import subprocess
 import sys
 
 import pytest
 
-FORBIDDEN = ("torch", "transformer_lens", "transformers", "matplotlib", "adapters", "analyses")
+FORBIDDEN = ("torch", "transformer_lens", "transformers", "matplotlib", "icl_cmr", "adapters", "analyses")
 
 
 def _run(code: str) -> str:
@@ -13,10 +13,10 @@ def _run(code: str) -> str:
     return out.stdout.strip().splitlines()[-1]
 
 
-def test_import_cmr_loads_no_heavy_or_upper_layer_modules():
+def test_import_cmr_gives_the_flat_api_without_heavy_or_upper_layer_modules():
     code = (
         "import sys, json, cmr\n"
-        "import cmr.lag_crp, cmr.events, cmr.io, cmr.schema\n"
+        "cmr.lag_crp, cmr.fit_recall, cmr.fit_profiles, cmr.spc\n"
         f"print(json.dumps(sorted(m for m in {FORBIDDEN!r} if m in sys.modules)))"
     )
     assert json.loads(_run(code)) == []
@@ -25,8 +25,8 @@ def test_import_cmr_loads_no_heavy_or_upper_layer_modules():
 def test_every_cmr_module_imports_without_heavy_modules():
     code = (
         "import sys, json, pkgutil, importlib, cmr\n"
-        "for m in pkgutil.iter_modules(cmr.__path__):\n"
-        "    importlib.import_module('cmr.' + m.name)\n"
+        "for m in pkgutil.walk_packages(cmr.__path__, 'cmr.'):\n"
+        "    importlib.import_module(m.name)\n"
         f"print(json.dumps(sorted(m for m in {FORBIDDEN!r} if m in sys.modules)))"
     )
     assert json.loads(_run(code)) == []
@@ -39,7 +39,16 @@ def test_import_cmr_is_fast_when_warm():
     assert elapsed < 1.5, f"import cmr took {elapsed:.2f} s warm (limit 1.5 s)"
 
 
-@pytest.mark.parametrize("module", ["adapters", "analyses", "analyses.cli"])
+@pytest.mark.parametrize("module", ["icl_cmr.adapters", "icl_cmr.analyses", "icl_cmr.analyses.cli",
+                                    "icl_cmr.adapters.transformer_lens", "icl_cmr.adapters.interventions"])
 def test_upper_layers_import_without_torch(module):
     code = f"import sys, {module}; print('torch' in sys.modules)"
     assert _run(code) == "False"
+
+
+def test_the_upper_layers_live_under_one_namespace():
+    code = (
+        "import json, importlib.util\n"
+        "print(json.dumps([importlib.util.find_spec(n) is not None for n in ('icl_cmr.adapters', 'icl_cmr.analyses')]))"
+    )
+    assert json.loads(_run(code)) == [True, True]

@@ -8,8 +8,9 @@ import xarray as xr
 from cmr import errors
 from cmr.events import from_recall_matrix
 from cmr.io import atomic_write, load_dataset, save_dataset
-from cmr.lag_crp import lag_crp
-from cmr.recall_stats import lag_crp_compound, lag_rank, pfr, spc
+from cmr.crp import lag_crp
+from cmr.crp import lag_crp_compound
+from cmr.recall_stats import lag_rank, pfr, spc
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +37,7 @@ def test_events_round_trip_identical(events, tmp_path):
 
 @pytest.mark.parametrize("by", ["subject", "trial", None])
 def test_lag_profile_round_trip_identical(events, tmp_path, by):
-    crp = lag_crp(events, by=by, max_lag=(-2, 3))
+    crp = lag_crp(events, by=by, lags=range(-2, 4))
     back = _round_trip(crp, tmp_path, "lag_profile")
     assert back["actual"].dtype == np.int64 and back["possible"].dtype == np.int64
     assert np.isnan(back["profile"].values).any()  # NaN where nothing was possible survives
@@ -95,3 +96,21 @@ def test_attrs_must_be_netcdf_safe(events, tmp_path):
     crp.attrs["flag"] = True
     with pytest.raises(errors.SchemaError, match=r"attribute 'flag' must be str, int, float.*got bool"):
         save_dataset(crp, tmp_path / "crp.nc")
+
+
+def test_atomic_directory_leaves_nothing_on_failure_and_replaces_on_success(tmp_path):
+    from cmr.io import atomic_directory
+
+    with pytest.raises(RuntimeError):
+        with atomic_directory(tmp_path / "step_000010") as tmp:
+            (tmp / "part").write_text("half")
+            raise RuntimeError("killed")
+    assert list(tmp_path.iterdir()) == []
+    for text in ("first", "second"):
+        with atomic_directory(tmp_path / "step_000010") as tmp:
+            (tmp / "part").write_text(text)
+    assert (tmp_path / "step_000010" / "part").read_text() == "second"
+    with atomic_directory(tmp_path / "step_000010", replace=False) as tmp:
+        (tmp / "part").write_text("third")
+    assert (tmp_path / "step_000010" / "part").read_text() == "second"
+    assert [p.name for p in tmp_path.iterdir()] == ["step_000010"]

@@ -7,9 +7,9 @@ import xarray as xr
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cmr.errors import RecallDataError
+from cmr.errors import ProfileError, RecallDataError
 from cmr.events import from_recall_matrix
-from cmr.lag_crp import lag_counts, lag_crp
+from cmr.crp import lag_counts, lag_crp
 from tests.conftest import require
 
 
@@ -17,7 +17,7 @@ from tests.conftest import require
 def bundled(request):
     """(events dataset, psifr merged table) of one bundled psifr data set."""
     fr = require("psifr.fr")
-    from adapters.recall_data import load_recall_data
+    from icl_cmr.adapters.recall_data import load_recall_data
 
     events = load_recall_data(f"psifr:{request.param}")
     merged = fr.merge_free_recall(fr.sample_data(request.param))
@@ -39,8 +39,8 @@ def test_lag_crp_equals_psifr_for_every_subject_and_lag(bundled):
 
 def test_pooled_lag_crp_is_the_sum_over_subjects(bundled):
     events, _ = bundled
-    per_subject = lag_crp(events, by="subject", max_lag=5)
-    pooled = lag_crp(events, by=None, max_lag=5)
+    per_subject = lag_crp(events, by="subject", lags=5)
+    pooled = lag_crp(events, by=None, lags=5)
     assert pooled["profile"].dims == ("lag",)
     assert np.array_equal(pooled["actual"].values, per_subject["actual"].sum("subject").values)
     assert np.array_equal(pooled["possible"].values, per_subject["possible"].sum("subject").values)
@@ -51,8 +51,8 @@ def test_pooled_lag_crp_is_the_sum_over_subjects(bundled):
 
 def test_by_trial_sums_to_by_subject(bundled):
     events, _ = bundled
-    per_trial = lag_crp(events, by="trial", max_lag=3)
-    per_subject = lag_crp(events, by="subject", max_lag=3)
+    per_trial = lag_crp(events, by="trial", lags=3)
+    per_subject = lag_crp(events, by="subject", lags=3)
     summed = per_trial["actual"].groupby("subject").sum()
     assert np.array_equal(summed.values, per_subject["actual"].values)
 
@@ -92,15 +92,17 @@ def test_first_recall_after_intrusion_and_no_transitions():
 
 def test_lag_window_cuts_and_pads():
     ds = from_recall_matrix(np.array([[4, 2, 3, 1]]), 4)
-    wide = lag_crp(ds, by=None, max_lag=(-5, 6))
+    wide = lag_crp(ds, by=None, lags=range(-5, 7))
     assert wide["lag"].values.tolist() == list(range(-5, 7))
     full = lag_crp(ds, by=None)
     assert np.array_equal(wide["actual"].sel(lag=full["lag"]).values, full["actual"].values)
     assert wide["possible"].sel(lag=[-5, -4, 4, 5, 6]).values.sum() == 0
-    narrow = lag_crp(ds, by=None, max_lag=1)
+    narrow = lag_crp(ds, by=None, lags=1)
     assert narrow["lag"].values.tolist() == [-1, 0, 1]
-    with pytest.raises(RecallDataError, match="first <= last"):
-        lag_crp(ds, max_lag=(2, -2))
+    gaps = lag_crp(ds, by=None, lags=[-2, -1, 1, 2])
+    assert np.array_equal(gaps["actual"].values, full["actual"].sel(lag=[-2, -1, 1, 2]).values)
+    with pytest.raises(ProfileError, match="strictly increasing"):
+        lag_crp(ds, lags=(2, -2))
     with pytest.raises(RecallDataError, match="by must be"):
         lag_crp(ds, by="session")
 
@@ -181,7 +183,7 @@ def test_lag_profile_netcdf_round_trip_is_identical(tmp_path_factory, data):
 
 
 def test_cli_lag_crp_writes_a_loadable_profile(tmp_path, capsys):
-    from analyses.cli import main
+    from icl_cmr.analyses.cli import main
     from cmr.io import load_dataset
 
     source = tmp_path / "tiny.csv"
@@ -189,7 +191,7 @@ def test_cli_lag_crp_writes_a_loadable_profile(tmp_path, capsys):
 
     to_table(from_recall_matrix(np.array([[4, 2, 3, 1], [1, 2, 0, 0]]), 4, subject=[1, 2])).to_csv(source, index=False)
     out = tmp_path / "crp.nc"
-    assert main(["lag-crp", str(source), "-o", str(out), "--max-lag", "2"]) == 0
+    assert main(["lag-crp", str(source), "-o", str(out), "--lags", "2"]) == 0
     crp = load_dataset(out, "lag_profile")
     assert crp["profile"].dims == ("subject", "lag") and crp["lag"].values.tolist() == [-2, -1, 0, 1, 2]
     assert crp["actual"].sel(subject=1).values.tolist() == [2, 0, 0, 1, 0]

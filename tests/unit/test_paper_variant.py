@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cmr.errors import ParameterError, RecallDataError
-from cmr.paper_variant import (
+from cmr.paper.simulate import (
     closed_form_crp,
     paper_lag_statistics,
     simulate_paper_free_recall,
@@ -41,7 +41,7 @@ def test_no_context_drift_repeats_the_next_item_until_the_cap():
     recalls, _ = simulate_paper_recalls(1.0, 0.0, 0.7, start_positions=[5], n_trials=2, max_recalls=50, rng=1)
     assert (recalls == 6).all()
     # the study's CRP then has 1/50 at +1 (the transition from s0) and 49/50 at 0, as in its saved grid
-    stats = paper_lag_statistics(1.0, 0.0, 0.7, n_trials=4, seed=3)
+    stats = paper_lag_statistics(1.0, 0.0, 0.7, n_trials=4, rng=3)
     per_start = stats["per_start"][0]
     np.testing.assert_allclose(per_start[:, 8], 49 / 50, rtol=0, atol=1e-15)
     np.testing.assert_allclose(per_start[:, 9], 1 / 50, rtol=0, atol=1e-15)
@@ -96,7 +96,7 @@ def test_closed_forms_are_distributions_and_match_the_limits():
 
 
 def test_closed_form_points_need_no_simulation():
-    stats = paper_lag_statistics([0.3, 0.3], [1.0, 0.0], [0.0, 0.0], n_trials=1, seed=0)
+    stats = paper_lag_statistics([0.3, 0.3], [1.0, 0.0], [0.0, 0.0], n_trials=1, rng=0)
     assert stats["closed_form"].all()
     np.testing.assert_array_equal(stats["per_start_var"], 0.0)
     np.testing.assert_allclose(stats["per_start"][0, 4], closed_form_crp(0.3, 1.0, 4, 100, 8))
@@ -107,7 +107,7 @@ def test_monte_carlo_agrees_with_the_exact_lag_distribution_of_full_drift():
     # probability (1-a) a**(d-1). With max_recalls = 5 from start 1 the end is never near.
     a = 0.5
     stats = paper_lag_statistics(1 - a, 1.0, 0.0, start_positions=[1], n_trials=4000, max_recalls=5,
-                                 seed=11, closed_forms=False)
+                                 rng=11, closed_forms=False)
     lags = np.arange(1, 9)
     exact = (1 - a) * a ** (lags - 1)
     exact = exact / exact.sum()
@@ -126,9 +126,9 @@ def test_invalid_inputs_raise_typed_errors():
         paper_lag_statistics([0.5], [1.5], [0.0])
     with pytest.raises(RecallDataError, match="start_positions"):
         simulate_paper_recalls(0.5, 0.5, 0.5, list_length=10, start_positions=[11])
-    with pytest.raises(RecallDataError, match="n_trials"):
+    with pytest.raises(ParameterError, match="n_trials"):
         simulate_paper_recalls(0.5, 0.5, 0.5, n_trials=0)
-    with pytest.raises(RecallDataError, match="rng"):
+    with pytest.raises(ParameterError, match="rng"):
         simulate_paper_recalls(0.5, 0.5, 0.5, rng="seven")
     with pytest.raises(ParameterError, match="one parameter point"):
         simulate_paper_recalls([0.5, 0.6], 0.5, 0.5)

@@ -48,14 +48,14 @@ def units(values, dim="subject", lags=LAGS, sem=None):
 
 @pytest.fixture(scope="module")
 def published_grid():
-    from adapters.published_grid import load_published_grid
+    from icl_cmr.adapters.published_grid import load_published_grid
 
     return load_published_grid(reference_path("icl-cmr", "cmr_crp_grid.npz"))
 
 
 @pytest.fixture(scope="module")
 def gpt2():
-    from adapters.published import read_published_profiles
+    from icl_cmr.adapters.published import read_published_profiles
 
     return read_published_profiles(reference_path("icl-cmr", "head_profiles.csv.gz"), model="gpt2-small")
 
@@ -214,8 +214,8 @@ def test_bootstrap_is_seeded_and_ordered(published_grid):
     rng = np.random.default_rng(0)
     values = np.exp(-((LAGS - 1) ** 2) / 3) + 0.05 * rng.normal(size=(3, 11))
     ds = units(values, sem=0.05)
-    a = fit_profiles(ds, published_grid, objective="paper", n_bootstrap=20, seed=4, gaussian=False)
-    b = fit_profiles(ds, published_grid, objective="paper", n_bootstrap=20, seed=4, gaussian=False)
+    a = fit_profiles(ds, published_grid, objective="paper", n_bootstrap=20, rng=4, gaussian=False)
+    b = fit_profiles(ds, published_grid, objective="paper", n_bootstrap=20, rng=4, gaussian=False)
     xr.testing.assert_identical(a["parameters_ci"], b["parameters_ci"])
     assert (a["distance_ci"].sel(bound="lower") <= a["distance_ci"].sel(bound="upper")).all()
     with pytest.raises(SchemaError, match="sem"):
@@ -276,7 +276,7 @@ def test_invalid_nan_gives_nan_with_warning_and_padding_is_quiet():
 
 
 def test_cli_fit_writes_a_profile_fit_file(tmp_path, capsys):
-    from analyses.cli import main
+    from icl_cmr.analyses.cli import main
 
     profiles = units(np.stack([good_values(), np.sin(LAGS / 2.0)]))
     save_dataset(profiles, tmp_path / "profiles.nc")
@@ -286,13 +286,13 @@ def test_cli_fit_writes_a_profile_fit_file(tmp_path, capsys):
     assert code == 0 and "lsq fits of 2 units" in capsys.readouterr().out
     fits = load_dataset(tmp_path / "fits.nc", "profile_fit")
     assert fits.attrs["objective"] == "lsq" and fits.sizes["subject"] == 2
-    code = main(["fit", str(tmp_path / "profiles.nc"), "--grid", str(tmp_path / "grid.nc"), "--max-lag", "7",
+    code = main(["fit", str(tmp_path / "profiles.nc"), "--grid", str(tmp_path / "grid.nc"), "--lags", "7",
                  "-o", str(tmp_path / "bad.nc")])
     assert code == 1 and "lags the profiles lack" in capsys.readouterr().err
 
 
 def test_teacher_forced_generator_refinement_recovers_off_grid_parameters():
-    from cmr import profiles as profiles_module
+    from cmr import grids as profiles_module
 
     def generator(beta_enc, beta_rec, gamma):
         one = profiles_module.paper_teacher_forced_grid([beta_enc], [beta_rec], [gamma], lags=LAGS, list_length=30)

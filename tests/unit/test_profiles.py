@@ -9,7 +9,7 @@ from tests.conftest import reference_path
 
 
 def _published():
-    from adapters.published_grid import load_published_grid
+    from icl_cmr.adapters.published_grid import load_published_grid
 
     return load_published_grid(reference_path("icl-cmr", "cmr_crp_grid.npz"))
 
@@ -30,7 +30,7 @@ def test_published_grid_loads_with_parameter_dims(tmp_path):
 
 
 def test_published_grid_bad_paths(tmp_path):
-    from adapters.published_grid import load_published_grid
+    from icl_cmr.adapters.published_grid import load_published_grid
 
     with pytest.raises(DataSourceError, match="existing .npz"):
         load_published_grid(tmp_path / "absent.npz")
@@ -79,7 +79,7 @@ def _teacher_forced_reference(beta_enc, beta_rec, gamma, n, max_lag):
 
 
 def test_teacher_forced_matches_a_direct_matrix_transcription():
-    from cmr.profiles import paper_teacher_forced_grid
+    from cmr.grids import paper_teacher_forced_grid
 
     grid = paper_teacher_forced_grid([0.2, 0.65, 1.0], [0.0, 0.35, 1.0], [0.0, 0.4, 1.0], list_length=30, lags=range(-6, 7))
     assert grid.attrs["profile_kind"] == "cmr_tf_prob" and grid.attrs["unit_kind"] == "cmr_parameters"
@@ -99,7 +99,7 @@ def test_teacher_forced_matches_a_direct_matrix_transcription():
     n=st.integers(2, 25),
 )
 def test_teacher_forced_probabilities_sum_to_one_per_step(beta_enc, beta_rec, gamma, n):
-    from cmr.profiles import paper_teacher_forced_grid
+    from cmr.grids import paper_teacher_forced_grid
 
     lags = np.arange(-(n - 1), n)
     prob = paper_teacher_forced_grid([beta_enc], [beta_rec], [gamma], list_length=n, lags=lags)["profile"].values.ravel()
@@ -111,7 +111,7 @@ def test_teacher_forced_probabilities_sum_to_one_per_step(beta_enc, beta_rec, ga
 
 
 def test_teacher_forced_hand_worked_full_drift():
-    from cmr.profiles import paper_teacher_forced_grid
+    from cmr.grids import paper_teacher_forced_grid
 
     # beta_enc = beta_rec = 1, gamma = 0: context is the last item, support only on the next one
     prob = paper_teacher_forced_grid([1.0], [1.0], [0.0], list_length=10, lags=range(-3, 4))
@@ -123,7 +123,7 @@ def test_teacher_forced_hand_worked_full_drift():
 
 def test_teacher_forced_paper_grid_shape_and_netcdf_round_trip(tmp_path):
     from cmr.io import load_dataset, save_dataset
-    from cmr.profiles import paper_teacher_forced_grid
+    from cmr.grids import paper_teacher_forced_grid
 
     grid = paper_teacher_forced_grid(kind="logsupport")
     assert grid["profile"].dims == ("beta_enc", "beta_rec", "gamma", "lag")
@@ -174,7 +174,7 @@ def _bonferroni_z(n_tests, family_alpha=1e-3):
 
 
 def test_monte_carlo_reproduces_the_published_grid_at_sampled_points():
-    from cmr.profiles import paper_mc_grid
+    from cmr.grids import paper_mc_grid
 
     published = _published()
     rng = np.random.default_rng(2024)
@@ -182,7 +182,7 @@ def test_monte_carlo_reproduces_the_published_grid_at_sampled_points():
     zs, exact_gaps, rare_gaps = [], [], []
     for i, j, k in points:
         ref = published.isel(beta_enc=[i], beta_rec=[j], gamma=[k])
-        ours = paper_mc_grid(ref["beta_enc"].values, ref["beta_rec"].values, ref["gamma"].values, n_trials=500, seed=5)
+        ours = paper_mc_grid(ref["beta_enc"].values, ref["beta_rec"].values, ref["gamma"].values, n_trials=500, rng=5)
         z, gaps, rare = _z_scores(ours, ref)
         zs.append(z)
         exact_gaps.append(gaps)
@@ -193,10 +193,10 @@ def test_monte_carlo_reproduces_the_published_grid_at_sampled_points():
 @pytest.mark.slow
 def test_monte_carlo_reproduces_the_whole_published_grid():
     """All 4,620 points at the study's 500 trials (a few minutes on 2 cores)."""
-    from cmr.profiles import paper_mc_grid
+    from cmr.grids import paper_mc_grid
 
     published = _published()
-    ours = paper_mc_grid(n_trials=500, seed=0)
+    ours = paper_mc_grid(n_trials=500, rng=0)
     z, exact_gaps, rare_gaps = _z_scores(ours, published)
     assert z.size > 70_000
     _check_reproduction(z, exact_gaps, rare_gaps, (0.9, 1.1))
@@ -206,28 +206,28 @@ def test_monte_carlo_reproduces_the_whole_published_grid():
 
 def test_monte_carlo_grid_is_deterministic_and_subgrids_agree(tmp_path):
     from cmr.io import load_dataset, save_dataset
-    from cmr.profiles import paper_mc_grid
+    from cmr.grids import paper_mc_grid
 
-    options = dict(n_trials=40, seed=9, start_positions=[1, 5, 9])
+    options = dict(n_trials=40, rng=9, start_positions=[1, 5, 9])
     grid = paper_mc_grid([0.3, 0.7], [0.2, 0.9], [0.0, 0.5], **options)
     assert grid["profile"].dims == ("beta_enc", "beta_rec", "gamma", "lag")
     np.testing.assert_allclose(grid["profile"].sum("lag"), 1.0, atol=1e-12)
-    again = paper_mc_grid([0.3, 0.7], [0.2, 0.9], [0.0, 0.5], n_threads=1, **options)
+    again = paper_mc_grid([0.3, 0.7], [0.2, 0.9], [0.0, 0.5], n_jobs=1, **options)
     assert again["profile"].equals(grid["profile"]) and again["sem"].equals(grid["sem"])
     single = paper_mc_grid([0.7], [0.2], [0.5], **options)
     assert single["profile"].equals(grid["profile"].sel(beta_enc=[0.7], beta_rec=[0.2], gamma=[0.5]))
-    other = paper_mc_grid([0.7], [0.2], [0.5], **{**options, "seed": 10})
+    other = paper_mc_grid([0.7], [0.2], [0.5], **{**options, "rng": 10})
     assert not other["profile"].equals(single["profile"])
     back = load_dataset(save_dataset(grid, tmp_path / "mc.nc"), "lag_profile")
     assert back.identical(grid)
 
 
 def test_window_cut_renormalises():
-    from cmr.paper_variant import paper_crp
-    from cmr.profiles import cut_lag_window
+    from cmr.grids import paper_crp
+    from cmr.grids import cut_lag_window
 
-    full = paper_crp(0.6, 0.75, 0.3, n_trials=30, seed=1)
-    five = paper_crp(0.6, 0.75, 0.3, n_trials=30, seed=1, lags=range(-5, 6))
+    full = paper_crp(0.6, 0.75, 0.3, n_trials=30, rng=1)
+    five = paper_crp(0.6, 0.75, 0.3, n_trials=30, rng=1, lags=range(-5, 6))
     assert full["profile"].dims == ("lag",) and float(five["beta_enc"]) == 0.6
     np.testing.assert_allclose(five["profile"].sum(), 1.0)
     expected = full["profile"].sel(lag=range(-5, 6)) / full["profile"].sel(lag=range(-5, 6)).sum()
@@ -238,7 +238,7 @@ def test_window_cut_renormalises():
 
 
 def test_bad_grid_inputs_raise_typed_errors():
-    from cmr.profiles import cut_lag_window, paper_mc_grid, paper_teacher_forced_grid
+    from cmr.grids import cut_lag_window, paper_mc_grid, paper_teacher_forced_grid
 
     with pytest.raises(ParameterError, match="strictly increasing"):
         paper_teacher_forced_grid([0.5, 0.5], [0.1], [0.1])
@@ -260,7 +260,7 @@ def test_bad_grid_inputs_raise_typed_errors():
 
 
 def test_grid_command_writes_lag_profiles(tmp_path, capsys):
-    from analyses.cli import main
+    from icl_cmr.analyses.cli import main
     from cmr.io import load_dataset
 
     out = tmp_path / "tf.nc"
@@ -279,14 +279,14 @@ def test_grid_command_writes_lag_profiles(tmp_path, capsys):
 def test_the_script_settings_are_rejected_by_the_same_criterion():
     # the study's script says 100 recalls per trial; its saved grid was made with 50. The
     # reproduction criterion must be able to tell (this is what made us look).
-    from cmr.profiles import paper_mc_grid
+    from cmr.grids import paper_mc_grid
 
     published = _published()
     zs = []
     for i, j, k in [(5, 1, 1), (3, 4, 5), (11, 15, 3), (8, 10, 7), (2, 7, 9)]:
         ref = published.isel(beta_enc=[i], beta_rec=[j], gamma=[k])
         ours = paper_mc_grid(ref["beta_enc"].values, ref["beta_rec"].values, ref["gamma"].values,
-                             n_trials=500, max_recalls=100, seed=5)
+                             n_trials=500, max_recalls=100, rng=5)
         zs.append(_z_scores(ours, ref)[0])
     assert np.mean(np.concatenate(zs) ** 2) > 3.0
 
@@ -319,7 +319,7 @@ def _hand_worked_textbook(b_enc, b_start, b_rec, temperature):
 
 
 def test_textbook_teacher_forced_hand_worked_two_items():
-    from cmr.profiles import textbook_teacher_forced_grid
+    from cmr.grids import textbook_teacher_forced_grid
 
     fixed = {"Lfc": 0.0, "Lcf": 0.0, "P1": 0.0, "Afc": 0.0, "Acf": 0.0, "Dfc": 1.0, "Dcf": 1.0, "B_start": 0.4}
     grid = textbook_teacher_forced_grid({"B_enc": [0.3, 0.8], "B_rec": [0.2, 0.9], "T": [0.5]}, fixed,
@@ -345,7 +345,7 @@ def test_textbook_teacher_forced_hand_worked_two_items():
     n=st.integers(2, 12),
 )
 def test_textbook_teacher_forced_probabilities_sum_to_one_per_step(b_enc, b_rec, temperature, n):
-    from cmr.profiles import textbook_teacher_forced_grid
+    from cmr.grids import textbook_teacher_forced_grid
 
     lags = np.arange(-(n - 1), n)
     grid = {"B_enc": [b_enc], "B_rec": [b_rec], "T": [temperature]}
@@ -356,7 +356,7 @@ def test_textbook_teacher_forced_probabilities_sum_to_one_per_step(b_enc, b_rec,
 
 
 def test_textbook_teacher_forced_bad_input():
-    from cmr.profiles import textbook_teacher_forced_grid
+    from cmr.grids import textbook_teacher_forced_grid
 
     with pytest.raises(ParameterError, match="unknown CMR parameter"):
         textbook_teacher_forced_grid({"beta_enc": [0.5]})
@@ -371,7 +371,7 @@ def test_textbook_teacher_forced_bad_input():
 def test_grid_command_textbook_variant(tmp_path, capsys):
     import json
 
-    from analyses.cli import main
+    from icl_cmr.analyses.cli import main
     from cmr.io import load_dataset
 
     fixed = tmp_path / "fixed.json"

@@ -7,8 +7,8 @@ import sys
 import numpy as np
 import pytest
 
-from adapters import prompts
-from cmr.errors import PromptError
+from icl_cmr.adapters import prompts
+from icl_cmr.adapters.errors import PromptError
 
 
 class FakeTokenizer:
@@ -87,7 +87,7 @@ def test_prompt_longer_than_the_context_is_a_prompt_error():
 
 def test_prompt_and_profile_modules_do_not_import_torch():
     code = (
-        "import sys, adapters.prompts, adapters.head_profiles, adapters.transformer_lens; "
+        "import sys, icl_cmr.adapters.prompts, icl_cmr.adapters.head_profiles, icl_cmr.adapters.transformer_lens; "
         "bad = [m for m in ('torch', 'transformers', 'transformer_lens') if m in sys.modules]; "
         "sys.exit(str(bad) if bad else 0)"
     )

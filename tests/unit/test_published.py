@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 import xarray as xr
 
-from adapters.published import read_published_metrics, read_published_profiles
+from icl_cmr.adapters.published import read_published_metrics, read_published_profiles
 from cmr.errors import DataSourceError, FileFormatError, ParameterError
 from cmr.io import load_dataset, save_dataset
 from tests.conftest import reference_path

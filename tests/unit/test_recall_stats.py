@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from cmr import recall_stats
 from cmr.events import from_recall_matrix
-from cmr.lag_crp import lag_crp
+from cmr.crp import lag_crp, lag_crp_compound
 
 
 @pytest.fixture(scope="module", params=["Morton2013", "peers_notask"])
@@ -16,7 +16,7 @@ def bundled(request):
     from tests.conftest import require
 
     fr = require("psifr.fr")
-    from adapters.recall_data import load_recall_data
+    from icl_cmr.adapters.recall_data import load_recall_data
 
     events = load_recall_data(f"psifr:{request.param}")
     merged = fr.merge_free_recall(fr.sample_data(request.param))
@@ -56,7 +56,7 @@ def test_compound_lag_crp_equals_psifr(bundled):
     events, merged, fr = bundled
     events, merged = _first_subjects(events, merged)
     ref = fr.lag_crp_compound(merged).set_index(["subject", "previous", "current"]).to_xarray()
-    ours = recall_stats.lag_crp_compound(events)
+    ours = lag_crp_compound(events)
     assert ours["profile"].dims == ("subject", "previous_lag", "lag")
     assert np.array_equal(ours["actual"].values, ref["actual"].values)
     assert np.array_equal(ours["possible"].values, ref["possible"].values)
@@ -97,7 +97,7 @@ def test_hand_worked_lag_rank_and_compound():
     rank = recall_stats.lag_rank(events, by=None)
     assert rank["rank"].item() == 0.5 and rank["n_transitions"].item() == 2
     # psifr's docstring: 3, 1, 2 -> one pair (previous -2, current +1)
-    compound = recall_stats.lag_crp_compound(_events([[3, 1, 2]], 3), by=None)
+    compound = lag_crp_compound(_events([[3, 1, 2]], 3), by=None)
     assert compound["actual"].sel(previous_lag=-2, lag=1).item() == 1
     assert compound["actual"].values.sum() == 1
     assert np.array_equal(compound["actual"].values, compound["possible"].values)
@@ -121,7 +121,7 @@ def recall_matrices(draw):
 def test_compound_sums_to_simple_crp_on_second_transitions(data):
     recalls, length = data
     events = from_recall_matrix(recalls, length)
-    compound = recall_stats.lag_crp_compound(events, by=None)
+    compound = lag_crp_compound(events, by=None)
     simple = lag_crp(events, by=None)
     # every compound count is a simple-CRP count of the same transition
     assert (compound["actual"].sum("previous_lag").values <= simple["actual"].values).all()
@@ -187,7 +187,7 @@ def test_random_tables_equal_psifr_on_every_statistic(table):
     nth = recall_stats.pnr(table)
     assert np.array_equal(nth["actual"].values, ref_pnr["actual"].values)
     assert np.array_equal(nth["possible"].values, ref_pnr["possible"].values)
-    compound = recall_stats.lag_crp_compound(table)
+    compound = lag_crp_compound(table)
     assert np.array_equal(compound["actual"].values, ref_cmp["actual"].values)
     assert np.array_equal(compound["possible"].values, ref_cmp["possible"].values)
     np.testing.assert_allclose(recall_stats.lag_rank(table)["rank"].values, ref_rank["rank"].values, atol=1e-12, rtol=0)

@@ -6,7 +6,7 @@ import bz2
 import numpy as np
 import pytest
 
-from adapters import text_corpus
+from icl_cmr.adapters import text_corpus
 from cmr.errors import DataSourceError, ParameterError
 from tests.conftest import REQUIRE_ALL
 

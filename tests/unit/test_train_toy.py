@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from analyses import dynamics, train_toy
+from icl_cmr.adapters import toy_model as train_toy
+from icl_cmr.analyses import dynamics
 from cmr.errors import DataSourceError, ParameterError
 from cmr.schema import provenance_attrs
 from tests.conftest import reference_path, require
@@ -94,21 +95,13 @@ def test_copy_batch_rejects_bad_settings():
         train_toy.make_copy_batch(stream, rng, 2, 128, 1.0, 1)
 
 
-def test_make_batch_repeats_segments_at_random_places_and_is_seeded():
+def test_text_batch_is_bos_and_contiguous_windows_and_seeded():
     stream = np.arange(5000, dtype=np.int64) % 97 + 2
-    batch, spans = train_toy.make_batch(stream, np.random.default_rng(1), 16, 40, 0.5, 50, bos_id=1)
+    batch = train_toy.text_batch(stream, np.random.default_rng(1), 16, 40, bos_id=1)
     assert batch.shape == (16, 41) and (batch[:, 0] == 1).all()
-    repeated = spans[:, 1] > 0
-    assert 0 < repeated.sum() < 16
-    for row, (offset, length) in zip(batch[repeated], spans[repeated]):
-        assert 5 <= length <= 20 and offset >= 1 and offset + 2 * length <= 41
-        np.testing.assert_array_equal(row[offset:offset + length], row[offset + length:offset + 2 * length])
-    assert len({tuple(s) for s in spans[repeated]}) > 1  # not one fixed layout
-    for row in batch[~repeated]:
+    for row in batch:
         assert (np.diff(row[1:]) % 97 == 1).all()  # contiguous windows of the stream
-    again, again_spans = train_toy.make_batch(stream, np.random.default_rng(1), 16, 40, 0.5, 50, 1)
-    np.testing.assert_array_equal(batch, again)
-    np.testing.assert_array_equal(spans, again_spans)
+    np.testing.assert_array_equal(batch, train_toy.text_batch(stream, np.random.default_rng(1), 16, 40, 1))
 
 
 def test_checkpoints_are_complete_and_nothing_half_written_remains(trained):
@@ -121,16 +114,6 @@ def test_checkpoints_are_complete_and_nothing_half_written_remains(trained):
     log = json.loads((out / "training_log.json").read_text())
     assert len(log["train_loss"]) == settings.steps and [c["step"] for c in log["checkpoints"]] == [0, 3, 6]
     assert json.loads((out / "train_toy.json").read_text())["settings"]["seed"] == 0
-
-
-def test_atomic_directory_leaves_nothing_on_failure(tmp_path):
-    def broken(directory):
-        (directory / "part").write_text("half")
-        raise RuntimeError("killed")
-
-    with pytest.raises(RuntimeError):
-        train_toy._atomic_dir(tmp_path / "step_000010", broken)
-    assert list(tmp_path.iterdir()) == []
 
 
 def test_training_is_seeded(trained, tmp_path):
@@ -147,7 +130,7 @@ def test_training_is_seeded(trained, tmp_path):
 def test_invalid_settings_and_missing_runs(tmp_path):
     with pytest.raises(ParameterError, match="multiple of n_heads"):
         dataclasses.replace(TINY, d_model=15).validate()
-    with pytest.raises(ParameterError, match="recipe must be one of copies, words, segments; got 'copy'"):
+    with pytest.raises(ParameterError, match="recipe must be one of copies; got 'copy'"):
         dataclasses.replace(TINY, recipe="copy").validate()
     with pytest.raises(ParameterError, match="copy_min <= copy_max <= seq_len / 2 = 16; got copy_min=2, copy_max=17"):
         dataclasses.replace(TINY, copy_max=17).validate()
@@ -159,7 +142,7 @@ def test_scan_checkpoints_gives_profiles_per_step_and_layer_summary(trained):
     out, _, _ = trained
     words = train_toy.prompt_words(out, 8)
     assert len(words) == 8 and all(w.startswith(" ") for w in words)
-    profiles = dynamics.scan_checkpoints(train_toy.list_checkpoints(out), words=words, n_prompts=2, window=5,
+    profiles = dynamics.scan_checkpoints(train_toy.list_checkpoints(out), words=words, n_prompts=2, lags=5,
                                            progress=False)
     assert profiles.sizes["checkpoint"] == 3 and list(profiles["checkpoint"].values) == [0, 3, 6]
     assert set(profiles["profile"].dims) == {"model", "checkpoint", "layer", "head", "lag"}
@@ -184,7 +167,7 @@ def test_pythia_steps():
 
 
 def test_published_pythia_dynamics_per_layer():
-    from analyses.commands.fit import load_grid
+    from icl_cmr.analyses.commands.fit import load_grid
 
     path = reference_path("icl-cmr", "head_profiles.csv.gz")
     grid, _ = load_grid(reference_path("icl-cmr", "cmr_crp_grid.npz"))
@@ -196,7 +179,7 @@ def test_published_pythia_dynamics_per_layer():
 
 
 def test_ablate_command_on_a_toy_checkpoint(trained, text_dir, tmp_path, capsys):
-    from analyses.cli import main
+    from icl_cmr.analyses.cli import main
     from cmr.io import load_dataset
 
     out, _, _ = trained
@@ -214,45 +197,11 @@ def test_ablate_command_on_a_toy_checkpoint(trained, text_dir, tmp_path, capsys)
     assert code == 1 and "outside the model" in capsys.readouterr().err
 
 
-def test_make_batch_with_word_segments_fills_repeat_rows_with_words():
-    stream = np.arange(5000, dtype=np.int64) % 97 + 2
-    words = np.array([200, 201, 202, 203, 204], dtype=np.int64)
-    batch, spans = train_toy.make_batch(stream, np.random.default_rng(2), 32, 40, 0.5, 300, 1, segment_ids=words)
-    repeated = spans[:, 1] > 0
-    assert 0 < repeated.sum() < 32
-    assert np.isin(batch[repeated, 1:], words).all()  # random words around the repeat, no text
-    for row, (offset, length) in zip(batch[repeated], spans[repeated]):
-        np.testing.assert_array_equal(row[offset:offset + length], row[offset + length:offset + 2 * length])
-    assert not np.isin(batch[~repeated, 1:], words).any()  # plain rows stay text
-
-
-@pytest.mark.parametrize("recipe", ["words", "segments"])
-def test_earlier_recipes_still_train(recipe, text_dir, tmp_path):
-    require("torch")
-    settings = dataclasses.replace(TINY, text=str(text_dir), recipe=recipe, steps=2, n_checkpoints=2,
-                                   repeat_words=8, repeat_fraction=0.5)
-    record = train_toy.train_toy(tmp_path, settings, progress=False, log=lambda _: None)
-    assert [c["step"] for c in record["checkpoints"]] == [0, 2]
-    assert all(np.isfinite(c["eval_loss_repeat_second"]) for c in record["checkpoints"])
-
-
-def test_segment_tokens_are_the_prompt_words_first(trained):
-    from transformers import AutoTokenizer
-
-    out, _, _ = trained
-    tokenizer = AutoTokenizer.from_pretrained(str(out / "tokenizer"), local_files_only=True)
-    words = train_toy.prompt_words(out, 8)
-    stream = np.concatenate([tokenizer.encode(w, add_special_tokens=False) for w in words for _ in range(3)])
-    assert train_toy.segment_tokens(tokenizer, np.asarray(stream, dtype=np.int64), 0) is None
-    ids = train_toy.segment_tokens(tokenizer, np.asarray(stream, dtype=np.int64), 64)  # too few words: halves
-    assert 8 <= ids.size < 64 and {tokenizer.decode([i]) for i in ids[:8]} == set(words)  # most frequent first
-
-
 def test_dynamics_figure_is_written(tmp_path):
     import pandas as pd
 
     require("matplotlib")
-    from analyses.dynamics_figures import plot_toy_dynamics
+    from icl_cmr.analyses.dynamics_figures import plot_toy_dynamics
 
     table = pd.DataFrame(dict(checkpoint=[0, 10, 100, 0, 10, 100], layer=[0, 0, 0, 1, 1, 1],
                               max_induction_score=[0.0, 0.1, 0.2, 0.0, 0.3, 0.9],

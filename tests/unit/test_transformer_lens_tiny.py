@@ -8,7 +8,7 @@ import time
 import numpy as np
 import pytest
 
-from cmr.errors import ModelNotAvailableError, PromptError
+from icl_cmr.adapters.errors import ModelNotAvailableError, PromptError
 from tests.conftest import require
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # belt and braces: no test may touch the network
@@ -21,7 +21,7 @@ N_WORDS = 12
 def tl():
     require("torch")
     require("transformer_lens")
-    from adapters import transformer_lens
+    from icl_cmr.adapters import transformer_lens
 
     return transformer_lens
 
@@ -33,7 +33,7 @@ def tiny(tl):
 
 @pytest.fixture(scope="module")
 def heads(tl, tiny):
-    return tl.extract_heads(tiny, n_words=N_WORDS, n_prompts=3, seed=1, window=4)
+    return tl.extract_heads(tiny, n_words=N_WORDS, n_prompts=3, seed=1, lags=4)
 
 
 def test_tiny_model_has_grouped_query_attention(tiny):
@@ -140,9 +140,9 @@ def test_bad_prompt_settings_are_prompt_errors(tl, tiny):
         tl.make_prompts(tiny, n_words=61)  # the tiny vocabulary has 60 words
     short = tl.tiny_model(n_ctx=16)
     with pytest.raises(PromptError, match="longer than the model's context of 16 tokens"):
-        tl.extract_heads(short, n_words=8, n_prompts=1, window=2)
+        tl.extract_heads(short, n_words=8, n_prompts=1, lags=2)
     with pytest.raises(PromptError, match="wider than the list of N=5 words"):
-        tl.extract_heads(tiny, n_words=5, n_prompts=1, window=8)
+        tl.extract_heads(tiny, n_words=5, n_prompts=1, lags=8)
 
 
 def test_unknown_model_fails_fast_naming_the_offline_default(tl, tmp_path):
@@ -183,8 +183,8 @@ def test_offline_mode_is_restored_after_a_load():
     code = (
         "import os\n"
         "for k in ('HF_HUB_OFFLINE', 'TRANSFORMERS_OFFLINE'): os.environ.pop(k, None)\n"
-        "from adapters._model_files import _offline\n"
-        "with _offline():\n"
+        "from icl_cmr.adapters._model_files import offline_mode\n"
+        "with offline_mode():\n"
         "    import huggingface_hub.constants as c\n"
         "    assert c.HF_HUB_OFFLINE and os.environ['HF_HUB_OFFLINE'] == '1'\n"
         "assert c.HF_HUB_OFFLINE is False and 'HF_HUB_OFFLINE' not in os.environ\n"

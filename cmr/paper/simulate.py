@@ -1,4 +1,4 @@
-"""The paper's simplified CMR (Ji-An, Zhou, Benna & Mattar, NeurIPS 2024; DESIGN 2b).
+"""The paper's simplified CMR (Ji-An, Zhou, Benna & Mattar, NeurIPS 2024): simulation.
 
 One-hot items plus an absorbing end-of-list state; context->item weights
 ``M[i, j] = (1 - beta_enc)**(j-i-1)`` for ``j > i``; retrieval ``P = M^T t / sum`` (linear, no
@@ -23,27 +23,22 @@ import os
 import numpy as np
 import pandas as pd
 
-from . import _paper
-from .errors import ParameterError, RecallDataError
+from .._checks import as_generator, integer, seed_of
+from .._checks import n_jobs as check_n_jobs
+from ..constants import STUDY_LIST_LENGTH, STUDY_MAX_LAG, STUDY_MAX_RECALLS, STUDY_N_TRIALS, STUDY_START_POSITIONS
+from ..errors import ParameterError, RecallDataError
+from ..events import from_recall_matrix, to_table
+from . import _kernels
 
 __all__ = [
-    "STUDY_LIST_LENGTH",
-    "STUDY_START_POSITIONS",
-    "STUDY_N_TRIALS",
-    "STUDY_MAX_RECALLS",
-    "STUDY_MAX_LAG",
+    "check_parameters",
     "simulate_paper_recalls",
     "simulate_paper_free_recall",
     "paper_lag_statistics",
     "closed_form_crp",
-    "paper_crp",
+    "point_seeds",
+    "point_generator",
 ]
-
-STUDY_LIST_LENGTH = 100
-STUDY_START_POSITIONS = tuple(range(1, 21))  # the study's s0 = 0..19, as 1-based serial positions
-STUDY_N_TRIALS = 500
-STUDY_MAX_RECALLS = 50
-STUDY_MAX_LAG = 8
 
 _BOUNDS = {"beta_enc": (0.0, 1.0, "(0, 1]"), "beta_rec": (0.0, 1.0, "[0, 1]"), "gamma": (0.0, 1.0, "[0, 1]")}
 
@@ -69,12 +64,6 @@ def check_parameters(beta_enc, beta_rec, gamma) -> tuple[np.ndarray, np.ndarray,
     return tuple(np.array(x, dtype=np.float64, order="C") for x in out)  # keeps 0-d as 0-d
 
 
-def _positive_int(value, what: str, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise RecallDataError(f"{what} must be an integer >= {minimum}; got {value!r}")
-    return int(value)
-
-
 def _start_indices(start_positions, list_length: int) -> np.ndarray:
     """1-based start positions -> 0-based int64 indices, validated against the list length."""
     if start_positions is None:
@@ -87,14 +76,6 @@ def _start_indices(start_positions, list_length: int) -> np.ndarray:
             f"start_positions must be serial positions 1..list_length ({list_length}); got {starts.min()}..{starts.max()}"
         )
     return np.ascontiguousarray(starts - 1, dtype=np.int64)
-
-
-def _seed_from(rng) -> int:
-    if isinstance(rng, np.random.Generator):
-        return int(rng.integers(2**32))
-    if rng is None or (isinstance(rng, (int, np.integer)) and not isinstance(rng, bool)):
-        return int(np.random.default_rng(rng).integers(2**32))
-    raise RecallDataError(f"rng must be a numpy Generator, an integer seed or None; got {type(rng).__name__}")
 
 
 def simulate_paper_recalls(
@@ -136,11 +117,11 @@ def simulate_paper_recalls(
     if values[0].ndim != 0:
         raise ParameterError(f"simulation takes one parameter point; got arrays of shape {values[0].shape}")
     b_enc, b_rec, g = (float(x) for x in values)
-    n = _positive_int(list_length, "list_length")
+    n = integer(list_length, "list_length")
     starts = _start_indices(start_positions, n)
-    trials = _positive_int(n_trials, "n_trials")
-    cap = _positive_int(max_recalls, "max_recalls")
-    recalls = _paper.simulate_recalls(1.0 - b_enc, b_rec, g, n, starts, trials, cap, _seed_from(rng))
+    trials = integer(n_trials, "n_trials")
+    cap = integer(max_recalls, "max_recalls")
+    recalls = _kernels.simulate_recalls(as_generator(rng), 1.0 - b_enc, b_rec, g, n, starts, trials, cap)
     return recalls + 1, np.repeat(starts + 1, trials)
 
 
@@ -165,15 +146,13 @@ def simulate_paper_free_recall(
         serial position (``"1"``, ``"2"``, ...), recall rows' ``position`` = output position,
         ``start_position`` = the 1-based study position whose context started the list.
     """
-    from .events import from_recall_matrix, to_table
-
     recalls, start = simulate_paper_recalls(
         beta_enc, beta_rec, gamma, list_length=list_length, start_positions=start_positions,
         n_trials=n_trials, max_recalls=max_recalls, rng=rng,
     )
     lists = np.arange(1, recalls.shape[0] + 1)
     events = from_recall_matrix(
-        recalls, int(list_length), list=lists, source="cmr.paper_variant.simulate_paper_free_recall"
+        recalls, int(list_length), list=lists, source="cmr.simulate_paper_free_recall"
     )
     table = to_table(events)
     table["start_position"] = start[table["list"].to_numpy(dtype=np.int64) - 1]
@@ -235,6 +214,17 @@ def point_seeds(seed: int, beta_enc, beta_rec, gamma) -> np.ndarray:
     return out
 
 
+def point_generator(seed: int) -> np.random.Generator:
+    """The generator of one grid point: MT19937 seeded from ``seed`` as ``numpy.random.seed`` does.
+
+    The seeding (not numpy's newer SeedSequence seeding of MT19937) keeps every grid made with
+    a given seed identical across versions of the toolkit.
+    """
+    bit_generator = np.random.MT19937()
+    bit_generator.state = np.random.RandomState(int(seed)).get_state(legacy=False)
+    return np.random.Generator(bit_generator)
+
+
 def paper_lag_statistics(
     beta_enc,
     beta_rec,
@@ -245,9 +235,9 @@ def paper_lag_statistics(
     n_trials: int = STUDY_N_TRIALS,
     max_recalls: int = STUDY_MAX_RECALLS,
     max_lag: int = STUDY_MAX_LAG,
-    seed: int = 0,
+    rng=0,
     closed_forms: bool = True,
-    n_threads: int | None = None,
+    n_jobs: int | None = None,
     progress: bool | None = None,
 ) -> dict:
     """Per-start Monte Carlo lag distributions of many parameter points (array layer).
@@ -259,11 +249,13 @@ def paper_lag_statistics(
     max_lag : int
         Lags -max_lag..max_lag are histogrammed; farther transitions count only in the
         per-trial denominator (the study: 8).
-    seed : int
-        Base seed; each point's stream comes from the seed and its parameter values.
+    rng : int or numpy.random.Generator
+        Base seed (a Generator draws one); each point's stream comes from the seed and the
+        point's parameter values (:func:`point_seeds`, :func:`point_generator`), so any
+        sub-grid reproduces the same points of a larger grid exactly.
     closed_forms : bool
         Use the study's closed forms at (beta_rec, gamma) = (1, 0) and (0, 0).
-    n_threads : int, optional
+    n_jobs : int, optional
         Worker threads (default: numba's thread count, i.e. NUMBA_NUM_THREADS or all cores).
     progress : bool, optional
         tqdm progress bar (default: on for more than 200 points).
@@ -276,13 +268,12 @@ def paper_lag_statistics(
         ``closed_form`` bool (n_points,); ``seeds`` int64 (n_points,).
     """
     b_enc, b_rec, g = (np.ravel(x) for x in check_parameters(beta_enc, beta_rec, gamma))
-    n = _positive_int(list_length, "list_length")
+    n = integer(list_length, "list_length")
     starts = _start_indices(start_positions, n)
-    trials = _positive_int(n_trials, "n_trials")
-    cap = _positive_int(max_recalls, "max_recalls")
-    lag_cap = _positive_int(max_lag, "max_lag")
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise RecallDataError(f"seed must be a non-negative integer; got {seed!r}")
+    trials = integer(n_trials, "n_trials")
+    cap = integer(max_recalls, "max_recalls")
+    lag_cap = integer(max_lag, "max_lag")
+    seed = seed_of(rng)
     n_points, n_lags = b_enc.size, 2 * lag_cap + 1
     per_start = np.full((n_points, starts.size, n_lags), np.nan)
     per_start_var = np.full_like(per_start, np.nan)
@@ -291,31 +282,31 @@ def paper_lag_statistics(
         for s, start in enumerate(starts):
             per_start[p, s] = closed_form_crp(b_enc[p], b_rec[p], int(start), n, lag_cap)
         per_start_var[p] = 0.0
-    seeds = point_seeds(int(seed), b_enc, b_rec, g)
+    seeds = point_seeds(seed, b_enc, b_rec, g)
     todo = np.flatnonzero(~closed)
     if todo.size:
         _run_points(todo, 1.0 - b_enc, b_rec, g, n, starts, trials, cap, lag_cap, seeds, per_start, per_start_var,
-                    n_threads, progress)
+                    n_jobs, progress)
     return {"per_start": per_start, "per_start_var": per_start_var, "closed_form": closed, "seeds": seeds}
 
 
-def _run_points(todo, a, b_rec, g, n, starts, trials, cap, lag_cap, seeds, per_start, per_start_var, n_threads, progress):
+def _run_points(todo, a, b_rec, g, n, starts, trials, cap, lag_cap, seeds, per_start, per_start_var, n_jobs, progress):
     """Simulate the points ``todo`` in chunks on worker threads (the kernel releases the GIL)."""
-    if n_threads is None:
+    if n_jobs is None:
         import numba
 
-        n_threads = int(numba.config.NUMBA_NUM_THREADS)
-    threads = max(1, min(_positive_int(n_threads, "n_threads"), os.cpu_count() or 1))
+        n_jobs = int(numba.config.NUMBA_NUM_THREADS)
+    threads = max(1, min(check_n_jobs(n_jobs), os.cpu_count() or 1))
     chunk = max(1, min(16, todo.size // (4 * threads) or 1))
     chunks = [todo[i : i + chunk] for i in range(0, todo.size, chunk)]
 
     def work(idx):
         crp = np.empty((idx.size, starts.size, 2 * lag_cap + 1))
         var = np.empty_like(crp)
-        _paper.lag_stats_points(
-            np.ascontiguousarray(a[idx]), np.ascontiguousarray(b_rec[idx]), np.ascontiguousarray(g[idx]),
-            n, starts, trials, cap, lag_cap, np.ascontiguousarray(seeds[idx]), crp, var,
-        )
+        for k, p in enumerate(idx):
+            _kernels.lag_stats_one_point(
+                point_generator(seeds[p]), a[p], b_rec[p], g[p], n, starts, trials, cap, lag_cap, crp[k], var[k]
+            )
         return idx, crp, var
 
     show = todo.size > 200 if progress is None else bool(progress)
@@ -332,18 +323,3 @@ def _run_points(todo, a, b_rec, g, n, starts, trials, cap, lag_cap, seeds, per_s
                 for idx, crp, var in pool.map(work, chunks):
                     per_start[idx], per_start_var[idx] = crp, var
                     bar.update(idx.size)
-
-
-def paper_crp(beta_enc: float, beta_rec: float, gamma: float, **options):
-    """The study's lag distribution of one parameter point as a ``lag_profile`` dataset.
-
-    Same options as :func:`cmr.profiles.paper_mc_grid` (``lags=range(-5, 6)`` cuts to the
-    study's fitting window and renormalises); the parameter dims are squeezed away.
-    """
-    from .profiles import paper_mc_grid
-
-    for name, value in (("beta_enc", beta_enc), ("beta_rec", beta_rec), ("gamma", gamma)):
-        if np.ndim(value) != 0:
-            raise ParameterError(f"paper_crp takes one parameter point; {name} is {value!r} (use paper_mc_grid)")
-    grid = paper_mc_grid(beta_enc=[beta_enc], beta_rec=[beta_rec], gamma=[gamma], **options)
-    return grid.squeeze(("beta_enc", "beta_rec", "gamma"), drop=False)

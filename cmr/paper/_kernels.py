@@ -3,14 +3,14 @@
 States 0..n_items-1 are the studied items (one-hot), state n_items is the absorbing
 end-of-list state. Context->item weights ``M[i, j] = a**(j-i-1)`` for ``j > i`` with
 ``a = 1 - beta_enc``, so the support ``F = M^T t`` follows the recursion
-``F[0] = 0, F[j+1] = a*F[j] + t[j]`` (O(n) per recall, no matrix). Randomness comes from
-numba's thread-local generator seeded explicitly at the start of every grid point, so a
-point's result depends only on its seed, not on which thread ran it. No validation here.
+``F[0] = 0, F[j+1] = a*F[j] + t[j]`` (O(n) per recall, no matrix). Randomness comes only from
+the ``rng`` argument (a numpy Generator; each grid point gets its own), so a point's result
+depends only on its generator, not on which thread ran it. No validation here.
 """
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 
 @njit(cache=True, nogil=True)
@@ -62,7 +62,7 @@ def _recall_inputs(a, gamma, n_items):
 
 
 @njit(cache=True, nogil=True)
-def _recall_one_trial(a, beta_rec, n_items, start, max_recalls, t_in, in_prefix, in_back, t, prefix, out):
+def _recall_one_trial(rng, a, beta_rec, n_items, start, max_recalls, t_in, in_prefix, in_back, t, prefix, out):
     """Simulate one free-recall trial from study position ``start``; return the number of recalls.
 
     ``t`` (n_items,) and ``prefix`` (n_items+1,) are work buffers (the unit-norm context and
@@ -77,7 +77,7 @@ def _recall_one_trial(a, beta_rec, n_items, start, max_recalls, t_in, in_prefix,
     keep = 1.0 - beta_rec
     count = 0
     while count < max_recalls:
-        target = np.random.random() * prefix[n_items]
+        target = rng.random() * prefix[n_items]
         chosen = np.searchsorted(prefix, target, side="right")
         if chosen > n_items:  # rounding put the draw at the very top: take the last state with mass
             chosen = n_items
@@ -103,7 +103,7 @@ def _recall_one_trial(a, beta_rec, n_items, start, max_recalls, t_in, in_prefix,
 
 
 @njit(cache=True, nogil=True)
-def simulate_recalls(a, beta_rec, gamma, n_items, starts, n_trials, max_recalls, seed):
+def simulate_recalls(rng, a, beta_rec, gamma, n_items, starts, n_trials, max_recalls):
     """Recall sequences for every start position and trial.
 
     Returns
@@ -111,7 +111,6 @@ def simulate_recalls(a, beta_rec, gamma, n_items, starts, n_trials, max_recalls,
     recalls : int64 (len(starts) * n_trials, max_recalls)
         0-based item indices, -1 after the last recall; rows ordered start-major.
     """
-    np.random.seed(seed)
     t_in, in_prefix, in_back = _recall_inputs(a, gamma, n_items)
     t = np.zeros(n_items)
     prefix = np.zeros(n_items + 1)
@@ -120,14 +119,14 @@ def simulate_recalls(a, beta_rec, gamma, n_items, starts, n_trials, max_recalls,
     row = 0
     for s in range(starts.shape[0]):
         for _ in range(n_trials):
-            count = _recall_one_trial(a, beta_rec, n_items, starts[s], max_recalls, t_in, in_prefix, in_back, t, prefix, buf)
+            count = _recall_one_trial(rng, a, beta_rec, n_items, starts[s], max_recalls, t_in, in_prefix, in_back, t, prefix, buf)
             recalls[row, :count] = buf[:count]
             row += 1
     return recalls
 
 
 @njit(cache=True, nogil=True)
-def _lag_stats_one_point(a, beta_rec, gamma, n_items, starts, n_trials, max_recalls, max_lag, seed, crp, var):
+def lag_stats_one_point(rng, a, beta_rec, gamma, n_items, starts, n_trials, max_recalls, max_lag, crp, var):
     """The study's lag distribution per start position, with its Monte Carlo variance.
 
     Per trial, y[lag] = (transitions at lag) / (all transitions), the first transition being
@@ -136,7 +135,6 @@ def _lag_stats_one_point(a, beta_rec, gamma, n_items, starts, n_trials, max_reca
     variance of crp comes from the delta method on that ratio (per-trial influence values).
     Writes ``crp`` and ``var`` of shape (len(starts), 2*max_lag+1).
     """
-    np.random.seed(seed)
     n_lags = 2 * max_lag + 1
     t_in, in_prefix, in_back = _recall_inputs(a, gamma, n_items)
     t = np.zeros(n_items)
@@ -155,7 +153,7 @@ def _lag_stats_one_point(a, beta_rec, gamma, n_items, starts, n_trials, max_reca
         sum_Y2 = 0.0
         n_valid = 0
         for _ in range(n_trials):
-            count = _recall_one_trial(a, beta_rec, n_items, starts[s], max_recalls, t_in, in_prefix, in_back, t, prefix, buf)
+            count = _recall_one_trial(rng, a, beta_rec, n_items, starts[s], max_recalls, t_in, in_prefix, in_back, t, prefix, buf)
             if count == 0:
                 continue  # the study's nanmean skips trials without recalls
             counts[:] = 0.0
@@ -191,108 +189,3 @@ def _lag_stats_one_point(a, beta_rec, gamma, n_items, starts, n_trials, max_reca
             # influence z = (y - ratio*Y) / mean(Y); its mean is 0 by construction
             second = (sum_y2[k] - 2.0 * ratio * sum_yY[k] + ratio * ratio * sum_Y2) / n_valid
             var[s, k] = max(second, 0.0) / (mean_big * mean_big) / (n_valid - 1)
-
-
-@njit(cache=True, nogil=True)
-def lag_stats_points(a, beta_rec, gamma, n_items, starts, n_trials, max_recalls, max_lag, seeds, crp, var):
-    """:func:`_lag_stats_one_point` for a batch of grid points, serially (GIL released).
-
-    Parameters
-    ----------
-    a, beta_rec, gamma : float64 (n_points,)
-        ``a = 1 - beta_enc``.
-    seeds : int64 (n_points,)
-        One seed per point (< 2**32); a point's result depends only on its seed.
-    crp, var : float64 (n_points, len(starts), 2*max_lag+1)
-        Output: per-start lag distributions and their Monte Carlo variances.
-    """
-    for p in range(a.shape[0]):
-        _lag_stats_one_point(
-            a[p], beta_rec[p], gamma[p], n_items, starts, n_trials, max_recalls, max_lag, seeds[p], crp[p], var[p]
-        )
-
-
-@njit(cache=True, nogil=True)
-def _teacher_forced_one_point(a, beta_rec, gamma, n_items, max_lag, floor, t, support, prob, log_prob):
-    """Teacher-forced lag profile of one parameter point (DESIGN 2c).
-
-    The context starts one-hot at item 0 (the study's start-state convention); at step k
-    (k >= 1) item k is "recalled" and context moves towards its input
-    ``((1-g) f_k + g M f_k) / norm`` with rate ``beta_rec``. At every step the support
-    ``F = M^T t`` over the studied items is normalised to probabilities P_k; the profile is
-    the mean over steps of P_k(k + lag), and of log(max(P_k, floor)), over the steps where
-    item k + lag exists. Steps with no support on any studied item are skipped.
-    Writes ``prob`` and ``log_prob`` (2*max_lag+1,).
-    """
-    n_lags = 2 * max_lag + 1
-    for i in range(n_items):
-        t[i] = 0.0
-    t[0] = 1.0
-    back_sq = 1.0  # sum_{m<k} a**(2m), |M f_k|^2, for k = 1
-    n_used = np.zeros(n_lags)
-    for k in range(n_lags):
-        prob[k] = 0.0
-        log_prob[k] = 0.0
-    for step in range(n_items):
-        if step > 0:
-            norm_in = np.sqrt((1.0 - gamma) ** 2 + gamma * gamma * back_sq)
-            back_sq = back_sq * a * a + 1.0
-            keep = 1.0 - beta_rec
-            back = beta_rec * gamma / norm_in
-            power = 1.0
-            for i in range(step - 1, -1, -1):
-                t[i] = keep * t[i] + back * power
-                power *= a
-            t[step] = keep * t[step] + beta_rec * (1.0 - gamma) / norm_in
-            norm = 0.0
-            for i in range(step + 1):
-                norm += t[i] * t[i]
-            norm = np.sqrt(norm)
-            for i in range(step + 1):
-                t[i] /= norm
-        value = 0.0
-        total = 0.0
-        for j in range(n_items):
-            support[j] = value
-            total += value
-            value = a * value + t[j]
-        if total <= 0.0:
-            continue
-        for k in range(n_lags):
-            j = step + k - max_lag
-            if 0 <= j < n_items:
-                p = support[j] / total
-                prob[k] += p
-                log_prob[k] += np.log(max(p, floor))
-                n_used[k] += 1.0
-    for k in range(n_lags):
-        if n_used[k] > 0:
-            prob[k] /= n_used[k]
-            log_prob[k] /= n_used[k]
-        else:
-            prob[k] = np.nan
-            log_prob[k] = np.nan
-
-
-@njit(cache=True, nogil=True, parallel=True)
-def teacher_forced_grid(a, beta_rec, gamma, n_items, max_lag, floor):
-    """Teacher-forced probability and log-probability profiles for many points (prange).
-
-    Parameters
-    ----------
-    a, beta_rec, gamma : float64 (n_points,)
-        ``a = 1 - beta_enc``.
-
-    Returns
-    -------
-    prob, log_prob : float64 (n_points, 2*max_lag+1)
-    """
-    n_points = a.shape[0]
-    n_lags = 2 * max_lag + 1
-    prob = np.empty((n_points, n_lags))
-    log_prob = np.empty((n_points, n_lags))
-    for p in prange(n_points):
-        t = np.empty(n_items)
-        support = np.empty(n_items)
-        _teacher_forced_one_point(a[p], beta_rec[p], gamma[p], n_items, max_lag, floor, t, support, prob[p], log_prob[p])
-    return prob, log_prob

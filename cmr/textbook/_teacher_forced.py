@@ -1,4 +1,4 @@
-"""numba kernels: teacher-forced lag profiles of textbook CMR (DESIGN 2c), on cmr._cmr's kernels.
+"""numba kernels: teacher-forced lag profiles of textbook CMR, built on the likelihood kernels.
 
 Study an ``n``-item list, reinstate the start context with B_start, then force recall of
 items 1..n in study order (each forced recall updates context with B_rec exactly as a real
@@ -15,26 +15,26 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from . import _cmr
+from . import _kernels
 
 
 @njit(cache=True, nogil=True)
 def _textbook_one_point(params, n, max_lag, prob, log_prob):
     n_lags = 2 * max_lag + 1
-    c, c_study, unit_weight = _cmr.study_list(params, n, 0)
-    _cmr.reinstate_start(params, c, unit_weight)
-    m_cf = _cmr.mcf_after_study(params, c_study)
+    c, c_study, unit_weight = _kernels.study_list(params, n, 0)
+    _kernels.reinstate_start(params, c, unit_weight)
+    m_cf = _kernels.mcf_after_study(params, c_study)
     nothing_recalled = np.zeros(n, dtype=np.bool_)
     support = np.zeros(n)
     c_in = np.zeros(n + 2)
     n_used = np.zeros(n_lags)
-    scale = 2.0 / params[_cmr.TEMP]
+    scale = 2.0 / params[_kernels.TEMP]
     for k in range(n_lags):
         prob[k] = 0.0
         log_prob[k] = 0.0
     for step in range(n):
-        _cmr.recall_update(params, step, c, c_study, unit_weight, c_in)
-        _cmr.retrieval_support(m_cf, c, unit_weight, nothing_recalled, support)
+        _kernels.recall_update(params, step, c, c_study, unit_weight, c_in)
+        _kernels.retrieval_support(m_cf, c, unit_weight, nothing_recalled, support)
         top = support.max()
         total = 0.0
         for i in range(n):

@@ -5,7 +5,7 @@ HELP = "run the whole study (human lag-CRPs, head scan, CMR fits, ablation, figu
 
 
 def register(sub):
-    from analyses.study import DEFAULT_MODEL, DEFAULT_RECALL, DEMO_SETTINGS as D
+    from icl_cmr.analyses.study import DEFAULT_MODEL, DEFAULT_RECALL, DEMO_SETTINGS as D
 
     p = sub.add_parser(
         "run",
@@ -47,7 +47,7 @@ def register(sub):
 
 
 def run(args) -> int:
-    from analyses.study import run_study
+    from icl_cmr.analyses.study import run_study
 
     overrides = dict(
         grid_trials=args.grid_trials, n_prompts=args.n_prompts, n_words=args.n_words,

@@ -16,12 +16,14 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from . import _cmr
-from .errors import ParameterError, RecallDataError
-from .events import from_recall_matrix
+from .._checks import n_jobs as check_n_jobs
+from .._checks import seed_of
+from ..errors import ParameterError
+from ..events import as_events, from_recall_matrix
+from ..schema import provenance_attrs
+from . import _kernels
 from .likelihood import prepare_trials
 from .parameters import PARAMETER_NAMES, default_parameters, fit_bounds, validate_parameters
-from .schema import provenance_attrs
 from .simulate import simulate_recalls
 
 __all__ = ["fit_recall", "parameter_recovery", "STANDARD_FREE"]
@@ -60,7 +62,7 @@ class _Objective:
         x = np.asarray(x, dtype=np.float64)
         sets = np.repeat(self.template[None, :], 1 if x.ndim == 1 else x.shape[1], axis=0)
         sets[:, self.free_index] = x.T if x.ndim == 2 else x
-        totals = _cmr.population_log_likelihood(
+        totals = _kernels.population_log_likelihood(
             np.ascontiguousarray(sets), self.list_length, self.n_other, self.recalls
         )
         self.nfev += sets.shape[0]
@@ -94,12 +96,12 @@ def _fit_one(objective, bounds, seed, de_options, polish):
 
 
 def fit_recall(
-    events: xr.Dataset,
+    events,
     free: Sequence[str] = STANDARD_FREE,
     fixed: Mapping[str, float] | None = None,
     bounds: Mapping[str, tuple[float, float]] | None = None,
     *,
-    seed: int = 0,
+    rng=0,
     pool_size: int | None = None,
     n_jobs: int = 1,
     polish: bool = True,
@@ -110,8 +112,8 @@ def fit_recall(
 
     Parameters
     ----------
-    events : xarray.Dataset
-        Events dataset; trials are grouped by its ``subject`` coordinate.
+    events : xarray.Dataset or pandas.DataFrame
+        Events dataset or psifr long table; trials are grouped by subject.
     free : sequence of str
         Names of the fitted parameters (default: the ten of Morton & Polyn 2016).
     fixed : mapping, optional
@@ -119,8 +121,9 @@ def fit_recall(
         (cmr.parameters.default_parameters).
     bounds : mapping, optional
         Search bounds ``name -> (low, high)`` overriding the typical ranges.
-    seed : int
-        Root seed; subject i gets an independent stream spawned from it.
+    rng : int, numpy.random.Generator or None
+        Root seed (a Generator draws one); subject i gets an independent stream spawned from
+        it, so results do not depend on ``n_jobs``.
     pool_size : int, optional
         cymr pool size for a pool-sized context (default: list-sized).
     n_jobs : int
@@ -140,14 +143,15 @@ def fit_recall(
         ``nit``, ``success``, ``n_nan``, ``seconds`` and ``message`` per subject; ``free``,
         ``lower``, ``upper`` per parameter.
     """
+    events = as_events(events)
     free, fixed, template = _split_parameters(free, fixed)
     search = fit_bounds(free, bounds)
-    if isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer)) or n_jobs < 1:
-        raise RecallDataError(f"n_jobs must be a positive integer; got {n_jobs!r}")
+    n_jobs = check_n_jobs(n_jobs)
     recalls, list_length, n_other = prepare_trials(events, pool_size)
     subject_index, subjects = pd.factorize(np.asarray(events["subject"].values), sort=False)
     template_vector = np.array([template[name] for name in PARAMETER_NAMES], dtype=np.float64)
     free_index = np.array([PARAMETER_NAMES.index(name) for name in free], dtype=np.int64)
+    seed = seed_of(rng)
     seeds = [int(s.generate_state(1)[0]) for s in np.random.SeedSequence(seed).spawn(len(subjects))]
 
     def run(i):
@@ -160,7 +164,7 @@ def fit_recall(
         out["n"] = int(np.sum(_event_counts(recalls[rows])))
         return out
 
-    _cmr.population_log_likelihood(template_vector[None, :], list_length[:1], n_other[:1], recalls[:1])  # compile once
+    _kernels.population_log_likelihood(template_vector[None, :], list_length[:1], n_other[:1], recalls[:1])  # compile once
     results = [None] * len(subjects)
     from tqdm.auto import tqdm
 
@@ -201,7 +205,7 @@ def fit_recall(
         },
         coords={"subject": np.asarray(subjects), "parameter": np.array(PARAMETER_NAMES)},
         attrs=provenance_attrs(
-            "recall_fit", "cmr.fit_recall.fit_recall",
+            "recall_fit", "cmr.fit_recall",
             free=free, fixed=fixed, bounds=dict(zip(free, search)), seed=int(seed),
             pool_size=pool_size, polish=bool(polish), de_options=dict(de_options or {}),
             source=_source_of(events),
@@ -235,7 +239,7 @@ def parameter_recovery(
     *,
     list_length: int = 24,
     n_lists: int = 48,
-    seed: int = 0,
+    rng=0,
     n_jobs: int = 1,
     progress: bool = True,
     de_options: Mapping | None = None,
@@ -251,6 +255,7 @@ def parameter_recovery(
     """
     free, fixed, template = _split_parameters(free, fixed)
     search = fit_bounds(free)
+    seed = seed_of(rng)
     rng = np.random.default_rng(seed)
     ranges = dict(ranges or {})
     draws = []
@@ -266,9 +271,9 @@ def parameter_recovery(
         matrices.append(simulate_recalls(params, list_length, n_lists, rng=rng))
     events = from_recall_matrix(
         np.concatenate(matrices), list_length, subject=np.repeat(np.arange(n_sets), n_lists),
-        source="cmr.fit_recall.parameter_recovery",
+        source="cmr.parameter_recovery",
     )
-    fits = fit_recall(events, free, fixed, seed=seed, n_jobs=n_jobs, progress=progress, de_options=de_options)
+    fits = fit_recall(events, free, fixed, rng=seed, n_jobs=n_jobs, progress=progress, de_options=de_options)
     fits["true_value"] = (("subject", "parameter"), np.array(truths))
     corr = np.full(len(PARAMETER_NAMES), np.nan)
     for name in free:

@@ -13,26 +13,13 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from . import _cmr
-from .errors import RecallDataError
-from .events import from_recall_matrix, to_table
+from .._checks import as_generator, integer
+from ..errors import RecallDataError
+from ..events import from_recall_matrix, to_table
+from . import _kernels
 from .parameters import parameter_vector
 
 __all__ = ["simulate_recalls", "simulate_free_recall"]
-
-
-def _generator(rng) -> np.random.Generator:
-    if isinstance(rng, np.random.Generator):
-        return rng
-    if rng is None or (isinstance(rng, (int, np.integer)) and not isinstance(rng, bool)):
-        return np.random.default_rng(rng)
-    raise RecallDataError(f"rng must be a numpy Generator, an integer seed or None; got {type(rng).__name__}")
-
-
-def _count(value, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise RecallDataError(f"{what} must be a positive integer; got {value!r}")
-    return int(value)
 
 
 def simulate_recalls(
@@ -61,14 +48,14 @@ def simulate_recalls(
         1-based serial positions in output order, 0 padding.
     """
     vector = parameter_vector(params)
-    n = _count(list_length, "list_length")
-    trials = _count(n_trials, "n_trials")
-    n_other = 0 if pool_size is None else _count(pool_size, "pool_size") - n
+    n = integer(list_length, "list_length")
+    trials = integer(n_trials, "n_trials")
+    n_other = 0 if pool_size is None else integer(pool_size, "pool_size") - n
     if n_other < 0:
         raise RecallDataError(f"pool_size must be >= list_length ({n}); got {pool_size!r}")
     lengths = np.full(trials, n, dtype=np.int64)
     out = np.zeros((trials, n), dtype=np.int64)
-    _cmr.simulate_trials(vector, lengths, np.full(trials, n_other, dtype=np.int64), _generator(rng), out)
+    _kernels.simulate_trials(vector, lengths, np.full(trials, n_other, dtype=np.int64), as_generator(rng), out)
     return out
 
 
@@ -105,18 +92,18 @@ def simulate_free_recall(
         position (``"1"``, ``"2"``, ...); lists are numbered 1..n_lists per subject.
     """
     if isinstance(subjects, (int, np.integer)) and not isinstance(subjects, bool):
-        labels = np.arange(1, _count(subjects, "subjects") + 1)
+        labels = np.arange(1, integer(subjects, "subjects") + 1)
     else:
         labels = np.asarray(subjects)
         if labels.ndim != 1 or labels.size == 0 or len(set(labels.tolist())) != labels.size:
             raise RecallDataError(f"subjects must be a count or distinct labels; got {subjects!r}")
-    lists = _count(n_lists, "n_lists")
+    lists = integer(n_lists, "n_lists")
     recalls = simulate_recalls(params, list_length, lists * labels.size, rng=rng, pool_size=pool_size)
     events = from_recall_matrix(
         recalls,
         int(list_length),
         subject=np.repeat(labels, lists),
         list=np.tile(np.arange(1, lists + 1), labels.size),
-        source="cmr.simulate.simulate_free_recall",
+        source="cmr.simulate_free_recall",
     )
     return to_table(events)

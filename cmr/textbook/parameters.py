@@ -13,7 +13,7 @@ from typing import Mapping
 
 import numpy as np
 
-from .errors import ParameterError
+from ..errors import ParameterError
 
 __all__ = [
     "ParameterSpec",

@@ -1,4 +1,4 @@
-"""CMR lag-profile generators: labelled ``lag_profile`` datasets over parameter grids.
+"""CMR lag-profile grids: labelled ``lag_profile`` datasets over parameter axes, either variant.
 
 Every generator returns a ``lag_profile`` dataset (docs/schema.md) whose batch dims are the
 parameter dims (``beta_enc``, ``beta_rec``, ``gamma`` for the paper's variant) and whose core
@@ -6,10 +6,10 @@ dim is ``lag``; attrs ``unit_kind="cmr_parameters"`` and ``profile_kind`` say wh
 
 * ``cmr_mc_crp``: the study's Monte Carlo lag distribution (:func:`paper_mc_grid`), with its
   Monte Carlo standard error ``sem`` and the study's SEM over start positions ``sem_start``;
-* ``cmr_tf_prob`` / ``cmr_tf_logsupport``: teacher-forced deterministic profiles (DESIGN 2c;
-  :func:`paper_teacher_forced_grid` for the paper's variant, :func:`textbook_teacher_forced_grid`
-  for textbook CMR with any parameters as grid dims, named as in cymr), the principled analogue
-  of attention probabilities and pre-softmax scores.
+* ``cmr_tf_prob`` / ``cmr_tf_logsupport``: teacher-forced deterministic profiles (recall
+  forced in study order; :func:`paper_teacher_forced_grid` for the paper's variant,
+  :func:`textbook_teacher_forced_grid` for textbook CMR with any parameters as grid dims, named
+  as in cymr), the analogue of attention probabilities and pre-softmax scores.
 
 See docs/equations.md for the equations and docs/benchmarks.md for timings.
 """
@@ -18,17 +18,14 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from . import _paper
+from ._checks import integer, lag_window, seed_of
+from .constants import STUDY_LIST_LENGTH, STUDY_MAX_LAG, STUDY_MAX_RECALLS, STUDY_N_TRIALS, STUDY_START_POSITIONS
 from .errors import ParameterError, ProfileError
-from .paper_variant import (
-    STUDY_LIST_LENGTH,
-    STUDY_MAX_LAG,
-    STUDY_MAX_RECALLS,
-    STUDY_N_TRIALS,
-    check_parameters,
-    paper_lag_statistics,
-)
+from .paper import _teacher_forced as paper_tf
+from .paper.simulate import check_parameters, paper_lag_statistics
 from .schema import provenance_attrs, validate
+from .textbook import _teacher_forced as textbook_tf
+from .textbook.parameters import PARAMETER_NAMES, default_parameters, validate_parameters
 
 __all__ = [
     "PARAMETER_DIMS",
@@ -36,6 +33,7 @@ __all__ = [
     "paper_mc_grid",
     "paper_teacher_forced_grid",
     "textbook_teacher_forced_grid",
+    "paper_crp",
     "cut_lag_window",
 ]
 
@@ -65,19 +63,6 @@ def _grid_axes(beta_enc, beta_rec, gamma) -> dict[str, np.ndarray]:
         axes[name] = np.ascontiguousarray(arr)
     check_parameters(axes["beta_enc"][:, None, None], axes["beta_rec"][None, :, None], axes["gamma"][None, None, :])
     return axes
-
-
-def _lag_window(lags, default_max: int) -> np.ndarray:
-    """Validated int64 lag window (strictly increasing integers)."""
-    if lags is None:
-        return np.arange(-default_max, default_max + 1, dtype=np.int64)
-    arr = np.atleast_1d(np.asarray(lags))
-    if arr.ndim != 1 or arr.size == 0 or arr.dtype.kind not in "iu":
-        raise ProfileError(f"lags must be a non-empty 1-d sequence of integers; got {lags!r}")
-    arr = arr.astype(np.int64)
-    if (np.diff(arr) <= 0).any():
-        raise ProfileError(f"lags must be strictly increasing integers; got {arr.tolist()}")
-    return arr
 
 
 def _mesh(axes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -118,13 +103,13 @@ def paper_mc_grid(
     gamma=None,
     *,
     n_trials: int = STUDY_N_TRIALS,
-    seed: int = 0,
+    rng=0,
     lags=None,
     list_length: int = STUDY_LIST_LENGTH,
     start_positions=None,
     max_recalls: int = STUDY_MAX_RECALLS,
     closed_forms: bool = True,
-    n_threads: int | None = None,
+    n_jobs: int | None = None,
     progress: bool | None = None,
 ) -> xr.Dataset:
     """The study's Monte Carlo lag distributions of the paper's variant on a parameter grid.
@@ -135,15 +120,16 @@ def paper_mc_grid(
         Grid axes (strictly increasing); default: the study's grid (:func:`paper_grid_axes`).
     n_trials : int
         Trials per start position (the study: 500).
-    seed : int
-        Base seed; each point's stream depends only on the seed and its parameter values, so
-        any sub-grid reproduces the same points of a larger grid exactly.
+    rng : int or numpy.random.Generator
+        Base seed (a Generator draws one); each point's stream depends only on the seed and
+        its parameter values, so any sub-grid reproduces the same points of a larger grid
+        exactly.
     lags : sequence of int, optional
         Output lags (default -8..8). Lags -8..+8 are always simulated (the study's histogram);
         a narrower window (e.g. ``range(-5, 6)``, the study's fitting window) is cut from the
         averaged distribution and renormalised; a wider one widens the histogram.
-    list_length, start_positions, max_recalls, closed_forms, n_threads, progress
-        See :func:`cmr.paper_variant.paper_lag_statistics`.
+    list_length, start_positions, max_recalls, closed_forms, n_jobs, progress
+        See :func:`cmr.paper.paper_lag_statistics`.
 
     Returns
     -------
@@ -156,12 +142,13 @@ def paper_mc_grid(
         ``unit_kind="cmr_parameters"``, provenance with every setting and the seed.
     """
     axes = _grid_axes(beta_enc, beta_rec, gamma)
-    window = _lag_window(lags, STUDY_MAX_LAG)
+    window = lag_window(STUDY_MAX_LAG if lags is None else lags)
     max_lag = max(STUDY_MAX_LAG, int(np.abs(window).max()))
+    seed = seed_of(rng)
     stats = paper_lag_statistics(
         *_mesh(axes), list_length=list_length, start_positions=start_positions, n_trials=n_trials,
-        max_recalls=max_recalls, max_lag=max_lag, seed=seed, closed_forms=closed_forms,
-        n_threads=n_threads, progress=progress,
+        max_recalls=max_recalls, max_lag=max_lag, rng=seed, closed_forms=closed_forms,
+        n_jobs=n_jobs, progress=progress,
     )
     per_start, per_start_var = stats["per_start"], stats["per_start_var"]
     n_starts = per_start.shape[1]
@@ -175,10 +162,10 @@ def paper_mc_grid(
         profile, (mc_sem, start_sem) = _cut(profile, [mc_sem, start_sem], full_lags, window)
     ds = _dataset(
         axes, window, {"profile": profile, "sem": mc_sem, "sem_start": start_sem}, "cmr_mc_crp",
-        "cmr.profiles.paper_mc_grid",
+        "cmr.paper_mc_grid",
         n_trials=int(n_trials), seed=int(seed), list_length=int(list_length), max_recalls=int(max_recalls),
         simulated_max_lag=max_lag, closed_forms=int(bool(closed_forms)),
-        start_positions=[int(s) for s in (np.arange(1, 21) if start_positions is None else np.atleast_1d(start_positions))],
+        start_positions=[int(s) for s in (STUDY_START_POSITIONS if start_positions is None else np.atleast_1d(start_positions))],
         n_closed_form_points=int(stats["closed_form"].sum()),
     )
     ds["profile"].attrs["long_name"] = "probability of a recall transition at this lag (the study's CRP)"
@@ -199,7 +186,7 @@ def paper_teacher_forced_grid(
 ) -> xr.Dataset:
     """Teacher-forced (deterministic) lag profiles of the paper's variant on a parameter grid.
 
-    Study, then "recall" items 1..N in study order (DESIGN 2c): context starts one-hot at
+    Study, then "recall" items 1..N in study order : context starts one-hot at
     item 1 (the study's start-state convention), and each forced recall k >= 2 updates it
     with the paper's rule. At each step the support ``F = M^T t`` over the N studied items is
     normalised to probabilities ``P_k``; the profile at a lag is the mean of ``P_k(k + lag)``
@@ -228,21 +215,20 @@ def paper_teacher_forced_grid(
     """
     if kind not in ("prob", "logsupport"):
         raise ProfileError(f"kind must be 'prob' or 'logsupport'; got {kind!r}")
-    if isinstance(list_length, bool) or not isinstance(list_length, (int, np.integer)) or list_length < 2:
-        raise ProfileError(f"list_length must be an integer >= 2; got {list_length!r}")
+    list_length = integer(list_length, "list_length", minimum=2)
     if not (isinstance(floor, (int, float, np.floating)) and 0.0 < float(floor) < 1.0):
         raise ProfileError(f"floor must be a probability in (0, 1); got {floor!r}")
     axes = _grid_axes(beta_enc, beta_rec, gamma)
-    window = _lag_window(lags, STUDY_MAX_LAG)
+    window = lag_window(STUDY_MAX_LAG if lags is None else lags)
     max_lag = int(np.abs(window).max())
     if max_lag >= list_length:
         raise ProfileError(f"lags must lie within -(N-1)..N-1 = {1 - list_length}..{list_length - 1}; got {window.tolist()}")
     b_enc, b_rec, g = _mesh(axes)
-    prob, log_prob = _paper.teacher_forced_grid(1.0 - b_enc, b_rec, g, int(list_length), max_lag, float(floor))
+    prob, log_prob = paper_tf.teacher_forced_grid(1.0 - b_enc, b_rec, g, int(list_length), max_lag, float(floor))
     index = window + max_lag
     values = (prob if kind == "prob" else log_prob)[:, index]
     ds = _dataset(
-        axes, window, {"profile": values}, f"cmr_tf_{kind}", "cmr.profiles.paper_teacher_forced_grid",
+        axes, window, {"profile": values}, f"cmr_tf_{kind}", "cmr.paper_teacher_forced_grid",
         list_length=int(list_length), floor=float(floor), teacher_forced=1,
     )
     ds.attrs["floor"] = float(floor)
@@ -261,7 +247,7 @@ def textbook_teacher_forced_grid(
     lags=None,
     list_length: int = STUDY_LIST_LENGTH,
 ) -> xr.Dataset:
-    """Teacher-forced lag profiles of textbook CMR (DESIGN 2a, 2c) on a grid of any parameters.
+    """Teacher-forced lag profiles of textbook CMR  on a grid of any parameters.
 
     Study the list, reinstate start context (B_start), then force recall of items 1..N in study
     order; after each forced recall k the support ``a = M_cf c`` over all studied items gives
@@ -290,13 +276,9 @@ def textbook_teacher_forced_grid(
         ``profile_kind`` ``"cmr_tf_prob"`` or ``"cmr_tf_logsupport"``, ``variant="textbook"``
         in the provenance together with the fixed parameters.
     """
-    from . import _teacher_forced
-    from .parameters import PARAMETER_NAMES, default_parameters, validate_parameters
-
     if kind not in ("prob", "logsupport"):
         raise ProfileError(f"kind must be 'prob' or 'logsupport'; got {kind!r}")
-    if isinstance(list_length, bool) or not isinstance(list_length, (int, np.integer)) or list_length < 2:
-        raise ProfileError(f"list_length must be an integer >= 2; got {list_length!r}")
+    list_length = integer(list_length, "list_length", minimum=2)
     if not hasattr(grid, "items") or len(grid) == 0:
         raise ParameterError(f"grid must be a non-empty mapping of CMR parameter names to values; got {grid!r}")
     base = default_parameters()
@@ -309,7 +291,7 @@ def textbook_teacher_forced_grid(
             raise ParameterError(f"grid axis {name} must be a non-empty strictly increasing 1-d sequence; got {values!r}")
         validate_parameters({name: float(v) for v in arr[[0, -1]]}, partial=True)
         axes[str(name)] = arr
-    window = _lag_window(lags, STUDY_MAX_LAG)
+    window = lag_window(STUDY_MAX_LAG if lags is None else lags)
     max_lag = int(np.abs(window).max())
     if max_lag >= list_length:
         raise ProfileError(f"lags must lie within {1 - list_length}..{list_length - 1}; got {window.tolist()}")
@@ -319,10 +301,10 @@ def textbook_teacher_forced_grid(
         vectors[:, PARAMETER_NAMES.index(name)] = values.ravel()
     if {"Afc", "Dfc"} & set(axes) and (vectors[:, PARAMETER_NAMES.index("Afc")] + vectors[:, PARAMETER_NAMES.index("Dfc")] <= 0).any():
         validate_parameters({"Afc": 0.0, "Dfc": 0.0}, partial=True)  # raises the standard message
-    prob, log_prob = _teacher_forced.textbook_teacher_forced_grid(np.ascontiguousarray(vectors), int(list_length), max_lag)
+    prob, log_prob = textbook_tf.textbook_teacher_forced_grid(np.ascontiguousarray(vectors), int(list_length), max_lag)
     values = (prob if kind == "prob" else log_prob)[:, window + max_lag]
     ds = _dataset(
-        axes, window, {"profile": values}, f"cmr_tf_{kind}", "cmr.profiles.textbook_teacher_forced_grid",
+        axes, window, {"profile": values}, f"cmr_tf_{kind}", "cmr.textbook_teacher_forced_grid",
         variant="textbook", list_length=int(list_length), teacher_forced=1,
         fixed={name: base[name] for name in PARAMETER_NAMES if name not in axes},
     )
@@ -344,7 +326,7 @@ def cut_lag_window(profiles: xr.Dataset, lags) -> xr.Dataset:
     kind = profiles.attrs.get("profile_kind")
     if kind not in _DISTRIBUTION_KINDS:
         raise ProfileError(f"cut_lag_window renormalises distributions ({', '.join(_DISTRIBUTION_KINDS)}); got {kind!r}")
-    window = _lag_window(lags, STUDY_MAX_LAG)
+    window = lag_window(STUDY_MAX_LAG if lags is None else lags)
     have = profiles["lag"].values
     missing = np.setdiff1d(window, have)
     if missing.size:
@@ -358,3 +340,16 @@ def cut_lag_window(profiles: xr.Dataset, lags) -> xr.Dataset:
             out[name].attrs = dict(cut[name].attrs)
     out.attrs = dict(profiles.attrs)
     return validate(out, "lag_profile")
+
+
+def paper_crp(beta_enc: float, beta_rec: float, gamma: float, **options):
+    """The study's lag distribution of one parameter point as a ``lag_profile`` dataset.
+
+    Same options as :func:`paper_mc_grid` (``lags=range(-5, 6)`` cuts to the
+    study's fitting window and renormalises); the parameter dims are squeezed away.
+    """
+    for name, value in (("beta_enc", beta_enc), ("beta_rec", beta_rec), ("gamma", gamma)):
+        if np.ndim(value) != 0:
+            raise ParameterError(f"paper_crp takes one parameter point; {name} is {value!r} (use paper_mc_grid)")
+    grid = paper_mc_grid(beta_enc=[beta_enc], beta_rec=[beta_rec], gamma=[gamma], **options)
+    return grid.squeeze(("beta_enc", "beta_rec", "gamma"), drop=False)

@@ -1,35 +1,26 @@
-"""Train a small Llama-style transformer offline and watch induction / CMR-like heads appear.
+"""A small Llama-style transformer trained offline, seeded, on CPU: the toy of the dynamics study.
 
 The toy run (``icl-cmr train-toy``) trains a 2-layer model on the Wikipedia sample inside the
-gensim wheel (:mod:`adapters.text_corpus`), seeded, on CPU in minutes, and saves checkpoints
-(Hugging Face directories, written atomically) at log-spaced, then evenly spaced steps.
+gensim wheel (:mod:`icl_cmr.adapters.text_corpus`) and saves checkpoints (Hugging Face
+directories, written atomically) at log-spaced, then evenly spaced steps.
 
-The default recipe (``recipe="copies"``) trains on natural text in which short phrases repeat:
-in every row, spans of 2-8 tokens are copied from earlier in the same row to places a few tokens
-apart, over and over, so a share of the tokens can be predicted only by finding the earlier
-occurrence of the current token and reading what followed it. Natural text makes a previous-token
-head worth having in layer 0 (bigram statistics), and short copies at every distance rule out the
+The training data (``recipe="copies"``) is natural text in which short phrases repeat: in every
+row, spans of 2-8 tokens are copied from earlier in the same row to places a few tokens apart,
+over and over, so a share of the tokens can be predicted only by finding the earlier occurrence
+of the current token and reading what followed it. Natural text makes a previous-token head
+worth having in layer 0 (bigram statistics), and short copies at every distance rule out the
 other ways to copy (a head at a fixed distance back works only for copies longer than that
 distance), so the model forms the textbook circuit: a layer-0 previous-token head and layer-1
 induction heads, with an abrupt drop of the loss on copied tokens (about step 1,000 at seed 0).
-Two earlier recipes are kept for comparison (docs/training-dynamics.md): ``"words"`` (rows of
-random frequent words with one long repeated segment; session 1's default with
-``repeat_fraction=0.9``: the model learns to copy, but with a layer-0 duplicate-token head and
-layer-1 previous-token heads, not a lag +1 induction head) and ``"segments"`` (one segment of
-uniform random tokens repeated inside text: no copying within 2,000 steps).
+Rows with one long repeated segment instead let the model copy through fixed-offset heads
+without an induction head (docs/training-dynamics.md).
 
-The dynamics scan (:func:`scan_checkpoints`) then runs the same pipeline as for a released LLM
-on every checkpoint: head lag profiles (:func:`adapters.transformer_lens.extract_heads`, the same
-fixed word list at every step) and CMR fits (:func:`cmr.profile_fit.fit_profiles`), giving
-induction score, CMR distance, fitted parameters and inverse temperature against training step.
-See docs/training-dynamics.md.
+Every torch call of the toy lives here; the dynamics scan (:mod:`icl_cmr.analyses.dynamics`)
+reads the checkpoints through the same pipeline as a released model.
 """
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -37,17 +28,17 @@ from pathlib import Path
 import numpy as np
 
 from cmr.errors import DataSourceError, ParameterError
-from cmr.io import atomic_write
+from cmr.io import atomic_directory, atomic_write
 
-__all__ = ["ToySettings", "QUICK", "RECIPES", "checkpoint_steps", "build_tokenizer", "make_batch",
-           "make_copy_batch", "train_toy", "list_checkpoints", "prompt_words", "segment_tokens"]
+__all__ = ["ToySettings", "QUICK", "RECIPES", "checkpoint_steps", "build_tokenizer", "text_batch",
+           "make_copy_batch", "train_toy", "list_checkpoints", "prompt_words"]
 
 SETTINGS_FILE = "train_toy.json"
 LOG_FILE = "training_log.json"
 TOKENIZER_DIR = "tokenizer"
 CHECKPOINT_DIR = "checkpoints"
 #: training-data recipes (see the module docstring)
-RECIPES = ("copies", "words", "segments")
+RECIPES = ("copies",)
 
 
 @dataclass(frozen=True)
@@ -71,7 +62,6 @@ class ToySettings:
     copy_min: int = 2
     copy_max: int = 8
     copy_gap: int = 5
-    repeat_words: int = 64
     n_checkpoints: int = 24
     text: str = "wikipedia"
 
@@ -85,8 +75,6 @@ class ToySettings:
             raise ParameterError(f"seq_len must be an even number >= 16; got {self.seq_len}")
         if self.vocab_size < 300:
             raise ParameterError(f"vocab_size must be >= 300 (256 bytes + merges); got {self.vocab_size}")
-        if int(self.repeat_words) < 0:
-            raise ParameterError(f"repeat_words must be >= 0 (0: any token); got {self.repeat_words!r}")
         if not 0.0 <= self.repeat_fraction <= 1.0:
             raise ParameterError(f"repeat_fraction must be in [0, 1]; got {self.repeat_fraction}")
         if self.recipe not in RECIPES:
@@ -137,42 +125,15 @@ def build_tokenizer(documents, vocab_size: int):
     return tokenizer
 
 
-def make_batch(stream: np.ndarray, rng: np.random.Generator, batch_size: int, seq_len: int,
-               repeat_fraction: float, vocab_size: int, bos_id: int,
-               segment_ids: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """A training batch: BOS + natural text, some rows with a random segment repeated inside.
-
-    In a share ``repeat_fraction`` of rows a segment of ``L`` uniform random tokens (``L`` drawn
-    from seq_len/8..seq_len/2) appears twice in a row at a random offset within the text, so the
-    second copy is predictable only by content (an induction head), not by a fixed distance.
-    Segment tokens are drawn from ``segment_ids`` (e.g. the most frequent whole-word tokens, the
-    kind of token the head prompts use) when given, and then the rest of such a row is random
-    words too (not text), so that the repeat is the only thing to learn in it; without
-    ``segment_ids`` segments are drawn from all ids 2..vocab_size-1 inside the text.
-
-    Returns
-    -------
-    batch : int64 (batch, seq_len + 1)
-    spans : int64 (batch, 2), (start of the first copy, L) per row; L = 0 for plain text
-    """
+def text_batch(stream: np.ndarray, rng: np.random.Generator, batch_size: int, seq_len: int,
+               bos_id: int) -> np.ndarray:
+    """BOS + a random window of natural text per row: int64 (batch, seq_len + 1)."""
     batch = np.empty((batch_size, seq_len + 1), dtype=np.int64)
-    spans = np.zeros((batch_size, 2), dtype=np.int64)
     batch[:, 0] = bos_id
     for row in range(batch_size):
         start = int(rng.integers(0, stream.size - seq_len))
         batch[row, 1:] = stream[start:start + seq_len]
-        if rng.random() < repeat_fraction:
-            length = int(rng.integers(seq_len // 8, seq_len // 2 + 1))
-            offset = 1 + int(rng.integers(0, seq_len - 2 * length + 1))
-            if segment_ids is None:
-                segment = rng.integers(2, vocab_size, size=length)
-            else:  # the whole row becomes random words: nothing but the repeat is predictable
-                batch[row, 1:] = segment_ids[rng.integers(0, segment_ids.size, size=seq_len)]
-                segment = segment_ids[rng.integers(0, segment_ids.size, size=length)]
-            batch[row, offset:offset + length] = segment
-            batch[row, offset + length:offset + 2 * length] = segment
-            spans[row] = offset, length
-    return batch, spans
+    return batch
 
 
 def make_copy_batch(stream: np.ndarray, rng: np.random.Generator, batch_size: int, seq_len: int,
@@ -222,57 +183,6 @@ def make_copy_batch(stream: np.ndarray, rng: np.random.Generator, batch_size: in
     return batch, copied, source
 
 
-def _span_masks(spans: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
-    """(second copy, first copy) token masks of :func:`make_batch`'s (offset, L) spans."""
-    second = np.zeros((len(spans), width), dtype=bool)
-    first = np.zeros_like(second)
-    for row, (offset, length) in enumerate(spans):
-        if length:
-            first[row, offset + 1:offset + length] = True
-            second[row, offset + length + 1:offset + 2 * length] = True
-    return second, first
-
-
-def segment_tokens(tokenizer, stream: np.ndarray, n_words: int) -> np.ndarray | None:
-    """Ids of the ``n_words`` most frequent whole-word tokens of ``stream`` (None for 0: any token).
-
-    Uses the head prompts' word rule (:func:`adapters.prompts.select_words`), so the words of the
-    scan's prompts are among them; a corpus with fewer usable words gives all it has.
-    """
-    from adapters.prompts import select_words
-    from cmr.errors import PromptError
-
-    if not n_words:
-        return None
-    prior = np.log(np.bincount(stream, minlength=len(tokenizer)).astype(np.float64) + 0.5)
-    n = int(n_words)
-    while True:
-        try:
-            return select_words(tokenizer, prior, n)[0]
-        except PromptError:
-            if n <= 2:
-                raise
-            n = max(2, n // 2)
-
-
-def _atomic_dir(final: Path, write) -> Path:
-    """Write a directory by ``write(tmp_dir)`` then rename it into place (never half-written)."""
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=final.parent))
-    try:
-        write(tmp)
-        for path in tmp.iterdir():
-            with open(path, "rb") as handle:
-                os.fsync(handle.fileno())
-        if final.exists():
-            shutil.rmtree(final)
-        os.replace(tmp, final)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return final
-
-
 def _write_json(path: Path, data) -> None:
     with atomic_write(path) as tmp:
         tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
@@ -311,7 +221,7 @@ def train_toy(out_dir, settings: ToySettings = ToySettings(), *, progress: bool 
     from tqdm.auto import tqdm
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    from adapters.text_corpus import read_documents, tokenize_documents
+    from .text_corpus import read_documents, tokenize_documents
 
     settings = settings.validate()
     out = Path(out_dir)
@@ -319,7 +229,8 @@ def train_toy(out_dir, settings: ToySettings = ToySettings(), *, progress: bool 
     started = time.perf_counter()
     documents = read_documents(settings.text)
     tokenizer = build_tokenizer(documents, settings.vocab_size)
-    _atomic_dir(out / TOKENIZER_DIR, tokenizer.save_pretrained)
+    with atomic_directory(out / TOKENIZER_DIR) as tmp:
+        tokenizer.save_pretrained(tmp)
     bos = int(tokenizer.bos_token_id)
     pieces = tokenize_documents(documents, tokenizer)
     stream = np.concatenate([np.r_[bos, ids] for ids in pieces]).astype(np.int64)
@@ -330,18 +241,11 @@ def train_toy(out_dir, settings: ToySettings = ToySettings(), *, progress: bool 
     vocab = len(tokenizer)
     rng = np.random.default_rng(settings.seed)
     eval_rng = np.random.default_rng([settings.seed, 1])
-    eval_text = torch.as_tensor(make_batch(eval_stream, eval_rng, 32, settings.seq_len, 0.0, vocab, bos)[0])
-    if settings.recipe == "copies":
-        def batches(source_stream, generator, size, fraction):
-            return make_copy_batch(source_stream, generator, size, settings.seq_len, fraction, bos,
-                                   (settings.copy_min, settings.copy_max), settings.copy_gap)
-    else:
-        segment_ids = segment_tokens(tokenizer, stream, settings.repeat_words) if settings.recipe == "words" else None
+    eval_text = torch.as_tensor(text_batch(eval_stream, eval_rng, 32, settings.seq_len, bos))
 
-        def batches(source_stream, generator, size, fraction):
-            batch, spans = make_batch(source_stream, generator, size, settings.seq_len, fraction, vocab, bos,
-                                      segment_ids)
-            return (batch, *_span_masks(spans, batch.shape[1]))
+    def batches(source_stream, generator, size, fraction):
+        return make_copy_batch(source_stream, generator, size, settings.seq_len, fraction, bos,
+                               (settings.copy_min, settings.copy_max), settings.copy_gap)
     eval_repeat, eval_copied, eval_source = batches(eval_stream, eval_rng, 32, 1.0)
     eval_repeat = torch.as_tensor(eval_repeat)
     config = LlamaConfig(
@@ -367,13 +271,11 @@ def train_toy(out_dir, settings: ToySettings = ToySettings(), *, progress: bool 
         evaluation = _evaluate(model, eval_text, eval_repeat, eval_copied, eval_source)
         model.train()
 
-        def write(tmp):
+        with atomic_directory(out / CHECKPOINT_DIR / f"step_{step:06d}") as tmp:
             model.config._attn_implementation = "eager"  # what attention extraction reads
             model.save_pretrained(tmp)
             model.config._attn_implementation = "sdpa"
             tokenizer.save_pretrained(tmp)
-
-        _atomic_dir(out / CHECKPOINT_DIR / f"step_{step:06d}", write)
         record["checkpoints"].append(dict(step=step, **evaluation))
         record["seconds"] = round(time.perf_counter() - started, 2)
         _write_json(out / LOG_FILE, record)
@@ -416,8 +318,8 @@ def prompt_words(run_dir, n_words: int) -> list[str]:
     """
     from transformers import AutoTokenizer
 
-    from adapters.prompts import select_words
-    from adapters.text_corpus import read_documents, tokenize_documents
+    from .prompts import select_words
+    from .text_corpus import read_documents, tokenize_documents
 
     tokenizer = AutoTokenizer.from_pretrained(str(Path(run_dir) / TOKENIZER_DIR), local_files_only=True)
     settings = json.loads((Path(run_dir) / SETTINGS_FILE).read_text())["settings"]

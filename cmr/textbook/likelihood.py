@@ -22,9 +22,9 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from . import _cmr
-from .errors import RecallDataError
-from .events import to_recall_matrix
+from ..errors import RecallDataError
+from ..events import as_events, to_recall_matrix
+from . import _kernels
 from .parameters import parameter_vector
 
 __all__ = ["log_likelihood", "prepare_trials"]
@@ -55,7 +55,7 @@ def prepare_trials(events: xr.Dataset, pool_size: int | None = None):
 
 
 def log_likelihood(
-    events: xr.Dataset,
+    events,
     params: Mapping[str, float],
     *,
     by: str | None = "subject",
@@ -66,8 +66,9 @@ def log_likelihood(
 
     Parameters
     ----------
-    events : xarray.Dataset
-        An events dataset (see docs/schema.md); list lengths may vary across trials.
+    events : xarray.Dataset or pandas.DataFrame
+        An events dataset (see docs/schema.md) or a psifr long table; list lengths may vary
+        across trials.
     params : mapping
         All 14 parameters in cymr's names (cmr.parameters.PARAMETER_NAMES).
     by : {"subject", "trial", None}
@@ -89,13 +90,14 @@ def log_likelihood(
     """
     if by not in ("subject", "trial", None):
         raise RecallDataError(f"by must be 'subject', 'trial' or None; got {by!r}")
+    events = as_events(events)
     vector = parameter_vector(params)
     recalls, list_length, n_other = prepare_trials(events, pool_size)
     n_trials = recalls.shape[0]
     trial_logl = np.zeros(n_trials)
     trial_n = np.zeros(n_trials, dtype=np.int64)
     event_p = np.zeros((n_trials, recalls.shape[1] + 1))
-    _cmr.trials_log_likelihood(vector, list_length, n_other, recalls, trial_logl, trial_n, event_p)
+    _kernels.trials_log_likelihood(vector, list_length, n_other, recalls, trial_logl, trial_n, event_p)
 
     bad = np.flatnonzero(np.isnan(trial_logl))
     if bad.size:

@@ -1,0 +1,168 @@
+"""Interventions on a TransformerBridge: head ablation and next-token losses at chosen positions.
+
+Heads are ablated at their output before the output projection: the hook
+``blocks.{layer}.attn.hook_z`` (shape batch x position x query head x d_head; grouped-query
+models expose one slice per query head, so query heads are ablated). Zero ablation sets the
+head's slice to 0; mean ablation sets it to the head's mean output over every text position of
+the same passages (measured in the unablated pass). Only the logits at the scored positions are
+computed (the body of the Hugging Face model runs under the bridge's hooks, then the output
+embedding is applied to those positions), which saves the vocabulary projection elsewhere.
+torch is imported inside the functions, so importing this module is cheap.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from cmr.errors import ParameterError
+
+__all__ = ["MODES", "geometry", "bos_id", "ablation_hooks", "scored_logits", "passage_losses", "full_logit_losses"]
+
+#: ablation modes: replace a head's output by zeros or by its mean output
+MODES = ("zero", "mean")
+
+
+def geometry(bridge) -> tuple[int, int]:
+    return int(bridge.cfg.n_layers), int(bridge.cfg.n_heads)
+
+
+def bos_id(bridge):
+    tokenizer = getattr(bridge, "tokenizer", None)
+    return getattr(tokenizer, "bos_token_id", None) if tokenizer is not None else None
+
+
+def ablation_hooks(heads, mode, means):
+    """fwd_hooks replacing the chosen heads' slices of hook_z (zero or their mean output)."""
+    import torch
+
+    by_layer = {}
+    for layer, head in heads:
+        by_layer.setdefault(int(layer), []).append(int(head))
+    hooks = []
+    for layer, head_list in sorted(by_layer.items()):
+        index = torch.tensor(sorted(head_list), dtype=torch.long)
+        fill = None if mode == "zero" else torch.as_tensor(means[layer][sorted(head_list)])
+
+        def hook(z, hook, index=index, fill=fill):
+            z = z.clone()
+            z[:, :, index, :] = 0.0 if fill is None else fill.to(dtype=z.dtype, device=z.device)
+            return z
+
+        hooks.append((f"blocks.{layer}.attn.hook_z", hook))
+    return hooks
+
+
+def scored_logits(bridge, input_ids, predict_index):
+    """Logits at ``predict_index`` only (batch, n_index, vocab), with the bridge's hooks active."""
+    import torch
+
+    model = getattr(bridge, "original_model", None)
+    body = getattr(model, "base_model", None) if model is not None else None
+    head = model.get_output_embeddings() if model is not None and hasattr(model, "get_output_embeddings") else None
+    if body is None or head is None or body is model:
+        return bridge(input_ids)[:, predict_index]  # generic path: full logits
+    hidden = body(input_ids=input_ids).last_hidden_state[:, predict_index]
+    logits = head(hidden)
+    cap = float(getattr(bridge.cfg, "output_logits_soft_cap", -1.0) or -1.0)
+    if cap > 0:
+        logits = cap * torch.tanh(logits / cap)
+    return logits
+
+
+def passage_losses(bridge, passages, targets, *, heads=(), mode="zero", means=None, batch_size=4,
+                   capture_means=False, progress=None) -> tuple[np.ndarray, np.ndarray | None]:
+    """Next-token losses (nats) at text positions ``targets`` of every passage.
+
+    Parameters
+    ----------
+    bridge : transformer_lens.model_bridge.TransformerBridge
+    passages : ndarray of int, shape (n_passage, n_token)
+        Token ids without special tokens (:func:`icl_cmr.adapters.text_corpus.load_passages`).
+    targets : sequence of int
+        0-based text positions whose loss is wanted (each >= 1 unless a BOS is prepended).
+    heads : sequence of (layer, head)
+        Heads to ablate; empty for the unablated model.
+    mode : {"zero", "mean"}
+    means : ndarray, shape (n_layer, n_head, d_head), optional
+        Mean head outputs, needed for ``mode="mean"``.
+    capture_means : bool
+        Also return the mean ``hook_z`` per head over all text positions (n_layer, n_head, d_head).
+    progress : tqdm bar, optional
+        Advanced by one per batch.
+
+    Returns
+    -------
+    losses : ndarray, shape (n_passage, len(targets))
+    means : ndarray or None
+    """
+    import torch
+
+    if mode not in MODES:
+        raise ParameterError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
+    if heads and mode == "mean" and means is None:
+        raise ParameterError("mean ablation needs the mean head outputs (means=...)")
+    passages = np.ascontiguousarray(passages, dtype=np.int64)
+    targets = np.asarray(targets, dtype=np.int64)
+    bos = bos_id(bridge)
+    offset = 1 if bos is not None else 0
+    if targets.min() + offset < 1 or targets.max() >= passages.shape[1]:
+        raise ParameterError(
+            f"scored positions must lie in {1 - offset}..{passages.shape[1] - 1}; got {targets.min()}..{targets.max()}"
+        )
+    length = int(targets.max()) + offset  # input positions needed: BOS + text up to the last target - 1
+    predict_index = torch.as_tensor(targets + offset - 1)
+    hooks = list(ablation_hooks(heads, mode, means)) if heads else []
+    n_layers, n_heads = geometry(bridge)
+    sums, count = None, 0
+    if capture_means:
+        sums = [None] * n_layers
+
+        def make_capture(layer):
+            def capture(z, hook):
+                part = z[:, offset:].sum(dim=(0, 1)).double()
+                sums[layer] = part if sums[layer] is None else sums[layer] + part
+                return z
+            return capture
+
+        hooks += [(f"blocks.{l}.attn.hook_z", make_capture(l)) for l in range(n_layers)]
+    out = np.empty((passages.shape[0], targets.size), dtype=np.float64)
+    with torch.inference_mode(), bridge.hooks(fwd_hooks=hooks):
+        for start in range(0, passages.shape[0], int(batch_size)):
+            chunk = torch.as_tensor(passages[start:start + int(batch_size)])
+            text = chunk[:, : length - offset]
+            if offset:
+                text = torch.cat([torch.full((chunk.shape[0], 1), int(bos), dtype=torch.long), text], dim=1)
+            logits = scored_logits(bridge, text, predict_index).double()
+            gold = chunk[:, torch.as_tensor(targets)]
+            logp = torch.log_softmax(logits, dim=-1).gather(-1, gold.unsqueeze(-1)).squeeze(-1)
+            out[start:start + chunk.shape[0]] = (-logp).numpy()
+            count += chunk.shape[0] * (length - offset)
+            if progress is not None:
+                progress.update(1)
+    mean_out = None
+    if capture_means:
+        mean_out = np.stack([(s / count).numpy() for s in sums]).astype(np.float64)
+    return out, mean_out
+
+
+def full_logit_losses(bridge, passages, targets, *, heads=(), mode="zero", means=None) -> np.ndarray:
+    """The plain TransformerLens way to the losses of :func:`passage_losses` (the reference).
+
+    ``bridge.run_with_hooks`` on the whole batch with full logits at every position, then the
+    losses at ``targets``; a BOS is prepended when the tokenizer has one.
+    """
+    import torch
+
+    passages = np.ascontiguousarray(passages, dtype=np.int64)
+    targets = np.asarray(targets, dtype=np.int64)
+    bos = bos_id(bridge)
+    ids = torch.as_tensor(passages[:, : int(targets.max())])
+    offset = 0
+    if bos is not None:
+        ids = torch.cat([torch.full((ids.shape[0], 1), int(bos), dtype=torch.long), ids], dim=1)
+        offset = 1
+    hooks = ablation_hooks(heads, mode, means) if heads else []
+    with torch.inference_mode():
+        logits = bridge.run_with_hooks(ids, fwd_hooks=hooks).double()
+        logp = torch.log_softmax(logits[:, torch.as_tensor(targets + offset - 1)], dim=-1)
+        gold = torch.as_tensor(passages[:, targets])
+        return (-logp.gather(-1, gold[..., None])[..., 0]).numpy()

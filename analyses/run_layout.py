@@ -1,0 +1,81 @@
+"""What a study run is made of: its default settings, file names and thresholds.
+
+The stages (:mod:`icl_cmr.analyses.study`), the figures and the report all read the same
+names from here, so none of them imports another to learn where a file lives.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from cmr.constants import CMR_LIKE_DISTANCE, PAPER_LAGS, RECALL_LAGS
+
+__all__ = [
+    "DEFAULT_RECALL",
+    "DEFAULT_MODEL",
+    "OBJECTIVES",
+    "HEAD_LAGS",
+    "HUMAN_LAGS",
+    "CMR_LIKE_DISTANCE",
+    "DEMO_SETTINGS",
+    "GRID_FILE",
+    "HEADS_FILE",
+    "ABLATION_FILE",
+    "FIGURES_DIR",
+    "REPORT_FILE",
+    "slug",
+    "human_files",
+    "human_fit_files",
+    "head_fit_file",
+]
+
+DEFAULT_RECALL = ("psifr:peers_notask", "psifr:Morton2013")
+DEFAULT_MODEL = "smollm2-135m"
+OBJECTIVES = ("paper", "lsq")
+HEAD_LAGS = PAPER_LAGS  # the study's fitting window for heads
+HUMAN_LAGS = RECALL_LAGS  # a recall lag-CRP is undefined at lag 0
+
+DEMO_SETTINGS = {
+    "n_prompts": 5,
+    "n_words": 100,
+    "seed": 0,
+    "grid_trials": 50,  # Monte Carlo trials per start position (the study used 500)
+    # ~1 s per 512-token forward pass of SmolLM2 on 2 cores: 12 x (1 + 20) passes ~ 4 minutes.
+    # The full test (300 passages) is `icl-cmr ablate`.
+    "ablation_passages": 12,
+    "ablation_random": 20,
+    "ablation_modes": ["zero"],
+    "ablation_fraction": 0.1,
+}
+
+GRID_FILE = "cmr_grid.nc"
+HEADS_FILE = "heads.nc"
+ABLATION_FILE = "ablation.nc"
+FIGURES_DIR = "figures"
+REPORT_FILE = "report.md"
+
+
+def slug(source: str) -> str:
+    """File-name-safe label of a data source (``psifr:peers_notask`` -> ``peers_notask``)."""
+    base = source.split(":", 1)[-1]
+    base = Path(base).stem if ("/" in base or base.endswith(".csv")) else base
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", base)
+
+
+def human_files(settings) -> dict:
+    """Recall source -> its lag-CRP file."""
+    return {source: f"human_lag_crp_{slug(source)}.nc" for source in settings["recall"]}
+
+
+def human_fit_files(settings) -> dict:
+    """(recall source, objective) -> its fit file."""
+    return {
+        (source, objective): f"fits_human_{slug(source)}_{objective}.nc"
+        for source in settings["recall"]
+        for objective in OBJECTIVES
+    }
+
+
+def head_fit_file(objective: str) -> str:
+    """The fit file of the heads for one objective."""
+    return f"fits_heads_{objective}.nc"

@@ -1,0 +1,154 @@
+"""One checker per argument concept, shared by every public function.
+
+Each checker takes what a user has in hand, returns it in the form the kernels need, or raises
+one typed error that says what was expected and what came in. No public function re-implements
+these rules with its own argument names or error types.
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from .errors import ParameterError, ProfileError, RecallDataError
+
+__all__ = ["lag_window", "integer", "probability", "as_generator", "seed_of", "n_jobs", "recall_arrays"]
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, (numbers.Integral, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def integer(value, what: str, minimum: int | None = 1, error=ParameterError) -> int:
+    """``value`` as a Python int >= ``minimum`` (None: any integer); ``error`` otherwise."""
+    if not _is_int(value) or (minimum is not None and value < minimum):
+        bound = "an integer" if minimum is None else f"an integer >= {minimum}"
+        raise error(f"{what} must be {bound}; got {value!r}")
+    return int(value)
+
+
+def probability(value, what: str, *, open_low: bool = False, open_high: bool = False) -> float:
+    """``value`` as a float in [0, 1] (ends excluded where asked); ParameterError otherwise."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = float("nan")
+    low_ok = number > 0.0 if open_low else number >= 0.0
+    high_ok = number < 1.0 if open_high else number <= 1.0
+    if isinstance(value, (bool, np.bool_)) or not (low_ok and high_ok):
+        interval = ("(" if open_low else "[") + "0, 1" + (")" if open_high else "]")
+        raise ParameterError(f"{what} must be a number in {interval}; got {value!r}")
+    return number
+
+
+def lag_window(lags, longest: int | None = None) -> np.ndarray:
+    """The lag window as strictly increasing int64 lags.
+
+    Parameters
+    ----------
+    lags : None, int or sequence of int
+        ``None``: every lag a list of ``longest`` items allows, ``-(longest-1)..longest-1``;
+        an int ``K >= 0``: ``-K..K``; a sequence (``range(-5, 6)``, ``[-2, -1, 1, 2]``): those
+        lags, strictly increasing.
+    longest : int, optional
+        The longest list; needed for ``lags=None``.
+
+    Raises
+    ------
+    ProfileError
+        For anything else (the message names the three accepted forms).
+    """
+    if lags is None:
+        if longest is None:
+            raise ProfileError("lags=None (every possible lag) needs the list length; give the lags explicitly")
+        span = max(int(longest) - 1, 0)
+        return np.arange(-span, span + 1, dtype=np.int64)
+    if _is_int(lags):
+        if lags < 0:
+            raise ProfileError(f"lags as an integer K means -K..K and needs K >= 0; got {lags}")
+        return np.arange(-int(lags), int(lags) + 1, dtype=np.int64)
+    if isinstance(lags, (str, bytes)) or not hasattr(lags, "__iter__"):
+        raise ProfileError(
+            f"lags must be None (every lag), an integer K (lags -K..K) or a sequence of integers; got {lags!r}"
+        )
+    values = list(lags)
+    if not values or not all(_is_int(v) for v in values):
+        raise ProfileError(
+            f"lags must be None (every lag), an integer K (lags -K..K) or a non-empty sequence of integers; "
+            f"got {lags!r}"
+        )
+    window = np.asarray(values, dtype=np.int64)
+    if (np.diff(window) <= 0).any():
+        raise ProfileError(f"lags must be strictly increasing; got {window.tolist()}")
+    return window
+
+
+def as_generator(rng) -> np.random.Generator:
+    """A numpy Generator from ``rng``: a Generator (used as is), an int seed, a SeedSequence or None."""
+    if isinstance(rng, np.random.Generator):
+        return rng
+    if rng is None or _is_int(rng) or isinstance(rng, np.random.SeedSequence):
+        if _is_int(rng) and rng < 0:
+            raise ParameterError(f"rng as an integer seed must be >= 0; got {rng}")
+        return np.random.default_rng(rng)
+    raise ParameterError(
+        f"rng must be a numpy.random.Generator, an integer seed >= 0 or None; got {type(rng).__name__}"
+    )
+
+
+def seed_of(rng) -> int:
+    """One integer seed from ``rng`` (an int is used as is; a Generator draws one)."""
+    if _is_int(rng):
+        return integer(rng, "rng (a seed)", minimum=0)
+    return int(as_generator(rng).integers(2**63))
+
+
+def n_jobs(value) -> int:
+    """Number of parallel workers: a positive integer."""
+    return integer(value, "n_jobs")
+
+
+def recall_arrays(recalls, list_length) -> tuple[np.ndarray, np.ndarray]:
+    """A recall matrix and its list lengths, checked and coerced for the kernels.
+
+    Parameters
+    ----------
+    recalls : array_like of int, shape (n_trials, n_outputs)
+        1-based serial positions, -1 intrusions, 0 padding after the last recall.
+    list_length : int or array_like of int, shape (n_trials,)
+
+    Returns
+    -------
+    recalls : C-contiguous int64 (n_trials, n_outputs)
+    list_length : C-contiguous int64 (n_trials,)
+    """
+    recalls = np.asarray(recalls)
+    lengths = np.asarray(list_length)
+    if recalls.ndim != 2 or recalls.dtype.kind not in "iu":
+        raise RecallDataError(
+            f"recalls must be a 2-d integer array (trials x outputs); got {recalls.ndim}-d {recalls.dtype}"
+        )
+    if lengths.ndim == 0:
+        lengths = np.full(recalls.shape[0], lengths)
+    if lengths.shape != (recalls.shape[0],) or lengths.dtype.kind not in "iu":
+        raise RecallDataError(
+            f"list_length must be an integer or one integer per trial ({recalls.shape[0]}); "
+            f"got shape {lengths.shape} of {lengths.dtype}"
+        )
+    if recalls.shape[0] and (lengths < 1).any():
+        raise RecallDataError(f"list_length must be >= 1; got {lengths.min()}")
+    outside = (recalls < -1) | (recalls > lengths[:, None])
+    if outside.any():
+        t, o = np.argwhere(outside)[0]
+        raise RecallDataError(
+            f"recall matrix entries must be serial positions 1..list_length ({lengths[t]}), 0 (padding) "
+            f"or -1 (intrusion); got {recalls[t, o]} at trial {t}, output {o + 1}"
+        )
+    after_pad = (np.cumsum(recalls == 0, axis=1) > 0) & (recalls != 0)
+    if after_pad.any():
+        t, o = np.argwhere(after_pad)[0]
+        raise RecallDataError(
+            f"recall matrix padding (0) must come after the last recall; got {recalls[t, o]} after a 0 "
+            f"at trial {t}, output {o + 1}"
+        )
+    return np.ascontiguousarray(recalls, dtype=np.int64), np.ascontiguousarray(lengths, dtype=np.int64)

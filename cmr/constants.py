@@ -1,0 +1,46 @@
+"""Named constants of the toolkit, in one place.
+
+The numbers of Ji-An, Zhou, Benna & Mattar (NeurIPS 2024) that define the study's procedure,
+and the conventions every analysis shares. Modules import them from here; none re-states them.
+"""
+from __future__ import annotations
+
+__all__ = [
+    "CMR_LIKE_DISTANCE",
+    "PAPER_LAGS",
+    "RECALL_LAGS",
+    "STUDY_LIST_LENGTH",
+    "STUDY_START_POSITIONS",
+    "STUDY_N_TRIALS",
+    "STUDY_MAX_RECALLS",
+    "STUDY_MAX_LAG",
+    "HEAD_DIMS",
+]
+
+#: The study's threshold on the CMR distance below which a unit is called "CMR-like". A
+#: distance divides by the unit's own variance, so report it with a null, never alone.
+CMR_LIKE_DISTANCE = 0.5
+
+#: The study's fitting window for attention-head profiles: lags -5..+5.
+PAPER_LAGS = tuple(range(-5, 6))
+
+#: The same window for recall lag-CRPs, whose lag 0 is undefined (an item cannot follow itself).
+RECALL_LAGS = tuple(lag for lag in PAPER_LAGS if lag != 0)
+
+#: Items per studied list of the paper's CMR variant (the heads' prompts also use 100 words).
+STUDY_LIST_LENGTH = 100
+
+#: The study's recall start positions s0 = 0..19, as 1-based serial positions.
+STUDY_START_POSITIONS = tuple(range(1, 21))
+
+#: Monte Carlo trials per start position of the study's saved grid.
+STUDY_N_TRIALS = 500
+
+#: Cap on recalls per trial of the study's saved grid.
+STUDY_MAX_RECALLS = 50
+
+#: The study's lag histogram covers -8..+8.
+STUDY_MAX_LAG = 8
+
+#: Unit dims of attention-head datasets, in order.
+HEAD_DIMS = ("model", "checkpoint", "layer", "head")
