@@ -1,7 +1,7 @@
 """Repeated word-list prompts for reading attention heads as free-recall data.
 
 A prompt is ``BOS + w_1 ... w_N + w_1 ... w_N``: two copies of one seeded random permutation
-of N common single-token words, each with a leading space (Ji-An et al. 2024, DESIGN.md 3).
+of N common single-token words, each with a leading space (Ji-An et al. 2024).
 The first copy plays "study", the second "recall". Token positions: BOS at 0, the first copy
 at ``1..N`` and the second copy at ``N+1..2N``.
 

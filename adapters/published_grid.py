@@ -1,6 +1,6 @@
 """The study's saved CMR lag-distribution grid as a ``lag_profile`` dataset.
 
-Ji-An, Zhou, Benna & Mattar (NeurIPS 2024) simulated their simplified CMR (DESIGN 2b) by Monte
+Ji-An, Zhou, Benna & Mattar (NeurIPS 2024) simulated their simplified CMR by Monte
 Carlo on a grid of (beta_enc, beta_rec, gamma) and saved the lag distributions; the reference
 export ``cmr_crp_grid.npz`` holds ``crp[beta_enc, beta_rec, gamma_ft, lag]`` (20 x 21 x 11 x 17),
 ``sem`` (SEM over the 20 recall start positions) and the axis values.

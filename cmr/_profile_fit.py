@@ -3,7 +3,7 @@
 Array layer for :mod:`cmr.profile_fit`: plain C-contiguous float64/int64 arrays in, arrays out.
 Units are rows of ``profiles`` (n_unit, n_lag); grid points are rows of ``grid`` (n_point, n_lag).
 
-Two affine maps from a grid profile ``c`` to a unit's profile ``y`` (DESIGN 4):
+Two affine maps from a grid profile ``c`` to a unit's profile ``y``:
 
 - ``paper`` (the study's min/max match): ``fitted = (c - min c) * gain + min y`` with
   ``gain = (max y - min y) / (max c - min c)``;

@@ -1,4 +1,4 @@
-"""numba kernels of the paper's simplified CMR (DESIGN 2b): free recall and lag statistics.
+"""numba kernels of the paper's simplified CMR (Ji-An et al. 2024): free recall and lag statistics.
 
 States 0..n_items-1 are the studied items (one-hot), state n_items is the absorbing
 end-of-list state. Context->item weights ``M[i, j] = a**(j-i-1)`` for ``j > i`` with

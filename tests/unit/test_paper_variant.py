@@ -1,4 +1,4 @@
-"""The paper's simplified CMR (DESIGN 2b): simulator, closed forms and the study's conventions."""
+"""The paper's simplified CMR (Ji-An et al. 2024): simulator, closed forms and the study's conventions."""
 from __future__ import annotations
 
 import numpy as np

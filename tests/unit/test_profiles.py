@@ -53,7 +53,7 @@ from cmr.errors import ParameterError, ProfileError  # noqa: E402
 
 
 def _teacher_forced_reference(beta_enc, beta_rec, gamma, n, max_lag):
-    """Straight numpy transcription of DESIGN 2b/2c with the explicit matrix M."""
+    """Straight numpy transcription of the paper's variant, teacher-forced, with the explicit matrix M."""
     states = n + 1
     offset = np.arange(states)[None, :] - np.arange(states)[:, None]
     m = np.where(offset > 0, (1 - beta_enc) ** np.maximum(offset - 1, 0), 0.0)
