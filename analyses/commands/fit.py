@@ -48,7 +48,7 @@ def register(sub):
     add_output(p, "FITS.nc")
     p.add_argument("--objective", choices=("paper", "lsq"), default="paper", help="fitting objective (default paper)")
     p.add_argument("--grid", metavar="GRID", default=None, help="CMR grid: a lag-profile .nc or the study's .npz")
-    add_lags(p, None, "lags to fit (default: -5..5; for recall lag-CRPs -5..-1,1..5)")
+    add_lags(p, None, "lags to fit (default: -5:5; for recall lag-CRPs -5:-1,1:5)")
     p.add_argument("--no-refine", action="store_true", help="lsq: stay on the grid (no continuous refinement)")
     p.add_argument("--no-gaussian", action="store_true", help="skip the Gaussian baseline")
     p.add_argument("--bootstrap", type=int, default=0, metavar="N", help="bootstrap intervals from the SEMs (N draws)")
@@ -71,23 +71,19 @@ def published_grid_path() -> Path | None:
 
 
 def load_grid(spec):
+    """The CMR grid to fit against and a name for it: ``--grid``, else the published grid, else a teacher-forced one."""
     from cmr.errors import DataSourceError
+    from cmr.grids import paper_teacher_forced_grid
     from cmr.io import load_dataset
 
     if spec is None:
-        path = published_grid_path()
-        if path is None:
-            try:
-                from cmr.grids import paper_teacher_forced_grid
-            except ImportError:
-                raise DataSourceError(
-                    "no CMR grid given and the published grid (cmr_crp_grid.npz) was not found; "
-                    "make one with `icl-cmr grid ... -o GRID.nc` and pass --grid GRID.nc"
-                ) from None
+        spec = published_grid_path()
+        if spec is None:
             return paper_teacher_forced_grid(kind="prob"), "the paper's teacher-forced grid (default; published grid not found)"
-        spec = path
     path = Path(spec)
     if path.suffix == ".npz":
+        if not path.is_file():
+            raise DataSourceError(f"--grid: no such file: {str(path)!r}")
         from icl_cmr.adapters.published_grid import load_published_grid
 
         return load_published_grid(path), str(path)
@@ -95,7 +91,7 @@ def load_grid(spec):
 
 
 def run(args) -> int:
-    from cmr import CMR_LIKE_DISTANCE, PAPER_LAGS, RECALL_LAGS, fit_profiles, load_dataset, write_result
+    from cmr import CMR_LIKE_DISTANCE, PAPER_LAGS, RECALL_LAGS, fit_profiles, lag_window, load_dataset, write_result
     from cmr.errors import ParameterError
     from cmr.io import result_format
 
@@ -103,9 +99,15 @@ def run(args) -> int:
     if args.bootstrap < 0:
         raise ParameterError(f"--bootstrap must be >= 0; got {args.bootstrap}")
     profiles = load_dataset(args.profiles, "lag_profile")
+    recall = profiles.attrs.get("profile_kind") == "lag_crp"
     lags = args.lags
     if lags is None:  # a recall lag-CRP is undefined at lag 0
-        lags = RECALL_LAGS if profiles.attrs.get("profile_kind") == "lag_crp" else PAPER_LAGS
+        lags = RECALL_LAGS if recall else PAPER_LAGS
+    elif recall and 0 in lag_window(lags):
+        raise ParameterError(
+            f"{args.profiles} is a recall lag-CRP, which is undefined at lag 0 (no transition has lag 0): "
+            "give --lags without 0, e.g. --lags=-5:-1,1:5 (the default)"
+        )
     grid, grid_name = load_grid(args.grid)
     fits = fit_profiles(
         profiles, grid, objective=args.objective, lags=lags,
