@@ -15,8 +15,8 @@ Column rules (also in docs/schema.md, "Tables"):
    head``; the parameters of a CMR grid), then in the long layout the dims within a unit
    (``lag``; ``output_position, serial_position``).
 2. Then one column per variable, named as the variable, in the dataset's order.
-3. A per-unit vector along ``parameter``, ``gaussian_parameter`` or ``bound`` gives one
-   column per entry: ``parameters`` and ``value`` give the entry's name (``beta_enc``,
+3. A per-unit vector along ``parameter``, ``gaussian_parameter``, ``bound`` or
+   ``comparison`` gives one column per entry: ``parameters`` and ``value`` give the entry's name (``beta_enc``,
    ``B_rec``); ``<x>_parameters`` and ``<x>_value`` give ``<x>_<entry>`` (``grid_beta_enc``,
    ``gaussian_mu``, ``true_B_rec``); ``parameters_<y>`` gives ``<entry>_<y>``
    (``beta_enc_ci``); any other variable gives ``<variable>_<entry>`` (``distance_ci_lower``);
@@ -47,10 +47,10 @@ __all__ = ["unit_table", "to_dataframe", "unit_dims", "LAYOUTS", "WITHIN_UNIT_DI
 #: dims that index values *within* a unit (a profile over lags, a parameter vector, ...)
 WITHIN_UNIT_DIMS = (
     "lag", "previous_lag", "serial_position", "output_position", "study_position", "position",
-    "parameter", "gaussian_parameter", "bound", "event", "field", "curve",
+    "parameter", "gaussian_parameter", "bound", "comparison", "event", "field", "curve",
 )
 #: within-unit dims whose entries become columns of the per-unit table (rule 3)
-EXPANDED_DIMS = ("parameter", "gaussian_parameter", "bound")
+EXPANDED_DIMS = ("parameter", "gaussian_parameter", "bound", "comparison")
 #: what :func:`to_dataframe` can produce
 LAYOUTS = ("auto", "units", "long")
 # the variable whose dims define a result's units, first one present wins
@@ -240,10 +240,7 @@ def unit_table(*results: xr.Dataset, **named: xr.Dataset) -> pd.DataFrame:
         two variables of one result, give the same column (the message names it; pass one
         result as a keyword to prefix its columns).
 
-    Examples
-    --------
-    >>> table = cmr.unit_table(heads, lsq=fits_lsq, paper=fits_paper)   # doctest: +SKIP
-    >>> table.sort_values("lsq_distance").head()                         # doctest: +SKIP
+    See docs/schema.md ("Tables") for an example.
     """
     parts = [(None, ds) for ds in results] + list(named.items())
     if not parts:

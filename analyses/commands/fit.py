@@ -13,8 +13,9 @@ the unit's profile by gain * cmr + offset, and the CMR distance
   d = mean over lags of (fitted - profile)^2 / variance of the profile over lags
 is minimised (0 = perfect; 1 = no better than a flat line).
 
-Lags: by default the study's window -5..+5 for attention heads and grids, and -5..-1, +1..+5
-for recall lag-CRPs (icl-cmr lag-crp), whose lag 0 is undefined; --lags picks others.
+Lags: by default the study's window -5..+5 for attention heads, and -5..-1, +1..+5 for recall
+lag-CRPs (icl-cmr lag-crp), which are undefined at lag 0 (no transition has lag 0); --lags
+picks others, e.g. --lags=-3:-1,1:3 (lag 0 is refused for a recall lag-CRP).
 
 Objectives:
   paper  the study's procedure (Ji-An et al., NeurIPS 2024): min/max-matched map, grid search
@@ -30,11 +31,14 @@ published grid if it is found (ICL_CMR_REFERENCE or ../shared/reference next to 
 else teacher-forced probability profiles of the paper's CMR variant on the study's grid.
 
 The output's extension picks the format: .nc (the whole fit dataset), .csv or .parquet (one
-row per unit: distance, gain, fitted parameters, Gaussian baseline, AIC/BIC).
+row per unit: the unit's labels, distance, gain, offset, beta_enc, beta_rec, gamma, the best
+grid point, the Gaussian baseline's parameters and distance, AIC/BIC). icl-cmr export joins
+it with the heads' scores or another fit.
 
 Examples:
-  icl-cmr fit heads.nc --objective paper -o fits.nc
-  icl-cmr fit morton_crp.nc --objective lsq --grid grid.nc -o human_fits.csv
+  icl-cmr lag-crp psifr:Morton2013 -o morton_crp.nc
+  icl-cmr fit morton_crp.nc -o human_fits.csv
+  icl-cmr fit heads.nc --objective lsq --grid grid.nc -o fits.nc
 """
 
 
