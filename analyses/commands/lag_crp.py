@@ -28,30 +28,16 @@ Examples:
 
 
 def register(sub):
-    import argparse
+    from icl_cmr.analyses.commands.options import add_lags, add_recall_command
 
-    from icl_cmr.analyses.commands.options import add_grouping, add_lags, add_output, add_recall_source
-
-    p = sub.add_parser(
-        "lag-crp", help=HELP, description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    add_recall_source(p)
-    add_output(p, "OUT.nc")
-    add_lags(p, None, "lags to keep")
-    add_grouping(p, "profile")
-    p.set_defaults(func=run)
+    add_lags(add_recall_command(sub, "lag-crp", HELP, DESCRIPTION, "profile", run), None, "lags to keep")
 
 
 def run(args) -> int:
-    from cmr import lag_crp, write_result
-    from cmr.io import result_format
-    from icl_cmr.adapters.recall_data import load_recall_data
-    from icl_cmr.analyses.commands.options import describe_units, grouping
+    from cmr import lag_crp
+    from icl_cmr.analyses.commands.options import describe_units, write_recall_analysis
 
-    result_format(args.output)
-    events = load_recall_data(args.source)
-    crp = lag_crp(events, by=grouping(args), lags=args.lags)
-    path = write_result(crp, args.output)
+    crp, events, path = write_recall_analysis(args, lag_crp, lags=args.lags)
     lags = crp["lag"].values
     print(f"wrote {path}: lag-CRP of {args.source} ({describe_units(crp, events)}, lags {lags[0]}..{lags[-1]})")
     return 0

@@ -13,6 +13,8 @@ __all__ = [
     "add_grouping",
     "grouping",
     "describe_units",
+    "add_recall_command",
+    "write_recall_analysis",
     "OUTPUT_HELP",
     "RECALL_SOURCES",
 ]
@@ -101,3 +103,28 @@ def describe_units(result, events) -> str:
     if "subject" in result.dims:
         return f"{result.sizes['subject']} subjects, {lists}"
     return lists if "trial" in result.dims else f"pooled, {lists}"
+
+
+def add_recall_command(sub, name: str, help: str, description: str, what: str, run):
+    """A command ``NAME SOURCE -o OUT [--pooled | --per-list]`` that writes one analysis of recall data."""
+    parser = sub.add_parser(name, help=help, description=description,
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_recall_source(parser)
+    add_output(parser, "OUT.nc")
+    add_grouping(parser, what)
+    parser.set_defaults(func=run)
+    return parser
+
+
+def write_recall_analysis(args, analysis, **options):
+    """Refuse a bad output name, read SOURCE, run ``analysis(events, by=..., **options)``, write it.
+
+    Returns the result, the events and the path written.
+    """
+    from cmr.io import result_format, write_result
+    from icl_cmr.adapters.recall_data import load_recall_data
+
+    result_format(args.output)
+    events = load_recall_data(args.source)
+    result = analysis(events, by=grouping(args), **options)
+    return result, events, write_result(result, args.output)

@@ -27,32 +27,20 @@ Examples:
 
 
 def register(sub):
-    import argparse
+    from icl_cmr.analyses.commands.options import add_recall_command
 
-    from icl_cmr.analyses.commands.options import add_grouping, add_output, add_recall_source
-
-    p = sub.add_parser("pfr", help=HELP, description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_recall_source(p)
-    add_output(p, "OUT.nc")
-    add_grouping(p, "curve")
-    p.set_defaults(func=run)
+    add_recall_command(sub, "pfr", HELP, DESCRIPTION, "curve", run)
 
 
 def run(args) -> int:
     import numpy as np
 
-    from cmr import pfr, write_result
-    from cmr.io import result_format
-    from icl_cmr.adapters.recall_data import load_recall_data
-    from icl_cmr.analyses.commands.options import describe_units, grouping
+    from cmr import pfr
+    from icl_cmr.analyses.commands.options import describe_units, write_recall_analysis
 
-    result_format(args.output)
-    events = load_recall_data(args.source)
-    first = pfr(events, by=grouping(args))
-    path = write_result(first, args.output)
+    first, events, path = write_recall_analysis(args, pfr)
     mean = first["prob"].mean([d for d in first["prob"].dims if d != "serial_position"])
     peak = int(np.argmax(mean.fillna(-1).values))
     print(f"wrote {path}: probability of first recall of {args.source} ({describe_units(first, events)}); "
-          f"most often first: position {int(mean['serial_position'][peak])} "
-          f"(mean probability {float(mean[peak]):.2f})")
+          f"most often first: position {int(mean['serial_position'][peak])} (mean probability {float(mean[peak]):.2f})")
     return 0

@@ -26,27 +26,16 @@ Examples:
 
 
 def register(sub):
-    import argparse
+    from icl_cmr.analyses.commands.options import add_recall_command
 
-    from icl_cmr.analyses.commands.options import add_grouping, add_output, add_recall_source
-
-    p = sub.add_parser("spc", help=HELP, description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_recall_source(p)
-    add_output(p, "OUT.nc")
-    add_grouping(p, "curve")
-    p.set_defaults(func=run)
+    add_recall_command(sub, "spc", HELP, DESCRIPTION, "curve", run)
 
 
 def run(args) -> int:
-    from cmr import spc, write_result
-    from cmr.io import result_format
-    from icl_cmr.adapters.recall_data import load_recall_data
-    from icl_cmr.analyses.commands.options import describe_units, grouping
+    from cmr import spc
+    from icl_cmr.analyses.commands.options import describe_units, write_recall_analysis
 
-    result_format(args.output)
-    events = load_recall_data(args.source)
-    curve = spc(events, by=grouping(args))
-    path = write_result(curve, args.output)
+    curve, events, path = write_recall_analysis(args, spc)
     mean = curve["prob"].mean([d for d in curve["prob"].dims if d != "serial_position"])
     print(f"wrote {path}: serial position curve of {args.source} ({describe_units(curve, events)}, "
           f"{curve.sizes['serial_position']} positions); mean recall probability {float(mean[0]):.2f} "
