@@ -12,8 +12,9 @@ Column rules (also in docs/schema.md, "Tables"):
 
 1. Units first: the unit dims in the order of the result's main variable (``subject``;
    ``trial`` followed by its ``subject`` and ``list`` labels; ``model, checkpoint, layer,
-   head``; the parameters of a CMR grid), then in the long layout the dims within a unit
-   (``lag``; ``output_position, serial_position``).
+   head``; the parameters of a CMR grid) and the coordinates that label units (also a scalar
+   one such as ``model`` after ``.sel(model=...)``), then in the long layout the dims within
+   a unit (``lag``; ``output_position, serial_position``).
 2. Then one column per variable, named as the variable, in the dataset's order.
 3. A per-unit vector along ``parameter``, ``gaussian_parameter``, ``bound`` or
    ``comparison`` gives one column per entry: ``parameters`` and ``value`` give the entry's name (``beta_enc``,
@@ -152,12 +153,16 @@ def _unit_labels(ds: xr.Dataset, units) -> dict:
 
 
 def _per_unit(ds: xr.Dataset, units, names, columns: _Columns, repeat: int = 1) -> None:
-    """Add the per-unit columns of ``names`` (rules 2-4), each value repeated ``repeat`` times."""
+    """Add the per-unit columns of ``names`` (rules 2-4), each value repeated ``repeat`` times.
+
+    A scalar coordinate (``model`` after ``.sel(model=...)``) labels every unit: it is kept.
+    """
     n_units = math.prod(ds.sizes[d] for d in units)
     for name in names:
         var = ds[name]
         extra = [d for d in var.dims if d not in units]
-        if (units and not set(var.dims) & set(units)) or any(d not in EXPANDED_DIMS for d in extra):
+        label = name in ds.coords and not var.dims
+        if (units and not label and not set(var.dims) & set(units)) or any(d not in EXPANDED_DIMS for d in extra):
             continue  # rule 4: the same for every unit, or a curve over another dim
         missing = {d: ds.sizes[d] for d in units if d not in var.dims}
         values = var.expand_dims(missing).transpose(*units, *extra).values.reshape(n_units, -1)
@@ -192,8 +197,9 @@ def _unit_text(index: pd.MultiIndex, positions) -> str:
 
 def _aligned(base: pd.MultiIndex, part: pd.MultiIndex, where: str) -> np.ndarray:
     """Rows of ``part`` in the order of ``base``; SchemaError unless both hold the same units."""
-    if not part.is_unique:
-        raise SchemaError(f"unit_table: {where} has repeated unit labels")
+    for index, which in ((base, "the first result"), (part, where)):
+        if not index.is_unique:
+            raise SchemaError(f"unit_table: {which} has repeated unit labels")
     order = part.get_indexer(base)
     missing = np.flatnonzero(order < 0)
     extra = np.setdiff1d(np.arange(len(part)), order[order >= 0])
@@ -290,7 +296,7 @@ def _same(a, b: np.ndarray) -> bool:
 
 def _unit_coordinates(ds: xr.Dataset, units) -> list[str]:
     """Non-dim coordinates labelling units (``subject`` and ``list`` of a per-list result)."""
-    return [str(c) for c in ds.coords if c not in ds.dims and ds[c].dims and set(ds[c].dims) <= set(units)]
+    return [str(c) for c in ds.coords if c not in ds.dims and set(ds[c].dims) <= set(units)]
 
 
 def _prefixed(columns: _Columns, prefix: str, keep, where: str) -> _Columns:

@@ -159,6 +159,14 @@ def test_naming_rules_for_other_vectors(recall_fit, crp):
     assert long.groupby("subject")["t_pvalue_top_vs_random"].first().tolist() == [1.0, 3.0, 5.0]
 
 
+def test_scalar_coordinates_label_every_row():
+    one = heads_dataset().isel(model=0, checkpoint=0)
+    table = cmr.unit_table(one)
+    assert list(table.columns[:4]) == ["layer", "head", "model", "checkpoint"]
+    assert table["model"].tolist() == ["tiny"] * 6 and table["checkpoint"].tolist() == [-1] * 6
+    assert list(cmr.to_dataframe(one).columns[:5]) == ["layer", "head", "model", "checkpoint", "lag"]
+
+
 def test_units_in_another_order_are_aligned(fits):
     fit = fits["lsq"]
     table = cmr.unit_table(fit, again=fit.isel(subject=[2, 0, 1]))
