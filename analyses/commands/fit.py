@@ -94,6 +94,13 @@ def load_grid(spec):
     return load_dataset(path, "lag_profile"), str(path)
 
 
+def _undefined_at_zero(profiles, variable: str) -> bool:
+    """Whether a lag-CRP has no value at lag 0 for any unit (as every recall lag-CRP: no transition has lag 0)."""
+    if variable not in profiles or 0 not in profiles["lag"].values:
+        return False
+    return bool(profiles[variable].sel(lag=0).isnull().all())
+
+
 def run(args) -> int:
     from cmr import CMR_LIKE_DISTANCE, PAPER_LAGS, RECALL_LAGS, fit_profiles, lag_window, load_dataset, write_result
     from cmr.errors import ParameterError
@@ -107,7 +114,7 @@ def run(args) -> int:
     lags = args.lags
     if lags is None:  # a recall lag-CRP is undefined at lag 0
         lags = RECALL_LAGS if recall else PAPER_LAGS
-    elif recall and 0 in lag_window(lags):
+    elif recall and 0 in lag_window(lags) and _undefined_at_zero(profiles, args.variable):
         raise ParameterError(
             f"{args.profiles} is a recall lag-CRP, which is undefined at lag 0 (no transition has lag 0): "
             "give --lags without 0, e.g. --lags=-5:-1,1:5 (the default)"
