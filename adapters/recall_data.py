@@ -31,12 +31,22 @@ BUNDLED = {
 }
 
 
+def _labels_as_written(column):
+    """Subject or list labels read as text: integers when every one is a plain integer, else the text (``01`` stays ``01``)."""
+    plain = column.str.fullmatch(r"-?(0|[1-9][0-9]{0,17})").eq(True)
+    return column.astype("int64") if len(column) and bool(plain.all()) else column
+
+
 def _read_csv(path, label: str):
     import pandas as pd
 
     try:
         # utf-8-sig: some shipped files (cymr's sample1.csv) start with a byte-order mark
-        return pd.read_csv(path, encoding="utf-8-sig")
+        table = pd.read_csv(path, encoding="utf-8-sig", dtype={"subject": str, "list": str})
+        for name in ("subject", "list"):
+            if name in table:
+                table[name] = _labels_as_written(table[name])
+        return table
     except FileNotFoundError as exc:
         raise DataSourceError(f"no such recall-data file: {label!r}") from exc
     except (PermissionError, IsADirectoryError) as exc:

@@ -15,11 +15,14 @@ from cmr.errors import ICLCMRError
 # Subcommand modules, in the order --help lists them.
 COMMANDS = (
     "lag_crp",
+    "spc",
+    "pfr",
     "loglik",
     "fit_recall",
     "heads",
     "grid",
     "fit",
+    "export",
     "ablate",
     "train_toy",
     "run_study",

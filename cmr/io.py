@@ -6,21 +6,25 @@ flushed to disk, then renamed over the target (``os.replace`` is atomic on POSIX
 interrupted run never leaves a half-written file under the final name.
 
 :func:`write_result` writes a result by the output's extension: ``.nc`` (netCDF, exact round
-trip), ``.csv`` or ``.parquet`` (the tidy table of :func:`cmr.to_dataframe`).
+trip), ``.csv`` or ``.parquet`` (the tidy table of :func:`cmr.to_dataframe`, written by
+:func:`write_table`); :func:`result_format` refuses any other extension before work starts.
 """
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
 import shutil
 import tempfile
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import xarray as xr
 
 from .errors import DataSourceError, FileFormatError, OptionalDependencyError, SchemaError
 from .schema import KIND_ATTR, validate
-from .tables import to_dataframe
+from .tables import LAYOUTS, to_dataframe
 
 __all__ = [
     "save_dataset",
@@ -28,6 +32,7 @@ __all__ = [
     "atomic_write",
     "atomic_directory",
     "write_result",
+    "write_table",
     "result_format",
     "RESULT_FORMATS",
 ]
@@ -130,7 +135,17 @@ def load_dataset(path, kind: str | None = None) -> xr.Dataset:
 
 
 def result_format(path) -> str:
-    """The extension of ``path`` if :func:`write_result` knows it; FileFormatError otherwise."""
+    """The extension of ``path`` if :func:`write_result` can write it; an error otherwise.
+
+    Call it before any work starts, so a run never computes a result it cannot write.
+
+    Raises
+    ------
+    FileFormatError
+        The extension is not one of :data:`RESULT_FORMATS`.
+    OptionalDependencyError
+        ``.parquet`` without pyarrow installed.
+    """
     suffix = Path(path).suffix.lower()
     if suffix not in RESULT_FORMATS:
         known = ", ".join(RESULT_FORMATS)
@@ -138,32 +153,52 @@ def result_format(path) -> str:
             f"cannot tell what to write from the output name {str(path)!r}: its extension must be one of "
             f"{known}; got {suffix or 'none'!r}"
         )
+    if suffix == ".parquet" and importlib.util.find_spec("pyarrow") is None:
+        raise OptionalDependencyError(
+            "writing Parquet needs pyarrow: pip install pyarrow (or write .csv or .nc instead)"
+        )
     return suffix
+
+
+def _decimal(value: float) -> str:
+    """A float as a spreadsheet reads it: shortest exact digits, no exponent (3.3e-05 -> 0.000033)."""
+    if abs(value) >= 1e16:  # positional notation would print every digit of a huge number
+        return repr(value)
+    return np.format_float_positional(value, unique=True, trim="0")
+
+
+def write_table(table: pd.DataFrame, path) -> Path:
+    """Write a tidy table atomically as ``.csv`` or ``.parquet`` (by the extension of ``path``).
+
+    CSV: UTF-8, a header row, no index column, ``,`` separated; missing values are empty
+    cells; floats are written in decimal notation with the shortest digits that read back
+    exactly (``pandas.read_csv(..., float_precision="round_trip")`` gives the same numbers);
+    text is written as it is (quoted only where it holds a comma, quote or newline).
+    Parquet keeps the column types (int64, float64, text).
+    """
+    suffix = result_format(path)
+    if suffix == ".nc":
+        raise FileFormatError(f"a table is written as .csv or .parquet; got {str(path)!r}")
+    path = Path(path)
+    with atomic_write(path, suffix=suffix) as tmp:
+        if suffix == ".csv":
+            table.to_csv(tmp, index=False, float_format=_decimal, na_rep="", lineterminator="\n", encoding="utf-8")
+        else:
+            table.to_parquet(tmp, index=False, engine="pyarrow")
+    return path
 
 
 def write_result(ds: xr.Dataset, path, *, layout: str = "auto") -> Path:
     """Write a result by the extension of ``path``: ``.nc``, ``.csv`` or ``.parquet``.
 
-    netCDF keeps the whole dataset (:func:`save_dataset`); a table format writes
-    :func:`cmr.to_dataframe` of it (``layout`` as there). Any other extension raises
-    :class:`FileFormatError` before anything is written. Writes are atomic.
+    netCDF keeps the whole dataset with its provenance (:func:`save_dataset`;
+    :func:`load_dataset` reads it back exactly); a table format writes
+    :func:`cmr.to_dataframe` of it (``layout`` as there) through :func:`write_table`. An
+    unknown extension or layout raises before anything is written. Writes are atomic.
     """
     suffix = result_format(path)
+    if layout not in LAYOUTS:
+        raise SchemaError(f"layout must be one of {', '.join(LAYOUTS)}; got {layout!r}")
     if suffix == ".nc":
         return save_dataset(ds, path)
-    validate(ds)
-    table = to_dataframe(ds, layout=layout)
-    path = Path(path)
-    if suffix == ".csv":
-        with atomic_write(path, suffix=".csv") as tmp:
-            table.to_csv(tmp, index=False)
-        return path
-    try:
-        import pyarrow  # noqa: F401 - pandas' Parquet engine
-    except ImportError:
-        raise OptionalDependencyError(
-            "writing Parquet needs pyarrow: pip install pyarrow (or write .csv or .nc instead)"
-        ) from None
-    with atomic_write(path, suffix=".parquet") as tmp:
-        table.to_parquet(tmp, index=False)
-    return path
+    return write_table(to_dataframe(ds, layout=layout), path)

@@ -1,13 +1,39 @@
 """Tidy pandas tables from any result: one row per unit, or one row per unit and lag.
 
-:func:`unit_table` is the call for "one row per head (or subject) with its numbers":
-per-unit scalars of one or several results side by side (for heads: layer, head, induction
-and copying scores from ``icl-cmr heads``, CMR distance, fitted parameters and Gaussian
-distance from ``icl-cmr fit``). :func:`to_dataframe` is what ``.csv`` and ``.parquet``
-outputs hold: the per-unit table for fits, the long (unit x lag) table for profiles and
-statistics, psifr's long format for events.
+:func:`unit_table` is the call for "one row per head (or subject) with its numbers": the
+per-unit scalars of one or several results of the same units side by side (for heads:
+layer, head, induction and copying scores from ``icl-cmr heads``; CMR distance, gain,
+fitted parameters, Gaussian baseline and AIC/BIC from ``icl-cmr fit``). :func:`to_dataframe`
+is what ``.csv`` and ``.parquet`` outputs hold: the per-unit table for fits, the long table
+(unit x lag, unit x serial position, ...) for profiles and recall statistics, psifr's long
+format for events.
+
+Column rules (also in docs/schema.md, "Tables"):
+
+1. Units first: the unit dims in the order of the result's main variable (``subject``;
+   ``trial`` followed by its ``subject`` and ``list`` labels; ``model, checkpoint, layer,
+   head``; the parameters of a CMR grid) and the coordinates that label units (also a scalar
+   one such as ``model`` after ``.sel(model=...)``), then in the long layout the dims within
+   a unit (``lag``; ``output_position, serial_position``).
+2. Then one column per variable, named as the variable, in the dataset's order.
+3. A per-unit vector along ``parameter``, ``gaussian_parameter``, ``bound`` or
+   ``comparison`` gives one column per entry: ``parameters`` and ``value`` give the entry's name (``beta_enc``,
+   ``B_rec``); ``<x>_parameters`` and ``<x>_value`` give ``<x>_<entry>`` (``grid_beta_enc``,
+   ``gaussian_mu``, ``true_B_rec``); ``parameters_<y>`` gives ``<entry>_<y>``
+   (``beta_enc_ci``); any other variable gives ``<variable>_<entry>`` (``distance_ci_lower``);
+   a second such dim appends ``_<entry>`` (``beta_enc_ci_lower``).
+4. Left out: values that are the same for every unit (the search bounds of a fit) and curves
+   over other dims (a model's loss by token position); the netCDF file keeps them.
+5. :func:`unit_table` keywords prefix their result's columns: ``lsq=fits`` gives
+   ``lsq_distance``, ``lsq_beta_enc``, ...
+
+Types: integers stay int64, booleans become int64 0/1, floats are float64 with NaN for
+missing values, text stays text as written (a subject labelled ``01`` stays ``01``); no
+column holds mixed Python objects.
 """
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import pandas as pd
@@ -17,161 +43,342 @@ from .errors import SchemaError
 from .events import to_table
 from .schema import KIND_ATTR, validate
 
-__all__ = ["unit_table", "to_dataframe", "unit_dims", "LAYOUTS"]
+__all__ = ["unit_table", "to_dataframe", "unit_dims", "LAYOUTS", "WITHIN_UNIT_DIMS", "EXPANDED_DIMS"]
 
 #: dims that index values *within* a unit (a profile over lags, a parameter vector, ...)
 WITHIN_UNIT_DIMS = (
     "lag", "previous_lag", "serial_position", "output_position", "study_position", "position",
-    "parameter", "gaussian_parameter", "bound", "event", "field", "curve",
+    "parameter", "gaussian_parameter", "bound", "comparison", "event", "field", "curve",
 )
+#: within-unit dims whose entries become columns of the per-unit table (rule 3)
+EXPANDED_DIMS = ("parameter", "gaussian_parameter", "bound", "comparison")
 #: what :func:`to_dataframe` can produce
 LAYOUTS = ("auto", "units", "long")
-# a dim that becomes columns in the unit table must be small
-_MAX_EXPANDED = 64
+# the variable whose dims define a result's units, first one present wins
+_MAIN_VARIABLES = ("profile", "prob", "value", "logl", "rank", "icl_score")
+# stems of per-unit vectors named after their entries (rule 3)
+_VECTOR_STEMS = ("parameters", "value")
+
+
+def _main_variable(ds: xr.Dataset) -> xr.DataArray | None:
+    return next((ds[name] for name in _MAIN_VARIABLES if name in ds.data_vars), None)
 
 
 def unit_dims(ds: xr.Dataset) -> tuple[str, ...]:
-    """The unit dims of a result (``subject``; ``model, checkpoint, layer, head``; ...), in order.
+    """The unit dims of a result, in order.
 
-    Every dim of the dataset except those that index values within a unit (lag, parameter,
-    serial position, ...), in the order of the dataset's main variable.
+    ``("subject",)`` for recall statistics and recall fits, ``("trial",)`` per list,
+    ``("model", "checkpoint", "layer", "head")`` for attention heads, the parameter dims of a
+    CMR grid, ``()`` for a pooled result: every dim of the result's main variable (``profile``,
+    ``prob``, ``value``, ...) except those within a unit (:data:`WITHIN_UNIT_DIMS`).
     """
-    anchor = next((ds[name] for name in ("profile", "value", "logl", "prob", "rank") if name in ds), None)
+    anchor = _main_variable(ds)
     dims = anchor.dims if anchor is not None else tuple(ds.dims)
     return tuple(d for d in dims if d not in WITHIN_UNIT_DIMS)
 
 
-def _column_name(variable: str, label) -> str:
-    """Column of one entry of a per-unit vector: ``parameters`` -> ``beta_enc``, ``gaussian_parameters`` -> ``gaussian_a``."""
-    label = str(label)
-    if variable in ("parameters", "value"):
-        return label
-    if variable.endswith("_parameters"):
-        return f"{variable[: -len('parameters')]}{label}"
-    return f"{variable}_{label}"
+def _labels(ds: xr.Dataset, dim: str) -> np.ndarray:
+    return ds[dim].values if dim in ds.coords else np.arange(ds.sizes[dim])
 
 
-def _unit_columns(ds: xr.Dataset, units: tuple[str, ...]) -> pd.DataFrame:
-    """Per-unit scalars (and small per-unit vectors, one column per entry) indexed by ``units``."""
-    columns = {}
-    index = pd.MultiIndex.from_product([ds[d].values for d in units], names=list(units)) if units else None
-    template = xr.DataArray(np.zeros([ds.sizes[d] for d in units]), dims=units, coords={d: ds[d] for d in units})
-    names = [n for n in ds.coords if n not in ds.dims] + list(ds.data_vars)
+def _column_name(variable: str, labels) -> str:
+    """Rule 3: the column of one entry of a per-unit vector (``parameters`` -> ``beta_enc``)."""
+    first, rest = str(labels[0]), [str(label) for label in labels[1:]]
+    for stem in _VECTOR_STEMS:
+        if variable == stem:
+            name = first
+            break
+        if variable.endswith(f"_{stem}"):
+            name = f"{variable[: -len(stem) - 1]}_{first}"
+            break
+        if variable.startswith(f"{stem}_"):
+            name = f"{first}_{variable[len(stem) + 1:]}"
+            break
+    else:
+        name = f"{variable}_{first}"
+    return "_".join([name, *rest])
+
+
+def _tidy(values: np.ndarray) -> np.ndarray:
+    """One column's values with spreadsheet-safe types: bool -> int64, bytes -> str, objects resolved."""
+    values = np.asarray(values)
+    if values.dtype.kind == "b":
+        return values.astype(np.int64)
+    if values.dtype.kind == "S":
+        return np.array([v.decode("utf-8") for v in values], dtype=object)
+    if values.dtype.kind != "O":
+        return values
+    inferred = pd.api.types.infer_dtype(values, skipna=True)
+    if inferred == "integer":
+        return values.astype(np.int64)
+    if inferred == "boolean" and not pd.isna(values).any():
+        return values.astype(np.int64)
+    if inferred in ("floating", "mixed-integer-float", "integer-na", "decimal"):
+        return values.astype(np.float64)
+    if inferred == "bytes":
+        return np.array([v.decode("utf-8") if isinstance(v, bytes) else v for v in values], dtype=object)
+    if inferred in ("string", "empty"):
+        return values
+    # anything else (mixed types) is written as its text, never as a Python object
+    return np.array(["" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v) for v in values],
+                    dtype=object)
+
+
+class _Columns(dict):
+    """Ordered columns of one table; a second column of the same name is a SchemaError."""
+
+    def __init__(self, where: str):
+        super().__init__()
+        self.where = where
+
+    def add(self, name: str, values) -> None:
+        if name in self:
+            raise SchemaError(f"{self.where} two variables give the column {name!r}")
+        self[name] = _tidy(values)
+
+    def frame(self, n_rows: int) -> pd.DataFrame:
+        return pd.DataFrame(dict(self), index=pd.RangeIndex(n_rows))
+
+
+def _describe(ds: xr.Dataset) -> str:
+    return f"{ds.attrs.get(KIND_ATTR, 'unknown')!r} dataset"
+
+
+def _unit_labels(ds: xr.Dataset, units) -> dict:
+    """Unit dim -> its label on every row of the product of ``units`` (C order)."""
+    if not units:
+        return {}
+    index = np.meshgrid(*[np.arange(ds.sizes[d]) for d in units], indexing="ij")
+    return {d: _labels(ds, d)[i.ravel()] for d, i in zip(units, index)}
+
+
+def _per_unit(ds: xr.Dataset, units, names, columns: _Columns, repeat: int = 1) -> None:
+    """Add the per-unit columns of ``names`` (rules 2-4), each value repeated ``repeat`` times.
+
+    A scalar coordinate (``model`` after ``.sel(model=...)``) labels every unit: it is kept.
+    """
+    n_units = math.prod(ds.sizes[d] for d in units)
     for name in names:
         var = ds[name]
         extra = [d for d in var.dims if d not in units]
-        if not set(var.dims) & set(units) and units:
-            continue  # dataset-wide values (e.g. a lag coordinate) are not per unit
-        if len(extra) > 2 or any(d not in WITHIN_UNIT_DIMS or d == "lag" for d in extra):
-            continue
-        if any(ds.sizes[d] > _MAX_EXPANDED for d in extra) or var.dtype.kind not in "biufUSO":
-            continue
-        broadcast = var.broadcast_like(template).transpose(*units, *extra)
+        label = name in ds.coords and not var.dims
+        if (units and not label and not set(var.dims) & set(units)) or any(d not in EXPANDED_DIMS for d in extra):
+            continue  # rule 4: the same for every unit, or a curve over another dim
+        missing = {d: ds.sizes[d] for d in units if d not in var.dims}
+        values = var.expand_dims(missing).transpose(*units, *extra).values.reshape(n_units, -1)
         if not extra:
-            columns[str(name)] = np.asarray(broadcast.values).reshape(-1)
+            columns.add(str(name), np.repeat(values[:, 0], repeat))
             continue
-        labels = [ds[d].values if d in ds.coords else np.arange(ds.sizes[d]) for d in extra]
-        flat = np.asarray(broadcast.values).reshape(-1, *[len(lab) for lab in labels])
-        for position in np.ndindex(*[len(lab) for lab in labels]):
-            label = "_".join(str(lab[i]) for lab, i in zip(labels, position))
-            columns[_column_name(str(name), label)] = flat[(slice(None),) + position]
-    return pd.DataFrame(columns, index=index)
+        labels = [_labels(ds, d) for d in extra]
+        for flat, position in enumerate(np.ndindex(*[len(lab) for lab in labels])):
+            entry = [lab[i] for lab, i in zip(labels, position)]
+            columns.add(_column_name(str(name), entry), np.repeat(values[:, flat], repeat))
+
+
+def _unit_columns(ds: xr.Dataset, units, where: str) -> _Columns:
+    """Rules 1-4 for one result: unit labels, unit coordinates, per-unit variables."""
+    columns = _Columns(where)
+    for dim, labels in _unit_labels(ds, units).items():
+        columns.add(dim, labels)
+    _per_unit(ds, units, [c for c in ds.coords if c not in ds.dims], columns)
+    _per_unit(ds, units, list(ds.data_vars), columns)
+    return columns
+
+
+def _unit_index(columns: _Columns, units) -> pd.MultiIndex:
+    return pd.MultiIndex.from_arrays([columns[d] for d in units], names=list(units))
+
+
+def _unit_text(index: pd.MultiIndex, positions) -> str:
+    shown = [", ".join(f"{n}={v}" for n, v in zip(index.names, np.atleast_1d(index[i]))) for i in positions[:3]]
+    more = f" and {len(positions) - 3} more" if len(positions) > 3 else ""
+    return "; ".join(f"({s})" for s in shown) + more
+
+
+def _aligned(base: pd.MultiIndex, part: pd.MultiIndex, where: str) -> np.ndarray:
+    """Rows of ``part`` in the order of ``base``; SchemaError unless both hold the same units."""
+    for index, which in ((base, "the first result"), (part, where)):
+        if not index.is_unique:
+            raise SchemaError(f"unit_table: {which} has repeated unit labels")
+    order = part.get_indexer(base)
+    missing = np.flatnonzero(order < 0)
+    extra = np.setdiff1d(np.arange(len(part)), order[order >= 0])
+    if missing.size or extra.size:
+        lines = []
+        if missing.size:
+            lines.append(f"{missing.size} unit(s) of the first result are not in it, e.g. {_unit_text(base, missing)}")
+        if extra.size:
+            lines.append(f"it has {extra.size} unit(s) the first result lacks, e.g. {_unit_text(part, extra)}")
+        raise SchemaError(f"unit_table: {where} does not hold the same units as the first result: {'; '.join(lines)}")
+    return order
 
 
 def unit_table(*results: xr.Dataset, **named: xr.Dataset) -> pd.DataFrame:
-    """One row per unit (head, subject, ...) with every per-unit number of the results.
+    """One row per unit (head, subject, trial, grid point) with every per-unit number of the results.
 
     Parameters
     ----------
     *results : xarray.Dataset
-        Results whose units agree (e.g. ``heads`` from ``icl-cmr heads`` and ``fits`` from
-        ``icl-cmr fit``); their columns must not collide.
+        Results of the same units, e.g. ``heads`` (``icl-cmr heads``) and ``fits``
+        (``icl-cmr fit``), or a ``recall_fit`` dataset alone; their columns must not collide.
     **named : xarray.Dataset
         Results whose columns get the keyword as a prefix (``lsq=fits_lsq`` gives
-        ``lsq_distance``, ``lsq_beta_enc``, ...), for two fits of the same units.
+        ``lsq_distance``, ``lsq_beta_enc``, ...), e.g. two fits of the same units.
 
     Returns
     -------
     pandas.DataFrame
-        The unit dims as the first columns (one row per combination present in the first
-        result), then each result's per-unit scalars; a per-unit vector along a small dim
-        becomes one column per entry (``parameters`` -> ``beta_enc, beta_rec, gamma``;
-        ``gaussian_parameters`` -> ``gaussian_a, ...``). Profiles over lags are left out
-        (:func:`to_dataframe` gives them).
+        One row per unit, in the first result's order, with a plain 0..n-1 index. Columns:
+        the unit dims (``model, checkpoint, layer, head``; ``subject``; ``trial, subject,
+        list``), then each result's per-unit values in the dataset's order; for heads and a
+        profile fit: ``induction_score, ..., copying_score, distance, gain, offset,
+        grid_distance, ..., beta_enc, beta_rec, gamma, grid_beta_enc, ..., aic, bic,
+        gaussian_a, gaussian_b, gaussian_mu, gaussian_sigma, gaussian_distance, ...``; for a
+        ``recall_fit``: ``subject``, one column per CMR parameter, ``logl, n, nfev, nit,
+        success, n_nan, seconds, message``. Naming rules: the module docstring. Profiles over
+        lags are left out (:func:`to_dataframe` gives them); a pooled result gives one row.
 
     Raises
     ------
     SchemaError
-        A result is not an icl-cmr dataset, the results' unit dims differ, or two results
-        give the same column (use keywords to prefix them).
+        A result is not a valid icl-cmr dataset; the results' units differ (other unit
+        dims, or other labels: a unit present in one and not the other); or two results, or
+        two variables of one result, give the same column (the message names it; pass one
+        result as a keyword to prefix its columns).
+
+    See docs/schema.md ("Tables") for an example.
     """
     parts = [(None, ds) for ds in results] + list(named.items())
     if not parts:
         raise SchemaError("unit_table needs at least one result dataset")
-    table = None
-    units = None
-    for prefix, ds in parts:
+    columns = base = units = None
+    for number, (prefix, ds) in enumerate(parts, start=1):
+        where = f"result {number}" + ("" if prefix is None else f" ({prefix}=)")
         if not isinstance(ds, xr.Dataset):
-            raise SchemaError(f"unit_table takes xarray Datasets; got {type(ds).__name__}")
+            raise SchemaError(f"unit_table takes xarray Datasets; {where} is a {type(ds).__name__}")
         validate(ds)
+        where = f"{where}, a {_describe(ds)},"
         these = unit_dims(ds)
         if units is None:
             units = these
         elif set(these) != set(units):
             raise SchemaError(
-                f"results of unit_table must have the same units; got {list(units)} and {list(these)} "
-                f"({ds.attrs.get(KIND_ATTR)!r} dataset)"
+                f"unit_table: {where} has units ({', '.join(these) or 'pooled'}) but the first result has "
+                f"({', '.join(units) or 'pooled'}); tables of different units cannot be joined"
             )
-        part = _unit_columns(ds, units)
+        part = _unit_columns(ds, units, where)
+        labels = (*units, *_unit_coordinates(ds, units))  # never prefixed
         if prefix is not None:
-            part = part.add_prefix(f"{prefix}_")
-        if table is None:
-            table = part
+            part = _prefixed(part, prefix, keep=labels, where=where)
+        if columns is None:
+            columns, base = part, (_unit_index(part, units) if units else None)
             continue
-        clash = sorted(set(table.columns) & set(part.columns))
+        order = _aligned(base, _unit_index(part, units), where) if units else np.zeros(1, dtype=np.int64)
+        for name in labels:
+            if name in units or _same(columns.get(name), part[name][order]):
+                del part[name]  # unit labels both results carry (e.g. subject and list of trials)
+        clash = [name for name in part if name in columns]
         if clash:
+            shown = ", ".join(repr(c) for c in clash[:5]) + (f" and {len(clash) - 5} more" if len(clash) > 5 else "")
             raise SchemaError(
-                f"unit_table: column(s) {', '.join(clash)} come from two results; pass one of them as a "
-                "keyword (e.g. unit_table(heads, lsq=fits)) to prefix its columns"
+                f"unit_table: {where} gives column(s) {shown} already in the table; give it a prefix "
+                "(unit_table(heads, lsq=fits); on the command line --with FILE.nc:lsq)"
             )
-        table = table.join(part, how="left")
-    return table.reset_index() if units else table
+        for name, values in part.items():
+            columns.add(name, values[order])
+    n_rows = len(base) if units else 1
+    return columns.frame(n_rows)
+
+
+def _same(a, b: np.ndarray) -> bool:
+    return a is not None and a.dtype == b.dtype and bool(pd.Series(a).equals(pd.Series(b)))
+
+
+def _unit_coordinates(ds: xr.Dataset, units) -> list[str]:
+    """Non-dim coordinates labelling units (``subject`` and ``list`` of a per-list result)."""
+    return [str(c) for c in ds.coords if c not in ds.dims and set(ds[c].dims) <= set(units)]
+
+
+def _prefixed(columns: _Columns, prefix: str, keep, where: str) -> _Columns:
+    if not isinstance(prefix, str) or not prefix.isidentifier():
+        raise SchemaError(f"unit_table: a prefix must be a name such as lsq; got {prefix!r}")
+    out = _Columns(where)
+    for name, values in columns.items():
+        out.add(name if name in keep else f"{prefix}_{name}", values)
+    return out
 
 
 def _long_table(ds: xr.Dataset) -> pd.DataFrame:
-    """One row per unit and per within-unit coordinate of the main variable (e.g. subject x lag)."""
-    anchor = next((ds[name] for name in ("profile", "prob", "icl_score", "value") if name in ds), None)
+    """One row per unit and per value of the main variable's other dims (e.g. subject x lag)."""
+    anchor = _main_variable(ds)
     if anchor is None:
         anchor = max(ds.data_vars.values(), key=lambda v: v.ndim)
-    dims = anchor.dims
-    same = [n for n, v in ds.data_vars.items() if v.dims == dims]
-    frame = ds[same].to_dataframe().reset_index()
-    units = [d for d in dims if d not in WITHIN_UNIT_DIMS]
-    scalars = _unit_columns(ds.drop_vars(same), tuple(units)) if units else pd.DataFrame()
-    scalars = scalars.drop(columns=[c for c in scalars.columns if c in frame.columns], errors="ignore")
-    if units and not scalars.empty:
-        frame = frame.merge(scalars.reset_index(), on=units, how="left")
-    return frame
+    units = tuple(d for d in anchor.dims if d not in WITHIN_UNIT_DIMS)
+    within = tuple(d for d in anchor.dims if d in WITHIN_UNIT_DIMS)
+    dims = units + within
+    n_units = math.prod(ds.sizes[d] for d in units)
+    n_within = math.prod(ds.sizes[d] for d in within)
+    columns = _Columns(f"the {_describe(ds)}:")
+    for dim, labels in _unit_labels(ds, units).items():
+        columns.add(dim, np.repeat(labels, n_within))
+    long_names = [
+        name for name in [*[c for c in ds.coords if c not in ds.dims], *ds.data_vars]
+        if set(ds[name].dims) & set(within) and set(ds[name].dims) <= set(dims)
+    ]
+    unit_coords = [c for c in ds.coords if c not in ds.dims and c not in long_names]
+    _per_unit(ds, units, unit_coords, columns, repeat=n_within)
+    for dim, labels in _unit_labels(ds, within).items():
+        columns.add(dim, np.tile(labels, n_units))
+    for name in long_names:
+        var = ds[name]
+        missing = {d: ds.sizes[d] for d in dims if d not in var.dims}
+        columns.add(str(name), var.expand_dims(missing).transpose(*dims).values.reshape(-1))
+    rest = [name for name in ds.data_vars if name not in long_names]
+    _per_unit(ds, units, rest, columns, repeat=n_within)
+    return columns.frame(n_units * n_within)
 
 
 def to_dataframe(ds: xr.Dataset, layout: str = "auto") -> pd.DataFrame:
-    """A tidy table of a result, as ``.csv``/``.parquet`` outputs hold it.
+    """A tidy table of any result, as the ``.csv`` and ``.parquet`` outputs hold it.
 
     Parameters
     ----------
     ds : xarray.Dataset
-        Any icl-cmr result.
+        Any icl-cmr result (kind ``events``, ``lag_profile``, ``recall_stat``,
+        ``profile_fit``, ``recall_fit``, ...).
     layout : {"auto", "units", "long"}
-        ``units``: :func:`unit_table` (one row per unit). ``long``: one row per unit and per
-        value of the main variable's other dims (e.g. subject x lag), per-unit scalars
-        repeated. ``auto``: events as psifr's long table (:func:`cmr.to_table`), fits per
-        unit, everything else long.
+        ``"units"``: :func:`unit_table` (one row per unit). ``"long"``: one row per unit and
+        per value of the main variable's other dims, per-unit values repeated on each row:
+        a lag profile or lag-CRP is unit x lag (``subject, lag, actual, possible, profile,
+        sem``; per list ``trial, subject, list, lag, ...``; heads ``model, checkpoint, layer,
+        head, lag, profile, ..., induction_score, ...``; a grid ``beta_enc, beta_rec, gamma,
+        lag, profile, ...``), an SPC or PFR unit x ``serial_position``, a PNR unit x
+        ``output_position`` x ``serial_position``, a profile fit unit x lag (``profile,
+        fitted, gaussian_fitted`` and the fit's per-unit values). Events are psifr's long
+        table (:func:`cmr.to_table`). ``"auto"``: per unit for ``profile_fit`` and
+        ``recall_fit``, psifr's table for events, long for everything else.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Plain 0..n-1 index; columns and types as in the module docstring.
+
+    Raises
+    ------
+    SchemaError
+        An unknown layout, an invalid dataset, or ``layout="units"`` for a result with
+        nothing per unit (a pooled lag-CRP: use ``"long"``).
     """
     if layout not in LAYOUTS:
         raise SchemaError(f"layout must be one of {', '.join(LAYOUTS)}; got {layout!r}")
+    if not isinstance(ds, xr.Dataset):
+        raise SchemaError(f"to_dataframe takes an xarray Dataset; got {type(ds).__name__}")
     kind = validate(ds).attrs.get(KIND_ATTR)
-    if kind == "events" and layout in ("auto", "long"):
+    if kind == "events" and layout != "units":
         return to_table(ds)
-    if layout == "units" or (layout == "auto" and kind in ("profile_fit", "recall_fit")):
-        return unit_table(ds)
-    return _long_table(ds)
+    if layout == "long" or (layout == "auto" and kind not in ("profile_fit", "recall_fit")):
+        return _long_table(ds)
+    table = unit_table(ds)
+    if table.shape[1] == 0:
+        raise SchemaError(f"this {_describe(ds)} has no per-unit values (it is pooled); use the long layout")
+    return table

@@ -13,8 +13,9 @@ the unit's profile by gain * cmr + offset, and the CMR distance
   d = mean over lags of (fitted - profile)^2 / variance of the profile over lags
 is minimised (0 = perfect; 1 = no better than a flat line).
 
-Lags: by default the study's window -5..+5 for attention heads and grids, and -5..-1, +1..+5
-for recall lag-CRPs (icl-cmr lag-crp), whose lag 0 is undefined; --lags picks others.
+Lags: by default the study's window -5..+5 for attention heads, and -5..-1, +1..+5 for recall
+lag-CRPs (icl-cmr lag-crp), which are undefined at lag 0 (no transition has lag 0); --lags
+picks others, e.g. --lags=-3:-1,1:3 (lag 0 is refused for a recall lag-CRP).
 
 Objectives:
   paper  the study's procedure (Ji-An et al., NeurIPS 2024): min/max-matched map, grid search
@@ -30,11 +31,14 @@ published grid if it is found (ICL_CMR_REFERENCE or ../shared/reference next to 
 else teacher-forced probability profiles of the paper's CMR variant on the study's grid.
 
 The output's extension picks the format: .nc (the whole fit dataset), .csv or .parquet (one
-row per unit: distance, gain, fitted parameters, Gaussian baseline, AIC/BIC).
+row per unit: the unit's labels, distance, gain, offset, beta_enc, beta_rec, gamma, the best
+grid point, the Gaussian baseline's parameters and distance, AIC/BIC). icl-cmr export joins
+it with the heads' scores or another fit.
 
 Examples:
-  icl-cmr fit heads.nc --objective paper -o fits.nc
-  icl-cmr fit morton_crp.nc --objective lsq --grid grid.nc -o human_fits.csv
+  icl-cmr lag-crp psifr:Morton2013 -o morton_crp.nc
+  icl-cmr fit morton_crp.nc -o human_fits.csv
+  icl-cmr fit heads.nc --objective lsq --grid grid.nc -o fits.nc
 """
 
 
@@ -48,7 +52,7 @@ def register(sub):
     add_output(p, "FITS.nc")
     p.add_argument("--objective", choices=("paper", "lsq"), default="paper", help="fitting objective (default paper)")
     p.add_argument("--grid", metavar="GRID", default=None, help="CMR grid: a lag-profile .nc or the study's .npz")
-    add_lags(p, None, "lags to fit (default: -5..5; for recall lag-CRPs -5..-1,1..5)")
+    add_lags(p, None, "lags to fit (default: -5:5; for recall lag-CRPs -5:-1,1:5)")
     p.add_argument("--no-refine", action="store_true", help="lsq: stay on the grid (no continuous refinement)")
     p.add_argument("--no-gaussian", action="store_true", help="skip the Gaussian baseline")
     p.add_argument("--bootstrap", type=int, default=0, metavar="N", help="bootstrap intervals from the SEMs (N draws)")
@@ -71,31 +75,34 @@ def published_grid_path() -> Path | None:
 
 
 def load_grid(spec):
+    """The CMR grid to fit against and a name for it: ``--grid``, else the published grid, else a teacher-forced one."""
     from cmr.errors import DataSourceError
+    from cmr.grids import paper_teacher_forced_grid
     from cmr.io import load_dataset
 
     if spec is None:
-        path = published_grid_path()
-        if path is None:
-            try:
-                from cmr.grids import paper_teacher_forced_grid
-            except ImportError:
-                raise DataSourceError(
-                    "no CMR grid given and the published grid (cmr_crp_grid.npz) was not found; "
-                    "make one with `icl-cmr grid ... -o GRID.nc` and pass --grid GRID.nc"
-                ) from None
+        spec = published_grid_path()
+        if spec is None:
             return paper_teacher_forced_grid(kind="prob"), "the paper's teacher-forced grid (default; published grid not found)"
-        spec = path
     path = Path(spec)
     if path.suffix == ".npz":
+        if not path.is_file():
+            raise DataSourceError(f"--grid: no such file: {str(path)!r}")
         from icl_cmr.adapters.published_grid import load_published_grid
 
         return load_published_grid(path), str(path)
     return load_dataset(path, "lag_profile"), str(path)
 
 
+def _undefined_at_zero(profiles, variable: str) -> bool:
+    """Whether a lag-CRP has no value at lag 0 for any unit (as every recall lag-CRP: no transition has lag 0)."""
+    if variable not in profiles or 0 not in profiles["lag"].values:
+        return False
+    return bool(profiles[variable].sel(lag=0).isnull().all())
+
+
 def run(args) -> int:
-    from cmr import CMR_LIKE_DISTANCE, PAPER_LAGS, RECALL_LAGS, fit_profiles, load_dataset, write_result
+    from cmr import CMR_LIKE_DISTANCE, PAPER_LAGS, RECALL_LAGS, fit_profiles, lag_window, load_dataset, write_result
     from cmr.errors import ParameterError
     from cmr.io import result_format
 
@@ -103,9 +110,15 @@ def run(args) -> int:
     if args.bootstrap < 0:
         raise ParameterError(f"--bootstrap must be >= 0; got {args.bootstrap}")
     profiles = load_dataset(args.profiles, "lag_profile")
+    recall = profiles.attrs.get("profile_kind") == "lag_crp"
     lags = args.lags
     if lags is None:  # a recall lag-CRP is undefined at lag 0
-        lags = RECALL_LAGS if profiles.attrs.get("profile_kind") == "lag_crp" else PAPER_LAGS
+        lags = RECALL_LAGS if recall else PAPER_LAGS
+    elif recall and 0 in lag_window(lags) and _undefined_at_zero(profiles, args.variable):
+        raise ParameterError(
+            f"{args.profiles} is a recall lag-CRP, which is undefined at lag 0 (no transition has lag 0): "
+            "give --lags without 0, e.g. --lags=-5:-1,1:5 (the default)"
+        )
     grid, grid_name = load_grid(args.grid)
     fits = fit_profiles(
         profiles, grid, objective=args.objective, lags=lags,

@@ -15,7 +15,9 @@ of fixed values; parameters neither free nor fixed take their defaults (docs/par
 
 The output netCDF (kind recall_fit) holds, per subject and parameter, the fitted values,
 plus log-likelihood, number of scored events n, function evaluations, iterations, success
-flag, message and time per subject. Open it with cmr.io.load_dataset.
+flag, message and time per subject. Open it with cmr.io.load_dataset. With -o FITS.csv (or
+.parquet) the output is a table instead: one row per subject, one column per parameter, then
+logl, n, nfev, nit, success, n_nan, seconds and message.
 
 Examples:
   icl-cmr fit-recall psifr:Morton2013 --free Lfc,Lcf,P1,P2,B_enc,B_start,B_rec,T,X1,X2 -o fits.nc

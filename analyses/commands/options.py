@@ -5,31 +5,63 @@ import argparse
 
 from cmr.io import RESULT_FORMATS
 
-__all__ = ["parse_lags", "add_lags", "add_output", "OUTPUT_HELP"]
+__all__ = [
+    "parse_lags",
+    "add_lags",
+    "add_output",
+    "add_recall_source",
+    "add_grouping",
+    "grouping",
+    "describe_units",
+    "add_recall_command",
+    "write_recall_analysis",
+    "OUTPUT_HELP",
+    "RECALL_SOURCES",
+]
 
 OUTPUT_HELP = "output file; its extension picks the format: " + "; ".join(
     f"{ext} {what}" for ext, what in RESULT_FORMATS.items()
 )
 
+#: what SOURCE means for the commands that read free-recall data (for their --help)
+RECALL_SOURCES = """\
+SOURCE is a bundled data set or a CSV file in psifr's long format (one row per study or
+recall event; columns subject, list, trial_type = study|recall, position, item; a recall
+row's position is its output position; other columns are kept).
+
+Bundled data sets (read from the installed packages, not shipped here):
+  psifr:Morton2013       40 subjects x 48 lists x 24 items
+  psifr:peers_notask     126 subjects x 28 lists x 16 items (PEERS; the paper's Fig. 4a)
+  cymr:Morton2013_mixed  29 subjects x 30 lists x 24 items (needs cymr)
+"""
+
+_LAGS_HELP = "K (lags -K..K), LO:HI, or a comma list of lags and LO:HI ranges like -5:-1,1:5"
+
 
 def parse_lags(text: str):
-    """``K`` (lags -K..K), ``LO:HI`` (inclusive) or ``a,b,c`` -> an int or a list of ints."""
+    """``K`` (lags -K..K), ``LO:HI`` (inclusive) or a comma list of lags and ranges -> an int or a list of ints."""
     try:
         text = text.strip()
-        if ":" in text:
-            low, high = (int(part) for part in text.split(":"))
-            if high < low:
+        if ":" not in text and "," not in text:
+            value = int(text)
+            if value < 0:
                 raise ValueError
-            return list(range(low, high + 1))
-        if "," in text:
-            return [int(part) for part in text.split(",") if part.strip()]
-        value = int(text)
-        if value < 0:
+            return value
+        lags = []
+        for part in filter(None, (piece.strip() for piece in text.split(","))):
+            if ":" in part:
+                low, high = (int(bound) for bound in part.split(":"))
+                if high < low:
+                    raise ValueError
+                lags.extend(range(low, high + 1))
+            else:
+                lags.append(int(part))
+        if not lags:
             raise ValueError
-        return value
+        return lags
     except ValueError:
         raise argparse.ArgumentTypeError(
-            f"lags must be K (lags -K..K), LO:HI (write --lags=-5:5) or a comma list like -2,-1,1,2; got {text!r}"
+            f"lags must be {_LAGS_HELP} (write --lags=-5:5 when it starts with a minus); got {text!r}"
         ) from None
 
 
@@ -37,9 +69,62 @@ def add_lags(parser, default, what: str) -> None:
     """The lag window option, ``--lags``."""
     shown = "every possible lag" if default is None else default
     parser.add_argument("--lags", type=parse_lags, default=default, metavar="K|LO:HI|A,B,...",
-                        help=f"{what}: K for -K..K, LO:HI, or a comma list (default: {shown})")
+                        help=f"{what}: {_LAGS_HELP} (default: {shown})")
 
 
 def add_output(parser, metavar: str = "OUT.nc") -> None:
     """The ``-o/--output`` option of a command that writes one result."""
     parser.add_argument("-o", "--output", required=True, metavar=metavar, help=OUTPUT_HELP)
+
+
+def add_recall_source(parser) -> None:
+    """The SOURCE argument of the commands that read free-recall data."""
+    parser.add_argument("source", metavar="SOURCE",
+                        help="bundled data set name (e.g. psifr:Morton2013) or a psifr-format CSV file")
+
+
+def add_grouping(parser, what: str) -> None:
+    """``--pooled`` / ``--per-list``: one ``what`` per subject (default), for everyone, or per list."""
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--pooled", action="store_true",
+                       help=f"one {what} of all subjects' lists together (sem across subjects where defined)")
+    group.add_argument("--per-list", action="store_true",
+                       help=f"one {what} per list (the table gets subject and list columns)")
+
+
+def grouping(args):
+    """The ``by`` argument of the analyses for ``--pooled`` / ``--per-list``."""
+    return None if args.pooled else "trial" if args.per_list else "subject"
+
+
+def describe_units(result, events) -> str:
+    """``40 subjects, 1920 lists`` / ``pooled, 1920 lists`` / ``1920 lists``, for a command's summary line."""
+    lists = f"{events.sizes['trial']} lists"
+    if "subject" in result.dims:
+        return f"{result.sizes['subject']} subjects, {lists}"
+    return lists if "trial" in result.dims else f"pooled, {lists}"
+
+
+def add_recall_command(sub, name: str, help: str, description: str, what: str, run):
+    """A command ``NAME SOURCE -o OUT [--pooled | --per-list]`` that writes one analysis of recall data."""
+    parser = sub.add_parser(name, help=help, description=description,
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_recall_source(parser)
+    add_output(parser, "OUT.nc")
+    add_grouping(parser, what)
+    parser.set_defaults(func=run)
+    return parser
+
+
+def write_recall_analysis(args, analysis, **options):
+    """Refuse a bad output name, read SOURCE, run ``analysis(events, by=..., **options)``, write it.
+
+    Returns the result, the events and the path written.
+    """
+    from cmr.io import result_format, write_result
+    from icl_cmr.adapters.recall_data import load_recall_data
+
+    result_format(args.output)
+    events = load_recall_data(args.source)
+    result = analysis(events, by=grouping(args), **options)
+    return result, events, write_result(result, args.output)

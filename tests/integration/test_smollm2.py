@@ -72,3 +72,26 @@ def test_all_270_heads_with_grouped_query_attention(smollm2_heads):
     # on the human scale: the soft lag-CRP of the top head favours +1 over -1
     soft = smollm2_heads["soft_crp"].isel(model=0, checkpoint=0).sel(layer=18, head=6)
     assert float(soft.sel(lag=1)) > 0.5 > float(soft.sel(lag=-1))
+
+
+def test_the_per_head_table_has_270_rows_with_scores_and_fits(smollm2_heads, tmp_path):
+    import pandas as pd
+
+    import cmr
+
+    grid = cmr.paper_teacher_forced_grid([0.3, 0.6], [0.5, 0.75], [0.0, 0.3])
+    fits = {objective: cmr.fit_profiles(smollm2_heads, grid, objective=objective)
+            for objective in ("lsq", "paper")}
+    table = cmr.unit_table(smollm2_heads, lsq=fits["lsq"], paper=fits["paper"])
+    assert len(table) == 270
+    assert list(table.columns[:4]) == ["model", "checkpoint", "layer", "head"]
+    assert not table.duplicated(["layer", "head"]).any()
+    for name in ("induction_score", "copying_score", "previous_token_score", "duplicate_token_score",
+                 "lsq_distance", "lsq_gain", "lsq_offset", "lsq_beta_enc", "lsq_beta_rec", "lsq_gamma",
+                 "lsq_grid_beta_enc", "lsq_gaussian_distance", "lsq_gaussian_mu", "lsq_aic", "lsq_bic",
+                 "paper_distance", "paper_beta_enc", "paper_gaussian_aic"):
+        assert name in table.columns, name
+    top = table.sort_values("induction_score", ascending=False).iloc[0]
+    assert (top["layer"], top["head"]) == EXPECTED_TOP[0][0]
+    path = cmr.write_result(fits["lsq"], tmp_path / "fits.csv")
+    assert len(pd.read_csv(path)) == 270
