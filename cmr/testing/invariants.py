@@ -148,8 +148,8 @@ def _distribution(model: RecallModel, params, n, sequences, permutation) -> None
             if bad.any():
                 k = int(np.flatnonzero(bad)[0])
                 raise AssertionError(
-                    f"event probabilities {problem} after {k} recall(s): {rows[k].tolist()} (sum {rows[k].sum()!r}) "
-                    f"at {_case_text(params, n, seq)}"
+                    f"event probabilities {problem} after {k} recall(s): {rows[k].tolist()} "
+                    f"(sum {float(rows[k].sum())!r}) at {_case_text(params, n, seq)}"
                 )
 
 
@@ -252,7 +252,8 @@ def _reference(model: RecallModel, params, n, sequences, permutation) -> None:
                 )
     if model.log_likelihood is not None:
         logl = _log_likelihood(model, params, matrix, n)
-        exact = textbook_log_likelihood(from_recall_matrix(matrix, n), params, by="trial", pool_size=model.pool_size)["logl"].values
+        events = from_recall_matrix(matrix, n)
+        exact = textbook_log_likelihood(events, params, by="trial", pool_size=model.pool_size)["logl"].values
         ok = _close(logl, exact, model)
         if not ok.all():
             raise AssertionError(

@@ -14,7 +14,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from .._checks import lag_window
+from .._checks import integer, lag_window
 from ..errors import OptionalDependencyError, ParameterError
 from ..events import from_table
 from ..schema import provenance_attrs
@@ -61,8 +61,8 @@ def recall_sequences(list_length, *, max_recalls: int | None = None):
     the recall sequences a CMR likelihood scores.
     """
     st = hypothesis_strategies()
-    n = _span(list_length, "list_length", 1)[0]
-    cap = n if max_recalls is None else min(n, max_recalls)
+    n = integer(list_length, "list_length")
+    cap = n if max_recalls is None else min(n, integer(max_recalls, "max_recalls", minimum=0))
     return st.permutations(range(1, n + 1)).flatmap(lambda order: st.integers(0, cap).map(lambda k: list(order[:k])))
 
 
@@ -253,7 +253,9 @@ def textbook_parameters(
     known = {spec.name for spec in PARAMETER_SPECS}
     unknown = sorted((set(bounds) | set(fixed)) - known)
     if unknown:
-        raise ParameterError(f"unknown CMR parameter(s) {', '.join(map(repr, unknown))}; known: {', '.join(sorted(known))}")
+        raise ParameterError(
+            f"unknown CMR parameter(s) {', '.join(map(repr, unknown))}; known: {', '.join(spec.name for spec in PARAMETER_SPECS)}"
+        )
     draws = {}
     for spec in PARAMETER_SPECS:
         admissible = (spec.lower, spec.upper)
