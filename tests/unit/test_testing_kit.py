@@ -126,7 +126,7 @@ def _kinds(table) -> set[str]:
 def test_recall_tables_reach_every_kind_of_event():
     seen: set[str] = set()
 
-    @settings(max_examples=40, derandomize=True, database=None, deadline=None)
+    @settings(max_examples=25, derandomize=True, database=None, deadline=None)
     @given(recall_tables(subjects=(2, 3), lists=(2, 3)))
     def collect(table):
         seen.update(_kinds(table))
@@ -222,7 +222,7 @@ def test_an_impossible_event_fails_the_test():
 def test_our_textbook_cmr_passes_the_suite():
     model = textbook_model()
     assert applicable_checks(model) == ("distribution", "likelihood", "reference", "simulation")
-    report = check_recall_model(model, checks=["distribution", "likelihood", "simulation"], **FAST)
+    report = check_recall_model(model, checks=["distribution", "likelihood", "simulation"], max_examples=5)
     assert "alpha=0.001" in report["simulation"]
 
 
@@ -251,7 +251,7 @@ def test_a_float32_port_passes_at_its_tolerance_only():
 def test_a_likelihood_only_model_is_checked_on_whole_sequences():
     model = RecallModel(name="likelihood only", log_likelihood=PlainCMR.log_likelihood, textbook=True,
                         simulate=lambda p, n, k, rng: cmr.simulate_recalls(p, n, k, rng=rng))
-    report = check_recall_model(model, checks=["distribution", "likelihood", "simulation"], **FAST)
+    report = check_recall_model(model, checks=["distribution", "likelihood", "simulation"], max_examples=5)
     assert "whole sequences" in report["simulation"]
 
     class LeavesStopOut(PlainCMR):
