@@ -16,7 +16,9 @@ transformer_lens or matplotlib). Where things live (for reading the source):
 * textbook CMR, exact against cymr: :mod:`cmr.textbook`;
 * the simplified CMR of Ji-An et al. (2024): :mod:`cmr.paper`;
 * lag-profile grids of either variant: :mod:`cmr.grids`;
-* one fit for any lag profile (heads or humans): :mod:`cmr.profile_fit`.
+* one fit for any lag profile (heads or humans): :mod:`cmr.profile_fit`;
+* property testing of any CMR model or port: :mod:`cmr.testing` (imported on its own, not
+  by ``import cmr``; its strategies need hypothesis).
 """
 from importlib import metadata as _metadata
 

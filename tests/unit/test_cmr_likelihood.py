@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 from cmr.textbook import _kernels as _cmr
 from cmr.events import from_recall_matrix, from_table
 from cmr.textbook.likelihood import log_likelihood
-from cmr.textbook.parameters import PARAMETER_SPECS, parameter_vector
+from cmr.textbook.parameters import parameter_vector
+from cmr.testing import recall_sequences, textbook_parameters
 from tests.conftest import require
 
 MORTON_PARAMS = dict(
@@ -160,19 +161,9 @@ def test_nan_total_warns_and_is_not_replaced(monkeypatch):
 # --- properties -------------------------------------------------------------------------
 
 def _params_strategy():
-    specs = {spec.name: spec for spec in PARAMETER_SPECS}
-
-    def value(name, low=None, high=None):
-        spec = specs[name]
-        return st.floats(spec.lower if low is None else low, spec.upper if high is None else high)
-
-    return st.fixed_dictionaries({
-        "Lfc": value("Lfc"), "Lcf": value("Lcf"), "P1": value("P1", high=10), "P2": value("P2", high=5),
-        "B_enc": value("B_enc"), "B_start": value("B_start"), "B_rec": value("B_rec"),
-        "T": value("T", low=0.01, high=10), "X1": value("X1"), "X2": value("X2", high=2),
-        "Afc": value("Afc", high=1), "Acf": value("Acf", high=1), "Dfc": value("Dfc", low=0.01, high=1),
-        "Dcf": value("Dcf", high=1),
-    })
+    """Parameter sets inside the bounds, the unbounded ones capped at typical magnitudes."""
+    return textbook_parameters(bounds={"P1": (0, 10), "P2": (0, 5), "T": (0.01, 10), "X2": (0, 2),
+                                       "Afc": (0, 1), "Acf": (0, 1), "Dfc": (0.01, 1), "Dcf": (0, 1)})
 
 
 @settings(max_examples=40, deadline=None)
@@ -198,7 +189,7 @@ def test_context_has_unit_norm_after_every_update(params, n, n_other, order_seed
 @given(params=_params_strategy(), n=st.integers(1, 10), data=st.data())
 def test_recall_and_stop_probabilities_sum_to_one(params, n, data):
     """At every step, P(each not-yet-recalled item) + P(stop) = 1, through the public path."""
-    prefix = data.draw(st.permutations(range(1, n + 1)))[: data.draw(st.integers(0, n - 1))]
+    prefix = data.draw(recall_sequences(n, max_recalls=n - 1))
     candidates = [pos for pos in range(1, n + 1) if pos not in prefix]
     rows = [list(prefix) + [pos] for pos in candidates] + [list(prefix)]
     width = len(prefix) + 1

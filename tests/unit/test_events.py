@@ -8,10 +8,10 @@ import pandas as pd
 import pytest
 import xarray as xr
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from cmr.events import from_recall_matrix, from_table, to_recall_matrix, to_table
 from cmr.schema import validate
+from cmr.testing import recall_tables
 from tests.conftest import require
 
 
@@ -132,22 +132,13 @@ def test_recall_matrix_with_named_items_goes_through_the_table():
     assert table["trial_type"].tolist() == ["study", "study", "recall", "recall"]
 
 
-@st.composite
-def event_tables(draw):
-    n_lists = draw(st.integers(1, 4))
-    subjects, study, recall = [], [], []
-    for _ in range(n_lists):
-        length = draw(st.integers(1, 6))
-        items = [f"w{i}" for i in draw(st.permutations(range(12)))[:length]]
-        pool = items + ["xx", "yy"]
-        recall.append(draw(st.lists(st.sampled_from(pool), max_size=8)))
-        study.append(items)
-        subjects.append(draw(st.sampled_from([1, 2, 3])))
-    return _table(subjects, study, recall)
+#: tables of up to 3 subjects with uneven lists (numbered with gaps), intrusions and repeats
+EVENT_TABLES = recall_tables(subjects=(1, 3), lists=(1, 2), list_length=(1, 6), max_recalls=8,
+                             prior_list_intrusions=False, list_gaps=True, n_words=12)
 
 
 @settings(max_examples=20, deadline=None)
-@given(event_tables())
+@given(EVENT_TABLES)
 def test_events_round_trips(tmp_path_factory, table):
     from cmr.io import load_dataset, save_dataset
 

@@ -12,6 +12,7 @@ from icl_cmr.adapters import head_profiles as hp
 from cmr.errors import ProfileError, RecallDataError
 from icl_cmr.adapters.errors import PromptError
 from cmr.crp import lag_counts
+from cmr.testing import recall_matrices
 from tests.conftest import require
 
 
@@ -168,22 +169,12 @@ def test_one_hot_attention_from_human_recalls_gives_psifr_lag_crp_exactly():
             np.testing.assert_array_equal(ref["prob"].to_numpy(), actual / possible)
 
 
-@st.composite
-def recall_matrices(draw):
-    """Random recall matrices with intrusions, repeats and padding."""
-    length = draw(st.integers(1, 9))
-    n_trials = draw(st.integers(1, 4))
-    n_out = draw(st.integers(1, 12))
-    rows = []
-    for _ in range(n_trials):
-        k = draw(st.integers(0, n_out))
-        seq = draw(st.lists(st.integers(-1, length), min_size=k, max_size=k).map(lambda s: [v or -1 for v in s]))
-        rows.append(seq + [0] * (n_out - k))
-    return np.array(rows, dtype=np.int64).reshape(n_trials, n_out), length
+#: random recall matrices with intrusions, repeats and padding
+RECALL_MATRICES = recall_matrices(list_length=(1, 9), n_trials=(1, 4), n_outputs=(1, 12))
 
 
 @settings(max_examples=40, deadline=None)
-@given(recall_matrices())
+@given(RECALL_MATRICES)
 def test_one_hot_counts_equal_lag_counts_on_any_sequence(data):
     recalls, length = data
     lags, actual, possible = _one_hot_counts(recalls, length, max(length - 1, 0))

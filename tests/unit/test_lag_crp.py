@@ -5,11 +5,11 @@ import numpy as np
 import pytest
 import xarray as xr
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from cmr.errors import ProfileError, RecallDataError
 from cmr.events import from_recall_matrix
 from cmr.crp import lag_counts, lag_crp
+from cmr.testing import recall_matrices
 from tests.conftest import require
 
 
@@ -120,18 +120,8 @@ def test_lag_counts_per_trial_and_grouped():
 # --- properties -------------------------------------------------------------------------
 
 
-@st.composite
-def recall_matrices(draw):
-    """Random recall matrices with intrusions, repeats and padding."""
-    length = draw(st.integers(1, 9))
-    n_trials = draw(st.integers(1, 5))
-    n_out = draw(st.integers(1, 12))
-    rows = []
-    for _ in range(n_trials):
-        k = draw(st.integers(0, n_out))
-        seq = draw(st.lists(st.integers(-1, length), min_size=k, max_size=k).map(lambda s: [v if v != 0 else -1 for v in s]))
-        rows.append(seq + [0] * (n_out - k))
-    return np.array(rows, dtype=np.int64).reshape(n_trials, n_out), length
+#: random recall matrices with intrusions, repeats and padding
+RECALL_MATRICES = recall_matrices(list_length=(1, 9), n_trials=(1, 5), n_outputs=(1, 12))
 
 
 def _valid_transitions(row):
@@ -147,7 +137,7 @@ def _valid_transitions(row):
 
 
 @settings(max_examples=40, deadline=None)
-@given(recall_matrices())
+@given(RECALL_MATRICES)
 def test_counts_conserve_transitions(data):
     recalls, length = data
     _, actual, possible = lag_counts(recalls, length)
@@ -159,7 +149,7 @@ def test_counts_conserve_transitions(data):
 
 
 @settings(max_examples=40, deadline=None)
-@given(recall_matrices())
+@given(RECALL_MATRICES)
 def test_reversing_lists_mirrors_lags(data):
     recalls, length = data
     mirrored = np.where(recalls > 0, length + 1 - recalls, recalls)
@@ -171,7 +161,7 @@ def test_reversing_lists_mirrors_lags(data):
 
 
 @settings(max_examples=25, deadline=None)
-@given(recall_matrices())
+@given(RECALL_MATRICES)
 def test_lag_profile_netcdf_round_trip_is_identical(tmp_path_factory, data):
     from cmr.io import load_dataset, save_dataset
 

@@ -11,6 +11,7 @@ from cmr.errors import ParameterError, ProfileError, SchemaError
 from cmr.io import load_dataset, save_dataset
 from cmr.profile_fit import ProfileWarning, fit_profiles, information_criteria
 from cmr.schema import provenance_attrs
+from cmr.testing import lag_profiles
 from tests.conftest import reference_path
 
 LAGS = np.arange(-5, 6)
@@ -125,8 +126,9 @@ def test_lsq_never_above_paper_on_published_heads(gpt2, published_grid, gpt2_pap
 
 # --- properties --------------------------------------------------------------------------------
 
-profiles_strategy = st.lists(st.floats(-50, 50, allow_nan=False), min_size=11, max_size=11).filter(
-    lambda v: np.var(v) > 1e-6
+#: one unit's profile over lags -5..5, values in [-50, 50], not flat
+profiles_strategy = lag_profiles(lags=5, units=1, values=(-50, 50), min_variance=1e-6).map(
+    lambda ds: ds["profile"].values[0]
 )
 
 

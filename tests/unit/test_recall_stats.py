@@ -4,11 +4,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from cmr import recall_stats
 from cmr.events import from_recall_matrix
 from cmr.crp import lag_crp, lag_crp_compound
+from cmr.testing import recall_matrices, recall_tables
 
 
 @pytest.fixture(scope="module", params=["Morton2013", "peers_notask"])
@@ -103,21 +103,12 @@ def test_hand_worked_lag_rank_and_compound():
     assert np.array_equal(compound["actual"].values, compound["possible"].values)
 
 
-@st.composite
-def recall_matrices(draw):
-    length = draw(st.integers(2, 8))
-    n_trials = draw(st.integers(1, 4))
-    n_out = draw(st.integers(1, 10))
-    rows = []
-    for _ in range(n_trials):
-        k = draw(st.integers(0, n_out))
-        seq = draw(st.lists(st.sampled_from([-1, *range(1, length + 1)]), min_size=k, max_size=k))
-        rows.append(seq + [0] * (n_out - k))
-    return np.array(rows, dtype=np.int64), length
+#: random recall matrices with intrusions, repeats and padding
+RECALL_MATRICES = recall_matrices(list_length=(2, 8), n_trials=(1, 4), n_outputs=(1, 10))
 
 
 @settings(max_examples=20, deadline=None)
-@given(recall_matrices())
+@given(RECALL_MATRICES)
 def test_compound_sums_to_simple_crp_on_second_transitions(data):
     recalls, length = data
     events = from_recall_matrix(recalls, length)
@@ -145,27 +136,12 @@ def test_a_psifr_table_is_accepted_directly():
     assert np.array_equal(direct["actual"].values, via["actual"].values)
 
 
-@st.composite
-def random_tables(draw):
-    """psifr long tables with repeats, extra-list and prior-list intrusions, uneven recalls."""
-    rows, words = [], [f"w{i}" for i in range(40)]
-    length = draw(st.integers(2, 7))
-    for subject in (1, 2):
-        used = []
-        for list_no in range(1, draw(st.integers(1, 3)) + 1):
-            order = draw(st.permutations(words))[:length]
-            rows += [(subject, list_no, "study", i + 1, w) for i, w in enumerate(order)]
-            pool = order + used[:3] + ["zz"]
-            recalled = draw(st.lists(st.sampled_from(pool), max_size=length + 3))
-            rows += [(subject, list_no, "recall", i + 1, w) for i, w in enumerate(recalled)]
-            used = order
-    import pandas as pd
-
-    return pd.DataFrame(rows, columns=["subject", "list", "trial_type", "position", "item"])
+#: psifr long tables with repeats, extra-list and prior-list intrusions, uneven recalls
+RANDOM_TABLES = recall_tables(subjects=2, lists=(1, 3), list_length=(2, 7), ragged=False, subject_labels="int")
 
 
 @settings(max_examples=10, deadline=None)
-@given(random_tables())
+@given(RANDOM_TABLES)
 def test_random_tables_equal_psifr_on_every_statistic(table):
     import warnings
 
