@@ -446,24 +446,20 @@ def attention_blocks_pass(model: LoadedModel, tokens, n_words: int, lags):
     query_index = torch.as_tensor(query[:, None], device=model.device)
     key_index = torch.as_tensor(key, device=model.device)
     position = torch.arange(1, seq, device=model.device)
-    n_layers, n_heads = model.n_layers, model.n_heads
-    blocks = {
-        "score_lags": np.empty((n_layers, n_heads, n_words, lags.size), dtype=np.float32),
-        "second_copy": np.empty((n_layers, n_heads, n_words, n_words), dtype=np.float32),
-        "previous": np.empty((n_layers, n_heads, seq - 1), dtype=np.float32),
-    }
+    cut = {name: [None] * model.n_layers for name in ("score_lags", "second_copy", "previous")}
 
     def keep(tensor, hook):
+        # copies on the device, in the model's dtype; one transfer per part after the pass
         layer = int(hook.name.split(".")[1])
         values = tensor[0]
         if hook.name.endswith("hook_attn_scores"):
-            blocks["score_lags"][layer] = _host(values[:, query_index, key_index])
+            cut["score_lags"][layer] = values[:, query_index, key_index]
         else:
-            blocks["second_copy"][layer] = _host(values[:, n_words + 1:, 1:n_words + 1])
-            blocks["previous"][layer] = _host(values[:, position, position - 1])
+            cut["second_copy"][layer] = values[:, n_words + 1:, 1:n_words + 1].clone()
+            cut["previous"][layer] = values[:, position, position - 1]
 
     loss = _hooked_pass(model, tokens, keep)
-    return blocks, loss
+    return {name: _host(torch.stack(parts)) for name, parts in cut.items()}, loss
 
 
 def _norm_weight(module, size):

@@ -22,7 +22,6 @@ import numpy as np
 import pytest
 
 from cmr.errors import ParameterError
-from tests.conftest import require
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -32,20 +31,6 @@ ROUNDINGS_ALLOWED = 16  # in units of the format's unit roundoff u, see the modu
 UNIT_ROUNDOFF = {"bfloat16": 2.0**-8, "float16": 2.0**-11}
 STATISTICS = ("profile", "prob_profile", "induction_score", "duplicate_token_score", "previous_token_score",
               "soft_crp", "copying_score", "position_loss")
-
-
-@pytest.fixture(scope="module")
-def tl():
-    require("torch")
-    require("transformer_lens")
-    from icl_cmr.adapters import transformer_lens
-
-    return transformer_lens
-
-
-@pytest.fixture(scope="module")
-def tiny(tl):
-    return tl.tiny_model(seed=0)
 
 
 @pytest.fixture(scope="module")
