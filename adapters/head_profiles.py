@@ -19,7 +19,10 @@ Per head (Ji-An et al. 2024, DESIGN.md 3):
 * ``soft_crp``: the soft-transition lag-CRP, see :func:`soft_lag_counts` and docs/heads.md.
 
 Everything is streamed prompt by prompt (:func:`prompt_summary`), then pooled
-(:func:`head_profile_dataset`), so memory does not grow with the number of prompts.
+(:func:`head_profile_dataset`), so memory does not grow with the number of prompts. A model's
+hooks need not keep whole (query, key) matrices: :func:`attention_blocks` names the parts the
+statistics read (the lag block of the scores, the second-copy block of the probabilities and
+their previous-token diagonal) and :func:`block_summary` reduces those parts alone.
 """
 from __future__ import annotations
 
@@ -39,11 +42,14 @@ from .errors import PromptError
 __all__ = [
     "SOFT_CRP_RULES",
     "lag_range",
+    "lag_indices",
     "lag_block",
+    "attention_blocks",
     "soft_lag_counts",
     "recall_sequence_transitions",
     "teacher_forced_transitions",
     "prompt_summary",
+    "block_summary",
     "pool_summaries",
     "head_profile_dataset",
     "select_profile",
@@ -87,6 +93,43 @@ def _check_attention(values, n_words, what):
     return arr
 
 
+def lag_indices(n_words: int, lags):
+    """Where the lag block lives in a (query, key) attention matrix of one prompt.
+
+    Parameters
+    ----------
+    n_words : int
+    lags : int (n_lags,)
+
+    Returns
+    -------
+    query : int64 (N,)
+        Position ``N+1+k`` of second-copy query ``k``.
+    key : int64 (N, n_lags)
+        Position ``1+k+lags[i]`` of its key at each lag, clipped into ``0..2N`` (so it can
+        index any attention matrix of the prompt; read only where ``valid``).
+    valid : bool (N, n_lags)
+        The key lies in the first copy and not after the query (explicit causal mask).
+    """
+    lags = np.asarray(lags, dtype=np.int64)
+    k = np.arange(n_words)
+    query = n_words + 1 + k
+    key = 1 + k[:, None] + lags[None, :]
+    valid = (key >= 1) & (key <= n_words) & (key <= query[:, None])
+    return query, np.clip(key, 0, 2 * n_words), valid
+
+
+def _float64(values):
+    """A C-ordered float64 copy: one memory layout whatever the source, so sums are reproducible."""
+    return np.array(values, dtype=np.float64, order="C")
+
+
+def _masked(raw, valid):
+    out = _float64(raw)
+    out[..., ~valid] = np.nan
+    return out
+
+
 def lag_block(values, n_words: int, lags) -> np.ndarray:
     """Second-copy queries against first-copy keys, arranged by lag.
 
@@ -104,14 +147,48 @@ def lag_block(values, n_words: int, lags) -> np.ndarray:
         first copy or (explicit causal mask) lies after the query.
     """
     arr = _check_attention(values, n_words, "attention values")
-    lags = np.asarray(lags, dtype=np.int64)
+    query, key, valid = lag_indices(n_words, lags)
+    return _masked(arr[:, :, query[:, None], key], valid)
+
+
+def _second_copy_block(second, n_words, lags):
+    """:func:`lag_block` of the probabilities, read from their second-copy block (N, N)."""
+    _, key, valid = lag_indices(n_words, lags)
     k = np.arange(n_words)
-    query = n_words + 1 + k
-    key = 1 + k[:, None] + lags[None, :]
-    valid = (key >= 1) & (key <= n_words) & (key <= query[:, None])
-    out = arr[:, :, query[:, None], np.clip(key, 0, 2 * n_words)].astype(np.float64)
-    out[:, :, ~valid] = np.nan
-    return out
+    # first-copy key position p is column p-1 of the block; every such key precedes the query
+    return _masked(second[:, :, k[:, None], np.clip(key - 1, 0, n_words - 1)], valid)
+
+
+def attention_blocks(scores, probs, n_words: int, lags) -> dict:
+    """The parts of one prompt's attention the head statistics read, cut from full matrices.
+
+    What :func:`icl_cmr.adapters.transformer_lens.extract_heads` keeps inside each layer's
+    hook instead of the (query, key) matrices; :func:`block_summary` turns it into the
+    prompt's statistics.
+
+    Parameters
+    ----------
+    scores, probs : float (layer, head, 2N+1, 2N+1)
+    n_words : int
+    lags : int (n_lags,)
+
+    Returns
+    -------
+    dict of arrays in the dtype of the input
+        ``score_lags`` (layer, head, N, n_lags): scores at ``lag_indices`` (unmasked);
+        ``second_copy`` (layer, head, N, N): probabilities of second-copy queries on
+        first-copy keys (query ``N+1+k``, key ``1+j``); ``previous`` (layer, head, 2N):
+        probability of position q on q-1, for q = 1..2N.
+    """
+    scores = _check_attention(scores, n_words, "scores")
+    probs = _check_attention(probs, n_words, "probs")
+    query, key, _ = lag_indices(n_words, lags)
+    pos = np.arange(1, 2 * n_words + 1)
+    return {
+        "score_lags": scores[:, :, query[:, None], key],
+        "second_copy": probs[:, :, n_words + 1:, 1:n_words + 1],
+        "previous": probs[:, :, pos, pos - 1],
+    }
 
 
 def soft_lag_counts(from_positions, weights, unavailable, max_lag: int):
@@ -249,17 +326,36 @@ def prompt_summary(scores, probs, n_words: int, lags, *, soft_rule: str = "query
         Key of ``SOFT_CRP_RULES``.
     """
     lags = np.asarray(lags, dtype=np.int64)
-    probs = _check_attention(probs, n_words, "probs")
-    summary = {}
-    for name, values in (("score", scores), ("prob", probs)):
-        summary[name] = _moments(lag_block(values, n_words, lags))
-    special = lag_block(probs, n_words, np.array([0, 1]))
+    return block_summary(attention_blocks(scores, probs, n_words, lags), n_words, lags, soft_rule=soft_rule)
+
+
+def block_summary(blocks: dict, n_words: int, lags, *, soft_rule: str = "query_only") -> dict:
+    """:func:`prompt_summary` from the parts :func:`attention_blocks` keeps (same statistics).
+
+    ``blocks`` may come from full matrices or straight from a model's hooks; values are
+    converted to float64 here, after the model's own dtype (float32 in the hooks' copies).
+    """
+    lags = np.asarray(lags, dtype=np.int64)
+    second = np.asarray(blocks["second_copy"])
+    n_layers, n_heads = second.shape[:2]
+    expected = {
+        "score_lags": (n_layers, n_heads, n_words, lags.size),
+        "second_copy": (n_layers, n_heads, n_words, n_words),
+        "previous": (n_layers, n_heads, 2 * n_words),
+    }
+    for name, shape in expected.items():
+        if np.shape(blocks[name]) != shape:
+            raise PromptError(f"attention block {name!r} must have shape {shape}; got {np.shape(blocks[name])}")
+    _, _, valid = lag_indices(n_words, lags)
+    summary = {
+        "score": _moments(_masked(blocks["score_lags"], valid)),
+        "prob": _moments(_second_copy_block(second, n_words, lags)),
+    }
+    special = _second_copy_block(second, n_words, np.array([0, 1]))
     summary["duplicate"] = _moments(special[..., :1])
     summary["induction"] = _moments(special[..., 1:])
-    pos = np.arange(1, 2 * n_words + 1)
-    previous = probs[:, :, pos, pos - 1].astype(np.float64)
-    summary["previous"] = (np.full(previous.shape[:2], pos.size, dtype=np.int64), previous.sum(axis=-1))
-    second = probs[:, :, n_words + 1:, 1:n_words + 1]
+    previous = _float64(blocks["previous"])
+    summary["previous"] = (np.full(previous.shape[:2], previous.shape[-1], dtype=np.int64), previous.sum(axis=-1))
     from_pos, unavailable = teacher_forced_transitions(n_words, soft_rule)
     _, actual, possible = soft_lag_counts(from_pos, second, unavailable, n_words - 1)
     summary["soft"] = (actual, possible)

@@ -7,7 +7,11 @@ head's slice to 0; mean ablation sets it to the head's mean output over every te
 the same passages (measured in the unablated pass). Only the logits at the scored positions are
 computed (the body of the Hugging Face model runs under the bridge's hooks, then the output
 embedding is applied to those positions), which saves the vocabulary projection elsewhere.
-torch is imported inside the functions, so importing this module is cheap.
+
+Device and dtype: passages go to the device of the bridge's weights and run in their dtype
+(mean head outputs are applied there in that dtype); the losses are a float64 log-softmax on
+the host of the logits copied in float32. torch is imported inside the functions, so
+importing this module is cheap.
 """
 from __future__ import annotations
 
@@ -15,7 +19,8 @@ import numpy as np
 
 from cmr.errors import ParameterError
 
-__all__ = ["MODES", "geometry", "bos_id", "ablation_hooks", "scored_logits", "passage_losses", "full_logit_losses"]
+__all__ = ["MODES", "geometry", "placement", "bos_id", "ablation_hooks", "scored_logits", "passage_losses",
+           "full_logit_losses"]
 
 #: ablation modes: replace a head's output by zeros or by its mean output
 MODES = ("zero", "mean")
@@ -23,6 +28,24 @@ MODES = ("zero", "mean")
 
 def geometry(bridge) -> tuple[int, int]:
     return int(bridge.cfg.n_layers), int(bridge.cfg.n_heads)
+
+
+def placement(bridge):
+    """``(device, dtype)`` of the bridge's floating-point weights (torch objects)."""
+    for param in bridge.parameters():
+        if param.is_floating_point():
+            return param.device, param.dtype
+    import torch
+
+    return torch.device("cpu"), torch.float32
+
+
+def _host_logprob(logits, gold):
+    """Log-probability of ``gold`` (host int64) in float64 on the host, from float32 copies of ``logits``."""
+    import torch
+
+    logp = torch.log_softmax(logits.float().cpu().double(), dim=-1)
+    return logp.gather(-1, gold.unsqueeze(-1)).squeeze(-1)
 
 
 def bos_id(bridge):
@@ -41,10 +64,17 @@ def ablation_hooks(heads, mode, means):
     for layer, head_list in sorted(by_layer.items()):
         index = torch.tensor(sorted(head_list), dtype=torch.long)
         fill = None if mode == "zero" else torch.as_tensor(means[layer][sorted(head_list)])
+        cast = {}  # the fill in the activations' device and dtype, made once
 
-        def hook(z, hook, index=index, fill=fill):
+        def hook(z, hook, index=index, fill=fill, cast=cast):
             z = z.clone()
-            z[:, :, index, :] = 0.0 if fill is None else fill.to(dtype=z.dtype, device=z.device)
+            if fill is None:
+                z[:, :, index.to(z.device), :] = 0.0
+            else:
+                key = (z.device, z.dtype)
+                if key not in cast:
+                    cast[key] = fill.to(dtype=z.dtype, device=z.device)
+                z[:, :, index.to(z.device), :] = cast[key]
             return z
 
         hooks.append((f"blocks.{layer}.attn.hook_z", hook))
@@ -109,7 +139,8 @@ def passage_losses(bridge, passages, targets, *, heads=(), mode="zero", means=No
             f"scored positions must lie in {1 - offset}..{passages.shape[1] - 1}; got {targets.min()}..{targets.max()}"
         )
     length = int(targets.max()) + offset  # input positions needed: BOS + text up to the last target - 1
-    predict_index = torch.as_tensor(targets + offset - 1)
+    device, _ = placement(bridge)
+    predict_index = torch.as_tensor(targets + offset - 1, device=device)
     hooks = list(ablation_hooks(heads, mode, means)) if heads else []
     n_layers, n_heads = geometry(bridge)
     sums, count = None, 0
@@ -118,7 +149,8 @@ def passage_losses(bridge, passages, targets, *, heads=(), mode="zero", means=No
 
         def make_capture(layer):
             def capture(z, hook):
-                part = z[:, offset:].sum(dim=(0, 1)).double()
+                # summed in float32 on the device (bfloat16 sums would round), then float64 on the host
+                part = z[:, offset:].sum(dim=(0, 1), dtype=torch.float32).cpu().double()
                 sums[layer] = part if sums[layer] is None else sums[layer] + part
                 return z
             return capture
@@ -131,10 +163,9 @@ def passage_losses(bridge, passages, targets, *, heads=(), mode="zero", means=No
             text = chunk[:, : length - offset]
             if offset:
                 text = torch.cat([torch.full((chunk.shape[0], 1), int(bos), dtype=torch.long), text], dim=1)
-            logits = scored_logits(bridge, text, predict_index).double()
+            logits = scored_logits(bridge, text.to(device), predict_index)
             gold = chunk[:, torch.as_tensor(targets)]
-            logp = torch.log_softmax(logits, dim=-1).gather(-1, gold.unsqueeze(-1)).squeeze(-1)
-            out[start:start + chunk.shape[0]] = (-logp).numpy()
+            out[start:start + chunk.shape[0]] = (-_host_logprob(logits, gold)).numpy()
             count += chunk.shape[0] * (length - offset)
             if progress is not None:
                 progress.update(1)
@@ -161,8 +192,8 @@ def full_logit_losses(bridge, passages, targets, *, heads=(), mode="zero", means
         ids = torch.cat([torch.full((ids.shape[0], 1), int(bos), dtype=torch.long), ids], dim=1)
         offset = 1
     hooks = ablation_hooks(heads, mode, means) if heads else []
+    device, _ = placement(bridge)
     with torch.inference_mode():
-        logits = bridge.run_with_hooks(ids, fwd_hooks=hooks).double()
-        logp = torch.log_softmax(logits[:, torch.as_tensor(targets + offset - 1)], dim=-1)
+        logits = bridge.run_with_hooks(ids.to(device), fwd_hooks=hooks)
         gold = torch.as_tensor(passages[:, targets])
-        return (-logp.gather(-1, gold[..., None])[..., 0]).numpy()
+        return (-_host_logprob(logits[:, torch.as_tensor(targets + offset - 1, device=device)], gold)).numpy()

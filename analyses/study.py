@@ -84,7 +84,7 @@ def _heads(ctx: RunContext) -> dict:
     from cmr.io import save_dataset
 
     s = ctx.settings
-    model = load_study_model(s["model"])
+    model = load_study_model(s["model"], device=s["device"], dtype=s["dtype"])
     with tqdm(total=int(s["n_prompts"]), desc=f"heads of {s['model']}", unit="prompt") as bar:
         heads = extract_heads(model, n_words=int(s["n_words"]), n_prompts=int(s["n_prompts"]), seed=int(s["seed"]),
                               progress=bar.update)
@@ -98,6 +98,7 @@ def _heads(ctx: RunContext) -> dict:
     ]
     loss = heads["position_loss"].squeeze(drop=True).values if "position_loss" in heads else None
     out = {"n_layers": int(heads.sizes["layer"]), "n_heads": int(heads.sizes["head"]), "top_induction": top}
+    out.update(_run_record(ctx, heads.attrs))
     if loss is not None:
         n = int(s["n_words"])
         out["loss_first_copy"] = float(np.nanmean(loss[1 : n]))
@@ -105,11 +106,21 @@ def _heads(ctx: RunContext) -> dict:
     return out
 
 
-def load_study_model(name: str):
+def load_study_model(name: str, device="cpu", dtype="float32"):
     """The study's model: ``tiny-llama`` is the random tiny model for smoke tests."""
     from icl_cmr.adapters.transformer_lens import load_model, tiny_model
 
-    return tiny_model() if name == "tiny-llama" else load_model(name)
+    if name == "tiny-llama":
+        return tiny_model(device=device, dtype=dtype)
+    return load_model(name, device=device, dtype=dtype)
+
+
+def _run_record(ctx: RunContext, attrs) -> dict:
+    """Device, dtype and peak memory of a stage's dataset, logged and kept in its summary."""
+    from icl_cmr.adapters.transformer_lens import describe_peak_memory
+
+    ctx.log(f"on {attrs['device']} in {attrs['dtype']}; {describe_peak_memory(attrs)}")
+    return {key: attrs[key] for key in ("device", "dtype", "peak_memory_bytes")}
 
 
 def _fit_summary(fits, threshold=CMR_LIKE_DISTANCE) -> dict:
@@ -163,24 +174,27 @@ def _fit_humans(ctx: RunContext) -> dict:
 
 def _ablation(ctx: RunContext) -> dict:
     from icl_cmr.adapters.text_corpus import load_passages
+    from icl_cmr.adapters.transformer_lens import measure_peak_memory, with_run_record
     from icl_cmr.analyses.ablation import run_ablation, top_heads_from_fits
     from cmr.io import load_dataset, save_dataset
 
     s = ctx.settings
-    model = load_study_model(s["model"])
+    model = load_study_model(s["model"], device=s["device"], dtype=s["dtype"])
     fits = load_dataset(ctx.path(head_fit_file("lsq")), kind="profile_fit")
     top = top_heads_from_fits(fits, fraction=float(s["ablation_fraction"]))
     passages = load_passages("wikipedia", model.tokenizer, n_passages=int(s["ablation_passages"]), n_tokens=512,
                              seed=int(s["seed"]))
-    result = run_ablation(
-        model.bridge, passages, top, n_random=int(s["ablation_random"]), seed=int(s["seed"]),
-        modes=tuple(s["ablation_modes"]),
-        info={"model": s["model"], "text": "wikipedia (gensim test data)", "top_heads_from": "fits_heads_lsq.nc distance"},
-    )
+    with measure_peak_memory(model.device) as memory:
+        result = run_ablation(
+            model.bridge, passages, top, n_random=int(s["ablation_random"]), seed=int(s["seed"]),
+            modes=tuple(s["ablation_modes"]),
+            info={"model": s["model"], "text": "wikipedia (gensim test data)", "top_heads_from": "fits_heads_lsq.nc distance"},
+        )
+    result = with_run_record(result, device=model.device, dtype=model.dtype, **memory)
     save_dataset(result, ctx.path(ABLATION_FILE))
     from icl_cmr.analyses.report import ablation_summary
 
-    return ablation_summary(result, top)
+    return {**ablation_summary(result, top), **_run_record(ctx, result.attrs)}
 
 
 def _figures(ctx: RunContext) -> dict:
@@ -228,5 +242,10 @@ def run_study(out_dir, recall=DEFAULT_RECALL, model=DEFAULT_MODEL, resume=False,
     if unknown:
         raise TypeError(f"unknown settings {sorted(unknown)}; known: {sorted(DEMO_SETTINGS) + ['grid']}")
     settings = {**DEMO_SETTINGS, **overrides, "recall": list(recall), "model": model}
+    from icl_cmr.adapters.transformer_lens import resolve_device, resolve_dtype
+
+    # checked before the first stage, and stored by name (so "cuda" and "cuda:0" resume alike)
+    settings["device"] = resolve_device(settings["device"])
+    settings["dtype"] = resolve_dtype(settings["dtype"])[0]
     ctx = RunContext(out_dir=Path(out_dir), settings=settings, log=log)
     return run_stages(build_stages(settings), ctx, resume=resume)

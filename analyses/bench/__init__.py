@@ -20,6 +20,7 @@ BENCHMARKS = {
     "mc-grid": "icl_cmr.analyses.bench.profiles:bench_mc_grid",
     "fit-units": "icl_cmr.analyses.bench.fitting:bench_fit_units",
     "heads": "icl_cmr.analyses.bench.heads:bench_heads",
+    "heads-dtype": "icl_cmr.analyses.bench.heads_dtype:bench_heads_dtype",
     "ablation-forward": "icl_cmr.analyses.bench.ablation:bench_ablation",
 }
 

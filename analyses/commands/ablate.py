@@ -28,13 +28,16 @@ SmolLM2-135M needs about 1-2 s per passage, so the full size takes hours. A demo
   icl-cmr ablate --heads L18.H6,L17.H3,L17.H4 --n-passages 12 --n-random 5 --mode zero -o abl.nc
 Full size:
   icl-cmr ablate --heads-from fits.nc --n-random 20 --mode both -o ablation.nc
+A 7-8B model on a 24 GB GPU (passages run in bfloat16, losses in float64 on the host):
+  icl-cmr ablate ./Meta-Llama-3-8B --device cuda --dtype bfloat16 --heads-from fits.nc -o abl.nc
+The peak memory (GPU, or the process on the CPU) is printed and stored in the file's attrs.
 """
 
 
 def register(sub):
     import argparse
 
-    from icl_cmr.analyses.commands.options import add_output
+    from icl_cmr.analyses.commands.options import add_device, add_output
 
     p = sub.add_parser("ablate", help=HELP, description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("model", nargs="?", default="smollm2-135m",
@@ -59,6 +62,7 @@ def register(sub):
     p.add_argument("--seed", type=int, default=0, help="seed of the passages and the random sets (default 0)")
     p.add_argument("--batch-size", type=int, default=4, help="passages per forward pass (default 4)")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
+    add_device(p)
     add_output(p, "ABLATION.nc")
     p.set_defaults(func=run)
 
@@ -67,7 +71,12 @@ def run(args) -> int:
     import time
 
     from icl_cmr.adapters.text_corpus import load_passages
-    from icl_cmr.adapters.transformer_lens import load_model
+    from icl_cmr.adapters.transformer_lens import (
+        describe_peak_memory,
+        load_model,
+        measure_peak_memory,
+        with_run_record,
+    )
     from icl_cmr.analyses import ablation
     from cmr.errors import ParameterError
     from cmr.io import load_dataset, result_format, write_result
@@ -80,7 +89,7 @@ def run(args) -> int:
 
         set_threads(args.threads)
     started = time.perf_counter()
-    model = load_model(args.model)
+    model = load_model(args.model, device=args.device, dtype=args.dtype)
     if args.heads:
         top, source = ablation.parse_heads(args.heads), "explicit list"
     else:
@@ -93,11 +102,14 @@ def run(args) -> int:
     info = model.provenance()
     info.update(text_source=str(args.text), top_heads_source=source,
                 top_heads=",".join(f"L{l}.H{h}" for l, h in top), n_passages=int(args.n_passages))
-    result = ablation.run_ablation(
-        model.bridge, passages, top, n_random=args.n_random, seed=args.seed, layer_matched=args.layer_matched,
-        modes=modes, early=args.early, late=args.late, window=args.window, batch_size=args.batch_size, info=info)
+    with measure_peak_memory(model.device) as memory:
+        result = ablation.run_ablation(
+            model.bridge, passages, top, n_random=args.n_random, seed=args.seed, layer_matched=args.layer_matched,
+            modes=modes, early=args.early, late=args.late, window=args.window, batch_size=args.batch_size, info=info)
+    result = with_run_record(result, **memory)
     path = write_result(result, args.output)
     print(f"wrote {path} in {time.perf_counter() - started:.0f} s; top set {info['top_heads']}")
+    print(f"{args.model} on {model.device} in {model.dtype}; {describe_peak_memory(result.attrs)}")
     print(f"unablated ICL score {float(result['baseline_icl_score'].mean()):+.3f} nats "
           f"({result.sizes['passage']} passages)")
     for mode in modes:

@@ -28,12 +28,18 @@ whose weights are in the local cache, or a local model directory. Nothing is dow
 The first use of a GGUF model converts it once (15-45 s) into ~/.cache/icl-cmr/models
 (or $ICL_CMR_CACHE).
 
+Large models: --device cuda --dtype bfloat16 runs a 7-8B model (Llama-3-8B, Qwen-7B,
+Mistral-7B) on a 24 GB GPU; only the parts of each layer's attention that the profiles read
+leave the GPU. The peak memory (GPU, or the process on the CPU) is printed and stored in the
+file's attrs. See docs/heads.md, "Large models on a GPU".
+
 With --published, read the study's published head profiles (head_profiles.csv.gz) instead
 of running a model, into the same dataset layout.
 
 Examples:
   icl-cmr heads -o heads.nc
   icl-cmr heads smollm2-135m --n-words 50 --n-prompts 10 --seed 3 --lags 5 -o heads50.nc
+  icl-cmr heads ./Meta-Llama-3-8B --device cuda --dtype bfloat16 -o llama3.nc
   icl-cmr heads --published head_profiles.csv.gz --model gpt2-small -o gpt2.nc
 """
 
@@ -52,7 +58,7 @@ def _checkpoint(text: str):
 def register(sub):
     import argparse
 
-    from icl_cmr.analyses.commands.options import add_lags, add_output
+    from icl_cmr.analyses.commands.options import add_device, add_lags, add_output
 
     p = sub.add_parser("heads", help=HELP, description=DESCRIPTION,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -65,6 +71,7 @@ def register(sub):
     add_lags(p, 8, "lags to keep")
     p.add_argument("--soft-rule", choices=("query_only", "teacher_forced"), default="query_only",
                    help="which words count as still available in the soft lag-CRP (docs/heads.md)")
+    add_device(p)
     p.add_argument("--cache-dir", default=None, metavar="DIR",
                    help="where converted models are cached (default $ICL_CMR_CACHE or ~/.cache/icl-cmr/models)")
     p.add_argument("--published", default=None, metavar="PATH",
@@ -99,7 +106,7 @@ def _run_model(args):
     from icl_cmr.adapters.head_profiles import lag_range
     from cmr.errors import DataSourceError
     from icl_cmr.adapters.errors import PromptError
-    from icl_cmr.adapters.transformer_lens import DEFAULT_MODEL, extract_heads, load_model
+    from icl_cmr.adapters.transformer_lens import DEFAULT_MODEL, extract_heads, load_model, resolve_device, resolve_dtype
 
     if args.published_model is not None:
         raise DataSourceError("--model NAME goes with --published PATH; to run a model give it as MODEL")
@@ -110,8 +117,9 @@ def _run_model(args):
     if args.n_prompts < 1:
         raise PromptError(f"--n-prompts must be >= 1; got {args.n_prompts}")
     name = args.model_name or DEFAULT_MODEL
-    print(f"loading {name} ...", flush=True)
-    model = load_model(name, cache_dir=args.cache_dir)
+    device, (dtype, _) = resolve_device(args.device), resolve_dtype(args.dtype)
+    print(f"loading {name} on {device} in {dtype} ...", flush=True)
+    model = load_model(name, cache_dir=args.cache_dir, device=device, dtype=dtype)
     with tqdm(total=args.n_prompts, desc=f"{name}: prompts", unit="prompt", disable=args.no_progress) as bar:
         return extract_heads(model, n_words=args.n_words, n_prompts=args.n_prompts, seed=args.seed,
                              lags=args.lags, soft_rule=args.soft_rule, checkpoint=checkpoint,
@@ -137,4 +145,8 @@ def run(args) -> int:
         summary += (f"; loss first copy {float(heads['loss_first_copy'].values.item()):.2f}, "
                     f"second copy {float(heads['loss_second_copy'].values.item()):.2f} nats")
     print(summary)
+    if not args.published:
+        from icl_cmr.adapters.transformer_lens import describe_peak_memory
+
+        print(describe_peak_memory(heads.attrs))
     return 0

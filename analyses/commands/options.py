@@ -9,6 +9,7 @@ __all__ = [
     "parse_lags",
     "add_lags",
     "add_output",
+    "add_device",
     "add_recall_source",
     "add_grouping",
     "grouping",
@@ -128,3 +129,21 @@ def write_recall_analysis(args, analysis, **options):
     events = load_recall_data(args.source)
     result = analysis(events, by=grouping(args), **options)
     return result, events, write_result(result, args.output)
+
+
+def add_device(parser, default_device: str = "auto", default_dtype: str = "float32") -> None:
+    """Where a language model runs and in which dtype: ``--device`` and ``--dtype``.
+
+    Both are checked when the model loads (an unavailable device or unknown dtype is one
+    error line naming what is available).
+    """
+    parser.add_argument("--device", default=default_device, metavar="DEVICE",
+                        help="where the model runs: cpu, cuda, cuda:N, mps, or auto (the first CUDA GPU if "
+                        f"there is one, else cpu) (default {default_device})")
+    parser.add_argument("--dtype", default=default_dtype, metavar="DTYPE",
+                        help="dtype of the weights and of the forward passes: float32, bfloat16 or float16 "
+                        f"(default {default_dtype}). bfloat16 halves the memory: use it for 7-8B models "
+                        "(Llama-3-8B, Qwen-7B, Mistral-7B) on a 24 GB GPU, where float32 weights alone "
+                        "need ~32 GB. Head profiles in bfloat16 differ slightly from float32 (attention "
+                        "values keep ~3 significant digits; see docs/heads.md). float16 also runs on the "
+                        "CPU, slowly")

@@ -5,6 +5,7 @@ HELP = "run the whole study (human lag-CRPs, head scan, CMR fits, ablation, figu
 
 
 def register(sub):
+    from icl_cmr.analyses.commands.options import add_device
     from icl_cmr.analyses.study import DEFAULT_MODEL, DEFAULT_RECALL, DEMO_SETTINGS as D
 
     p = sub.add_parser(
@@ -42,6 +43,7 @@ def register(sub):
     p.add_argument("--ablation-modes", nargs="+", choices=("zero", "mean"), default=D["ablation_modes"],
                    help="ablation modes (default: zero)")
     p.add_argument("--seed", type=int, default=D["seed"], help="seed of prompts, grid, passages and random sets")
+    add_device(p, D["device"], D["dtype"])
     p.add_argument("--resume", action="store_true", help="skip stages finished by an earlier run in DIR")
     p.set_defaults(func=run)
 
@@ -52,7 +54,7 @@ def run(args) -> int:
     overrides = dict(
         grid_trials=args.grid_trials, n_prompts=args.n_prompts, n_words=args.n_words,
         ablation_passages=args.ablation_passages, ablation_random=args.ablation_random,
-        ablation_modes=list(args.ablation_modes), seed=args.seed,
+        ablation_modes=list(args.ablation_modes), seed=args.seed, device=args.device, dtype=args.dtype,
     )
     if args.grid:
         overrides["grid"] = args.grid

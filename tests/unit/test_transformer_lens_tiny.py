@@ -9,26 +9,11 @@ import numpy as np
 import pytest
 
 from icl_cmr.adapters.errors import ModelNotAvailableError, PromptError
-from tests.conftest import require
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # belt and braces: no test may touch the network
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 N_WORDS = 12
-
-
-@pytest.fixture(scope="module")
-def tl():
-    require("torch")
-    require("transformer_lens")
-    from icl_cmr.adapters import transformer_lens
-
-    return transformer_lens
-
-
-@pytest.fixture(scope="module")
-def tiny(tl):
-    return tl.tiny_model(seed=0)
 
 
 @pytest.fixture(scope="module")

