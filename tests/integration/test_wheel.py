@@ -44,8 +44,10 @@ def fresh_env(wheel, tmp_path_factory) -> Path:
     python = root / "bin" / "python"
     purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                              check=True, capture_output=True, text=True).stdout.strip()
-    # dependencies (numpy, numba, torch, ...) from the test environment, after the wheel's own files
-    (Path(purelib) / "zz_dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    # dependencies (numpy, numba, torch, ...) from the test environment's site directories (those
+    # it reaches through .pth files too), after the wheel's own files
+    sites = [sysconfig.get_paths()["purelib"]] + [p for p in sys.path if p.rstrip("/").endswith("site-packages")]
+    (Path(purelib) / "zz_dependencies.pth").write_text("\n".join(dict.fromkeys(sites)) + "\n")
     subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "--no-index", "-q",
                     str(wheel)], check=True, capture_output=True, text=True)
     return root
