@@ -15,7 +15,7 @@ from ..errors import RecallDataError
 from ..events import to_recall_matrix
 from .patterns import ItemPatterns
 
-__all__ = ["TrialArrays", "trial_arrays"]
+__all__ = ["TrialArrays", "trial_arrays", "localist_arrays"]
 
 
 @dataclass(frozen=True)
@@ -97,6 +97,13 @@ def trial_arrays(events, patterns: ItemPatterns | None = None, pool_size: int | 
             list_length.copy(), np.full(n_trials, float(patterns.size)), sim, gram, row_sum, feats,
             patterns.n_blocks, np.ascontiguousarray(rows[:, :longest], dtype=np.int64),
         )
+    return localist_arrays(recalls, list_length, pool_size)
+
+
+def localist_arrays(recalls: np.ndarray, list_length: np.ndarray, pool_size: int | None = None) -> TrialArrays:
+    """Kernel arrays of localist CMR for a recall matrix (grouped by list length)."""
+    n_trials = recalls.shape[0]
+    longest = int(list_length.max())
     lengths, group = np.unique(list_length, return_inverse=True)
     if pool_size is None:
         pool = lengths.astype(np.float64)
@@ -107,7 +114,8 @@ def trial_arrays(events, patterns: ItemPatterns | None = None, pool_size: int | 
         pool = np.full(lengths.size, float(size))
     zeros = np.zeros((lengths.size, longest, longest))
     return TrialArrays(
-        np.ascontiguousarray(recalls), list_length, np.ascontiguousarray(group.reshape(-1), dtype=np.int64),
-        lengths.astype(np.int64), pool, zeros, zeros.copy(), np.zeros((lengths.size, longest)), zeros.copy(), 1,
+        np.ascontiguousarray(recalls, dtype=np.int64), np.ascontiguousarray(list_length, dtype=np.int64),
+        np.ascontiguousarray(group.reshape(-1), dtype=np.int64), lengths.astype(np.int64), pool, zeros,
+        zeros.copy(), np.zeros((lengths.size, longest)), zeros.copy(), 1,
         np.full((n_trials, longest), -1, dtype=np.int64),
     )

@@ -138,11 +138,3 @@ def _factorize(values):
     index, labels = pd.factorize(np.asarray(values), sort=False)
     return np.asarray(labels), index
 
-
-def prepare_trials(events, pool_size=None):  # TEMPORARY
-    from ..events import to_recall_matrix
-    recalls, list_length = to_recall_matrix(events)
-    if recalls.shape[1] == 0:
-        recalls = np.zeros((recalls.shape[0], 1), dtype=np.int64)
-    n_other = np.zeros_like(list_length) if pool_size is None else np.ascontiguousarray(int(pool_size) - list_length)
-    return np.ascontiguousarray(recalls), np.ascontiguousarray(list_length), n_other
