@@ -15,6 +15,8 @@
 Teacher-forced lag profiles of textbook CMR are in :mod:`cmr.grids`. See docs/equations.md
 and docs/semantic-cmr.md.
 """
+from .compare import compare_models as compare_models
+from .crossval import cross_validate as cross_validate
 from .fit import STANDARD_FREE as STANDARD_FREE
 from .fit import fit_recall as fit_recall
 from .fit import parameter_recovery as parameter_recovery
@@ -30,6 +32,8 @@ from .patterns import ItemPatterns as ItemPatterns
 from .patterns import category_features as category_features
 from .patterns import item_patterns as item_patterns
 from .patterns import similarity_from_distances as similarity_from_distances
+from .predictive import posterior_predictive as posterior_predictive
+from .record import record_states as record_states
 from .simulate import simulate_experiment as simulate_experiment
 from .simulate import simulate_free_recall as simulate_free_recall
 from .simulate import simulate_recalls as simulate_recalls
@@ -53,4 +57,8 @@ __all__ = [
     "simulate_experiment",
     "fit_recall",
     "parameter_recovery",
+    "cross_validate",
+    "compare_models",
+    "posterior_predictive",
+    "record_states",
 ]

@@ -235,32 +235,66 @@ def supports(params, n, n_blocks, state, sim, previous, recalled, out):
 
 
 @njit(cache=True, nogil=True)
-def _trial_events(params, n, sim, recalls, n_blocks, mats, vecs, coords, ready, state, support, prob,
+def _choice_probability(params, n, n_blocks, state, sim, previous, recalled, item, support):
+    """Choice probability of ``item`` among the not-yet-recalled items (fused supports, softmax).
+
+    The same arithmetic as :func:`supports` then ``choice_probabilities``, in two passes and
+    without writing the other items' probabilities.
+    """
+    sff = params[SFF]
+    top = -np.inf
+    for i in range(n):
+        if recalled[i]:
+            continue
+        value = 0.0
+        for b in range(n_blocks):
+            value += state[b, 0, i]
+        if previous >= 0:
+            value += sff * sim[previous, i]
+        if value < SUPPORT_FLOOR:
+            value = SUPPORT_FLOOR
+        support[i] = value
+        if value > top:
+            top = value
+    temperature = params[TEMP]
+    total = 0.0
+    for i in range(n):
+        if not recalled[i]:
+            total += math.exp(2.0 * (support[i] - top) / temperature)
+    return math.exp(2.0 * (support[item] - top) / temperature) / total
+
+
+@njit(cache=True, nogil=True)
+def _trial_events(params, n, sim, recalls, n_blocks, mats, vecs, coords, ready, state, support, stops,
                   recalled, no_x, event_p):
-    """Raw probabilities of one trial's scored events (cymr's rules; see likelihood.py)."""
+    """Raw probabilities of one trial's scored events (cymr's rules; see likelihood.py).
+
+    ``stops[k]`` is P(stop) before output k while items are left (1 when none are).
+    """
     start_recall(n, n_blocks, vecs, state)
     for i in range(n):
         recalled[i] = False
     n_events = 0
-    n_left = n
     previous = -1
+    last = recalls.shape[0]
     for k in range(recalls.shape[0]):
-        pos = recalls[k]
-        if pos == 0:
+        if recalls[k] == 0:
+            last = k
             break
+    for k in range(last):
+        pos = recalls[k]
         if pos < 0 or recalled[pos - 1]:
             continue
         item = pos - 1
-        p_stop = stop_probability(params, n_events, n_left)
-        supports(params, n, n_blocks, state, sim, previous, recalled, support)
-        choice_probabilities(support[:n], recalled[:n], params[TEMP], prob[:n])
-        event_p[n_events] = prob[item] * (1.0 - p_stop)
+        p_stop = stops[n_events] if n_events < n else 1.0
+        event_p[n_events] = _choice_probability(params, n, n_blocks, state, sim, previous, recalled, item,
+                                                support) * (1.0 - p_stop)
         n_events += 1
         recalled[item] = True
-        n_left -= 1
-        recall_update(params, n, n_blocks, item, mats, vecs, coords, ready, state, no_x)
+        if n_events < n and k < last - 1:  # the context after the last recall is never used
+            recall_update(params, n, n_blocks, item, mats, vecs, coords, ready, state, no_x)
         previous = item
-    event_p[n_events] = stop_probability(params, n_events, n_left)
+    event_p[n_events] = stops[n_events] if n_events < n else 1.0
     return n_events + 1
 
 
@@ -284,7 +318,7 @@ def trials_log_likelihood(param_table, trial_param, trial_group, order, group_le
     mats, vecs, coords, start, ready = work_arrays(n_blocks, max_length)
     state = np.zeros((n_blocks, 3, max_length))
     support = np.zeros(max_length)
-    prob = np.zeros(max_length)
+    stops = np.zeros(max_length + 1)
     recalled = np.zeros(max_length, dtype=np.bool_)
     no_x = np.zeros((0, 0))
     last_param = -1
@@ -298,13 +332,15 @@ def trials_log_likelihood(param_table, trial_param, trial_group, order, group_le
         if p != last_param or g != last_group:
             build_structure(params, n, group_pool[g], group_sim[g], group_sim_gram[g], group_row_sum[g],
                             group_feature_gram[g], n_blocks, mats, vecs, coords, start, ready)
+            for k in range(n):
+                stops[k] = stop_probability(params, k, n - k)
             last_param = p
             last_group = g
         row = event_p[t]
         for k in range(row.shape[0]):
             row[k] = np.nan
         count = _trial_events(params, n, group_sim[g], recalls[t], n_blocks, mats, vecs, coords, ready, state,
-                              support, prob, recalled, no_x, row)
+                              support, stops, recalled, no_x, row)
         logl = 0.0
         for k in range(count):
             value = row[k]
