@@ -178,7 +178,9 @@ class _Objective:
     def value_and_gradient(self, x, bounds):
         """Value and forward-difference gradient at ``x``, all k + 1 points in one call.
 
-        Steps are scipy's (``sqrt(eps) * max(1, |x|)``), taken backwards at an upper bound.
+        Steps are scipy's (``sqrt(eps) * max(1, |x|)``), taken backwards at an upper bound or
+        where the forward point is inadmissible (a tied value out of range); a component with
+        no admissible neighbour is 0. At an inadmissible ``x`` the value is +inf.
         """
         x = np.asarray(x, dtype=np.float64)
         upper = np.array([b[1] for b in bounds])
@@ -187,7 +189,19 @@ class _Objective:
         points = np.repeat(x[:, None], x.size + 1, axis=1)
         points[np.arange(x.size), np.arange(1, x.size + 1)] += step
         values = self(points)
-        return float(values[0]), (values[1:] - values[0]) / step
+        base, near = values[0], values[1:]
+        if not np.isfinite(base):
+            return float(base), np.zeros(x.size)
+        bad = ~np.isfinite(near)
+        if bad.any():
+            step[bad] = -step[bad]
+            back = np.repeat(x[:, None], int(bad.sum()), axis=1)
+            back[np.flatnonzero(bad), np.arange(int(bad.sum()))] += step[bad]
+            near[bad] = self(back)
+        gradient = np.zeros(x.size)
+        ok = np.isfinite(near)
+        gradient[ok] = (near[ok] - base) / step[ok]
+        return float(base), gradient
 
 
 def _search(objective: _Objective, bounds, seed: int, de_options: dict, polish: bool) -> dict:
