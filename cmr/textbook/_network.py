@@ -299,6 +299,27 @@ def _trial_events(params, n, sim, recalls, n_blocks, mats, vecs, coords, ready, 
 
 
 @njit(cache=True, nogil=True)
+def _visit(idx, order, param_table, trial_param, trial_group, group_length, group_pool, group_sim, group_sim_gram,
+           group_row_sum, group_feature_gram, n_blocks, work, visited, stops):
+    """Trial ``order[idx]``: build its study phase (and P(stop) by output) unless the trial
+    visited before shares them (same parameter row and pattern group). Returns (t, p, g)."""
+    t = order[idx]
+    p = trial_param[t]
+    g = trial_group[t]
+    if p != visited[0] or g != visited[1]:
+        mats, vecs, coords, start, ready = work
+        params = param_table[p]
+        n = group_length[g]
+        build_structure(params, n, group_pool[g], group_sim[g], group_sim_gram[g], group_row_sum[g],
+                        group_feature_gram[g], n_blocks, mats, vecs, coords, start, ready)
+        for k in range(n):
+            stops[k] = stop_probability(params, k, n - k)
+        visited[0] = p
+        visited[1] = g
+    return t, p, g
+
+
+@njit(cache=True, nogil=True)
 def trials_log_likelihood(param_table, trial_param, trial_group, order, group_length, group_pool,
                           group_sim, group_sim_gram, group_row_sum, group_feature_gram, n_blocks,
                           recalls, trial_logl, trial_n, event_p):
@@ -315,27 +336,19 @@ def trials_log_likelihood(param_table, trial_param, trial_group, order, group_le
     Outputs: trial_logl (T,), trial_n (T,), event_p (T, outputs + 1) NaN-padded.
     """
     max_length = group_sim.shape[1]
-    mats, vecs, coords, start, ready = work_arrays(n_blocks, max_length)
+    work = work_arrays(n_blocks, max_length)
+    mats, vecs, coords, start, ready = work
     state = np.zeros((n_blocks, 3, max_length))
     support = np.zeros(max_length)
     stops = np.zeros(max_length + 1)
     recalled = np.zeros(max_length, dtype=np.bool_)
     no_x = np.zeros((0, 0))
-    last_param = -1
-    last_group = -1
+    visited = np.array([-1, -1])  # parameter row and group of the study phase in ``work``
     for idx in range(order.shape[0]):
-        t = order[idx]
-        p = trial_param[t]
-        g = trial_group[t]
+        t, p, g = _visit(idx, order, param_table, trial_param, trial_group, group_length, group_pool, group_sim,
+                         group_sim_gram, group_row_sum, group_feature_gram, n_blocks, work, visited, stops)
         params = param_table[p]
         n = group_length[g]
-        if p != last_param or g != last_group:
-            build_structure(params, n, group_pool[g], group_sim[g], group_sim_gram[g], group_row_sum[g],
-                            group_feature_gram[g], n_blocks, mats, vecs, coords, start, ready)
-            for k in range(n):
-                stops[k] = stop_probability(params, k, n - k)
-            last_param = p
-            last_group = g
         row = event_p[t]
         for k in range(row.shape[0]):
             row[k] = np.nan
@@ -381,25 +394,20 @@ def simulate_trials(param_table, trial_param, trial_group, order, group_length, 
     simulated in ``order``; randomness comes only from ``rng``.
     """
     max_length = group_sim.shape[1]
-    mats, vecs, coords, start, ready = work_arrays(n_blocks, max_length)
+    work = work_arrays(n_blocks, max_length)
+    mats, vecs, coords, start, ready = work
     state = np.zeros((n_blocks, 3, max_length))
     support = np.zeros(max_length)
+    stops = np.zeros(max_length + 1)
     prob = np.zeros(max_length)
     recalled = np.zeros(max_length, dtype=np.bool_)
     no_x = np.zeros((0, 0))
-    last_param = -1
-    last_group = -1
+    visited = np.array([-1, -1])  # parameter row and group of the study phase in ``work``
     for idx in range(order.shape[0]):
-        t = order[idx]
-        p = trial_param[t]
-        g = trial_group[t]
+        t, p, g = _visit(idx, order, param_table, trial_param, trial_group, group_length, group_pool, group_sim,
+                         group_sim_gram, group_row_sum, group_feature_gram, n_blocks, work, visited, stops)
         params = param_table[p]
         n = group_length[g]
-        if p != last_param or g != last_group:
-            build_structure(params, n, group_pool[g], group_sim[g], group_sim_gram[g], group_row_sum[g],
-                            group_feature_gram[g], n_blocks, mats, vecs, coords, start, ready)
-            last_param = p
-            last_group = g
         for k in range(out.shape[1]):
             out[t, k] = 0
         start_recall(n, n_blocks, vecs, state)
@@ -407,7 +415,7 @@ def simulate_trials(param_table, trial_param, trial_group, order, group_length, 
             recalled[i] = False
         previous = -1
         for k in range(n):
-            if rng.random() < stop_probability(params, k, n - k):
+            if rng.random() < stops[k]:
                 break
             supports(params, n, n_blocks, state, group_sim[g], previous, recalled, support)
             choice_probabilities(support[:n], recalled[:n], params[TEMP], prob[:n])
