@@ -209,3 +209,19 @@ def test_record_state_shapes_on_localist_lists():
     # probabilities of the recall events and the stop sum to one at each event
     total = states["probability"].sum("study_position") + states["stop_probability"]
     np.testing.assert_allclose(total.values[0, :3], 1.0)
+
+
+@pytest.mark.slow
+def test_semantic_parameter_recovery():
+    """10 simulated subjects replaying Morton2013 lists: drift, temperature and both semantic weights
+    recovered with r >= 0.8 (python -m icl_cmr.analyses.semantic_recovery; about 3 minutes)."""
+    require("psifr")
+    from icl_cmr.analyses.semantic_recovery import FIXED, FREE, RANGES
+    from icl_cmr.adapters.item_pools import load_item_patterns
+    from icl_cmr.adapters.recall_data import load_recall_data
+
+    fits = cmr.parameter_recovery(10, FREE, FIXED, RANGES, events=load_recall_data("psifr:Morton2013"),
+                                  patterns=load_item_patterns("psifr:Morton2013", categories=False), rng=0,
+                                  n_jobs=2, progress=False)
+    for name in FREE:
+        assert float(fits["correlation"].sel(parameter=name)) >= 0.8, name
