@@ -14,14 +14,14 @@ import time
 import numpy as np
 
 from icl_cmr.analyses.bench import median_time
-from icl_cmr.analyses.bench.cmr_fit import MORTON_MIXED_PARAMS, _cymr
+from icl_cmr.analyses.bench.cmr_fit import MORTON_MIXED_PARAMS, cymr_modules
 
 SEMANTIC_FREE = ("Lfc", "Lcf", "P1", "P2", "B_enc", "B_start", "B_rec", "T", "X1", "X2", "Scf", "Sff")
 SEMANTIC_PARAMS = dict(MORTON_MIXED_PARAMS, Scf=0.1, Sff=0.5)
 
 
 def _cymr_per_eval(table, param, param_def, patterns, repeats=3) -> float:
-    cymr_cmr, _ = _cymr()
+    cymr_cmr, _ = cymr_modules()
     model = cymr_cmr.CMR()
     return median_time(lambda: model.likelihood(table, param, param_def=param_def, patterns=patterns), repeats)
 
@@ -39,7 +39,7 @@ def bench_fit_peers(repeats: int = 1) -> dict:
     import cmr
     from icl_cmr.adapters.recall_data import load_recall_data
 
-    cymr_cmr, _ = _cymr()
+    cymr_cmr, _ = cymr_modules()
     events = load_recall_data("psifr:peers_notask")
     cmr.log_likelihood(events.isel(trial=[0]), MORTON_MIXED_PARAMS)  # compile outside the timing
     times, fits = [], None
@@ -79,7 +79,7 @@ def bench_fit_semantic(repeats: int = 1) -> dict:
     from icl_cmr.adapters.item_pools import load_item_patterns
     from icl_cmr.adapters.recall_data import load_recall_data, read_recall_table
 
-    cymr_cmr, _ = _cymr()
+    cymr_cmr, _ = cymr_modules()
     events = load_recall_data("psifr:Morton2013")
     subject = events["subject"].values[0]
     one = events.isel(trial=np.flatnonzero(events["subject"].values == subject))

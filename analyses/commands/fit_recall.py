@@ -31,14 +31,10 @@ Examples:
   icl-cmr fit-recall data.csv --free B_enc,T --tie B_rec=B_enc --cv 4 -o cv.nc --jobs 2
 """
 
-PATTERN_KINDS = {"semantic": dict(similarity=True, categories=False),
-                 "category": dict(similarity=False, categories=True),
-                 "semantic+category": dict(similarity=True, categories=True)}
-
-
 def register(sub):
     import argparse
 
+    from icl_cmr.analyses.commands.loglik import add_patterns
     from icl_cmr.analyses.commands.options import add_output
 
     p = sub.add_parser(
@@ -61,23 +57,6 @@ def register(sub):
     p.add_argument("--pool-size", type=int, default=None, metavar="N", help="cymr pool size (default: list-sized context)")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     p.set_defaults(func=run)
-
-
-def add_patterns(parser):
-    """The ``--patterns`` and ``--feature-layer`` options (semantic / category CMR)."""
-    parser.add_argument("--patterns", default=None, choices=sorted(PATTERN_KINDS),
-                        help="item patterns of SOURCE's pool: semantic similarities and/or category units")
-    parser.add_argument("--feature-layer", default="segment", choices=("segment", "sublayer"),
-                        help="category units in the item layer of context or in a sublayer (default segment)")
-
-
-def load_patterns(args):
-    """Item patterns named by ``--patterns`` for the data set ``args.source`` (None without)."""
-    if args.patterns is None:
-        return None
-    from icl_cmr.adapters.item_pools import load_item_patterns
-
-    return load_item_patterns(args.source, feature_layer=args.feature_layer, **PATTERN_KINDS[args.patterns])
 
 
 def _parse_bounds(text):
@@ -113,7 +92,7 @@ def run(args) -> int:
     from cmr.errors import RecallDataError
     from cmr.io import result_format, write_result
     from icl_cmr.adapters.recall_data import load_recall_data
-    from icl_cmr.analyses.commands.loglik import read_params_json
+    from icl_cmr.analyses.commands.loglik import load_patterns, read_params_json
 
     result_format(args.output)
     free = [name.strip() for name in args.free.split(",") if name.strip()]

@@ -28,6 +28,11 @@ Example:
 """
 
 
+PATTERN_KINDS = {"semantic": dict(similarity=True, categories=False),
+                 "category": dict(similarity=False, categories=True),
+                 "semantic+category": dict(similarity=True, categories=True)}
+
+
 def register(sub):
     import argparse
 
@@ -35,8 +40,6 @@ def register(sub):
         "loglik", help=HELP, description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     p.add_argument("source", metavar="SOURCE", help="bundled data set name or a psifr-format CSV file")
-    from icl_cmr.analyses.commands.fit_recall import add_patterns
-
     p.add_argument("--params", required=True, metavar="PARAMS.json|FITS.nc",
                    help="JSON parameters (one set or one per subject) or a recall_fit file")
     add_patterns(p)
@@ -45,6 +48,23 @@ def register(sub):
         help="cymr pool size for a pool-sized context (default: list-sized; equal when Afc = Acf = 0)",
     )
     p.set_defaults(func=run)
+
+
+def add_patterns(parser):
+    """The ``--patterns`` and ``--feature-layer`` options (semantic / category CMR)."""
+    parser.add_argument("--patterns", default=None, choices=sorted(PATTERN_KINDS),
+                        help="item patterns of SOURCE's pool: semantic similarities and/or category units")
+    parser.add_argument("--feature-layer", default="segment", choices=("segment", "sublayer"),
+                        help="category units in the item layer of context or in a sublayer (default segment)")
+
+
+def load_patterns(args):
+    """Item patterns named by ``--patterns`` for the data set ``args.source`` (None without)."""
+    if args.patterns is None:
+        return None
+    from icl_cmr.adapters.item_pools import load_item_patterns
+
+    return load_item_patterns(args.source, feature_layer=args.feature_layer, **PATTERN_KINDS[args.patterns])
 
 
 def read_params_json(path):
@@ -79,8 +99,6 @@ def run(args) -> int:
     from cmr.textbook.likelihood import log_likelihood
 
     from cmr.io import load_dataset
-    from icl_cmr.analyses.commands.fit_recall import load_patterns
-
     if str(args.params).endswith(".nc"):
         params = load_dataset(args.params, kind="recall_fit")
     else:
