@@ -236,26 +236,13 @@ def supports(params, n, n_blocks, state, sim, previous, recalled, out):
 
 @njit(cache=True, nogil=True)
 def _choice_probability(params, n, n_blocks, state, sim, previous, recalled, item, support):
-    """Choice probability of ``item`` among the not-yet-recalled items (fused supports, softmax).
-
-    The same arithmetic as :func:`supports` then ``choice_probabilities``, in two passes and
-    without writing the other items' probabilities.
-    """
-    sff = params[SFF]
+    """Choice probability of ``item`` among the not-yet-recalled items (the arithmetic of
+    ``choice_probabilities``, without writing the other items' probabilities)."""
+    supports(params, n, n_blocks, state, sim, previous, recalled, support)
     top = -np.inf
     for i in range(n):
-        if recalled[i]:
-            continue
-        value = 0.0
-        for b in range(n_blocks):
-            value += state[b, 0, i]
-        if previous >= 0:
-            value += sff * sim[previous, i]
-        if value < SUPPORT_FLOOR:
-            value = SUPPORT_FLOOR
-        support[i] = value
-        if value > top:
-            top = value
+        if not recalled[i] and support[i] > top:
+            top = support[i]
     temperature = params[TEMP]
     total = 0.0
     for i in range(n):
