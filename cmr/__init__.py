@@ -13,7 +13,7 @@ transformer_lens or matplotlib). Where things live (for reading the source):
 * data model: :mod:`cmr.events` (psifr tables, recall matrices), :mod:`cmr.schema`,
   :mod:`cmr.io`, :mod:`cmr.tables`, :mod:`cmr.errors`, :mod:`cmr.constants`;
 * free-recall analyses, exact against psifr: :mod:`cmr.crp`, :mod:`cmr.recall_stats`;
-* textbook CMR, exact against cymr: :mod:`cmr.textbook`;
+* textbook CMR (localist, semantic, category), exact against cymr: :mod:`cmr.textbook`;
 * the simplified CMR of Ji-An et al. (2024): :mod:`cmr.paper`;
 * lag-profile grids of either variant: :mod:`cmr.grids`;
 * one fit for any lag profile (heads or humans): :mod:`cmr.profile_fit`;
@@ -55,12 +55,23 @@ from .recall_stats import spc as spc
 from .schema import validate as validate
 from .tables import to_dataframe as to_dataframe
 from .tables import unit_table as unit_table
+from .textbook import MODEL_PARAMETER_NAMES as MODEL_PARAMETER_NAMES
 from .textbook import PARAMETER_NAMES as PARAMETER_NAMES
+from .textbook import SEMANTIC_PARAMETER_NAMES as SEMANTIC_PARAMETER_NAMES
 from .textbook import STANDARD_FREE as STANDARD_FREE
+from .textbook import ItemPatterns as ItemPatterns
+from .textbook import category_features as category_features
+from .textbook import compare_models as compare_models
+from .textbook import cross_validate as cross_validate
 from .textbook import default_parameters as default_parameters
 from .textbook import fit_recall as fit_recall
+from .textbook import item_patterns as item_patterns
 from .textbook import log_likelihood as log_likelihood
 from .textbook import parameter_recovery as parameter_recovery
+from .textbook import posterior_predictive as posterior_predictive
+from .textbook import record_states as record_states
+from .textbook import similarity_from_distances as similarity_from_distances
+from .textbook import simulate_experiment as simulate_experiment
 from .textbook import simulate_free_recall as simulate_free_recall
 from .textbook import simulate_recalls as simulate_recalls
 from .textbook import validate_parameters as validate_parameters
@@ -94,14 +105,25 @@ __all__ = [
     "pfr",
     # textbook CMR
     "PARAMETER_NAMES",
+    "SEMANTIC_PARAMETER_NAMES",
+    "MODEL_PARAMETER_NAMES",
     "STANDARD_FREE",
     "default_parameters",
     "validate_parameters",
+    "item_patterns",
+    "ItemPatterns",
+    "similarity_from_distances",
+    "category_features",
     "log_likelihood",
     "simulate_recalls",
     "simulate_free_recall",
+    "simulate_experiment",
+    "record_states",
     "fit_recall",
     "parameter_recovery",
+    "cross_validate",
+    "compare_models",
+    "posterior_predictive",
     # the paper's variant and lag-profile grids
     "simulate_paper_recalls",
     "simulate_paper_free_recall",

@@ -28,6 +28,10 @@ __all__ = [
     "validate_profile_fit",
     "validate_recall_stat",
     "validate_recall_fit",
+    "validate_recall_cv",
+    "validate_model_comparison",
+    "validate_predictive_check",
+    "validate_cmr_states",
     "register_kind",
     "known_kinds",
     "check_attrs_netcdf_safe",
@@ -210,8 +214,53 @@ def validate_recall_fit(ds: xr.Dataset) -> None:
         raise SchemaError(f"recall_fit dataset: 'n' must be integers; got {ds['n'].dtype}")
 
 
+def validate_recall_cv(ds: xr.Dataset) -> None:
+    """Check a recall_cv dataset (leave-lists-out cross-validated likelihood; docs/schema.md)."""
+    kind = "recall_cv"
+    require_variables(ds, ["logl", "n", "fold_logl", "fold_n", "subject", "fold"], kind)
+    require_dims(ds["logl"], ["subject"], kind, "logl")
+    require_dims(ds["fold_logl"], ["subject", "fold"], kind, "fold_logl")
+    if "k" not in ds.attrs:
+        raise SchemaError("recall_cv dataset needs attr 'k' (free parameters)")
+
+
+def validate_model_comparison(ds: xr.Dataset) -> None:
+    """Check a model_comparison dataset (CMR variants on the same subjects; docs/schema.md)."""
+    kind = "model_comparison"
+    require_variables(ds, ["logl", "aic", "bic", "k", "model", "akaike_weight"], kind)
+    for name in ("logl", "aic", "bic"):
+        require_dims(ds[name], ["model", "subject"], kind, name)
+    require_dims(ds["k"], ["model"], kind, "k")
+    if ds.attrs.get("criterion") not in ("aic", "cv_logl"):
+        raise SchemaError(f"model_comparison dataset needs attr criterion 'aic' or 'cv_logl'; got {ds.attrs.get('criterion')!r}")
+
+
+def validate_predictive_check(ds: xr.Dataset) -> None:
+    """Check a predictive_check dataset (data against model curves; docs/schema.md)."""
+    kind = "predictive_check"
+    require_variables(ds, ["crp", "spc", "pfr", "crp_group", "spc_group", "pfr_group", "source"], kind)
+    require_dims(ds["crp"], ["source", "subject", "lag"], kind, "crp")
+    for name in ("spc", "pfr"):
+        require_dims(ds[name], ["source", "subject", "serial_position"], kind, name)
+    if sorted(map(str, ds["source"].values)) != ["data", "model"]:
+        raise SchemaError(f"predictive_check dataset: coord 'source' must be data, model; got {ds['source'].values}")
+
+
+def validate_cmr_states(ds: xr.Dataset) -> None:
+    """Check a cmr_states dataset (recorded context and supports; docs/schema.md)."""
+    kind = "cmr_states"
+    require_variables(ds, ["study_context", "cue_context", "support", "probability", "stop_probability"], kind)
+    require_dims(ds["study_context"], ["trial", "study_position", "unit"], kind, "study_context")
+    require_dims(ds["cue_context"], ["trial", "event", "unit"], kind, "cue_context")
+    require_dims(ds["support"], ["trial", "event", "study_position"], kind, "support")
+
+
 _VALIDATORS = {
     "events": validate_events,
+    "recall_cv": validate_recall_cv,
+    "model_comparison": validate_model_comparison,
+    "predictive_check": validate_predictive_check,
+    "cmr_states": validate_cmr_states,
     "lag_profile": validate_lag_profile,
     "recall_fit": validate_recall_fit,
     "recall_stat": validate_recall_stat,

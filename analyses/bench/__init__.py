@@ -13,6 +13,8 @@ import time
 BENCHMARKS = {
     "likelihood": "icl_cmr.analyses.bench.cmr_fit:bench_likelihood",
     "fit-subject": "icl_cmr.analyses.bench.cmr_fit:bench_fit_subject",
+    "fit-peers": "icl_cmr.analyses.bench.cmr_models:bench_fit_peers",
+    "fit-semantic": "icl_cmr.analyses.bench.cmr_models:bench_fit_semantic",
     "lag-crp": "icl_cmr.analyses.bench.recall:bench_lag_crp",
     "spc": "icl_cmr.analyses.bench.recall:bench_spc",
     "pfr": "icl_cmr.analyses.bench.recall:bench_pfr",

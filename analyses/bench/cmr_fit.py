@@ -28,7 +28,7 @@ _FIRST_CALL = textwrap.dedent(
 )
 
 
-def _cymr():
+def cymr_modules():
     try:
         from cymr import cmr as cymr_cmr
         from cymr import fit as cymr_fit
@@ -44,7 +44,7 @@ def bench_likelihood(repeats: int = 7) -> dict:
     from cmr.events import from_table
     from cmr.textbook.likelihood import log_likelihood
 
-    cymr_cmr, cymr_fit = _cymr()
+    cymr_cmr, cymr_fit = cymr_modules()
     code = _FIRST_CALL.format(params=MORTON_MIXED_PARAMS)
     fresh = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                                       check=True).stdout.strip().splitlines()[-1])
@@ -89,7 +89,7 @@ def bench_fit_subject(repeats: int = 1) -> dict:
     from cmr.textbook.fit import STANDARD_FREE, fit_recall
     from cmr.textbook.likelihood import log_likelihood
 
-    cymr_cmr, _ = _cymr()
+    cymr_cmr, _ = cymr_modules()
     events = load_recall_data("psifr:Morton2013")
     subject = events["subject"].values[0]
     one = events.isel(trial=(events["subject"] == subject).values)

@@ -1,33 +1,42 @@
-"""``icl-cmr fit-recall``: maximum-likelihood CMR fits of free-recall data, per subject."""
+"""``icl-cmr fit-recall``: maximum-likelihood CMR fits of free-recall data, per subject or pooled."""
 from __future__ import annotations
 
-HELP = "fit textbook CMR to each subject's recall sequences by maximum likelihood"
+HELP = "fit CMR (localist, semantic or category) to recall sequences by maximum likelihood"
 
 DESCRIPTION = """\
-Fit textbook CMR (cymr's parameterisation) to each subject of a free-recall data set by
-maximum likelihood: seeded differential evolution, then a local L-BFGS-B polish; subjects
-run in parallel threads. The likelihood equals cymr's (see icl-cmr loglik).
+Fit CMR (cymr's parameterisation) to each subject of a free-recall data set by maximum
+likelihood: seeded differential evolution, then a local L-BFGS-B polish; subjects run in
+parallel threads. The likelihood equals cymr's (see icl-cmr loglik).
 
 SOURCE is a bundled data set (psifr:Morton2013, psifr:peers_notask, cymr:Morton2013_mixed)
 or a psifr-format CSV file. --free names the fitted parameters; --fixed gives a JSON object
-of fixed values; parameters neither free nor fixed take their defaults (docs/parameters.md).
---bounds overrides search ranges, e.g. --bounds T=0.01:2,X1=0:0.1.
+of fixed values; --tie NAME=EXPR ties a parameter to others (e.g. --tie B_rec=B_enc,
+--tie "Dfc=1 - Lfc"; arithmetic only, never evaluated as code); parameters neither free,
+fixed nor tied take their defaults (docs/parameters.md). --bounds overrides search ranges,
+e.g. --bounds T=0.01:2,X1=0:0.1.
 
-The output netCDF (kind recall_fit) holds, per subject and parameter, the fitted values,
-plus log-likelihood, number of scored events n, function evaluations, iterations, success
-flag, message and time per subject. Open it with cmr.io.load_dataset. With -o FITS.csv (or
-.parquet) the output is a table instead: one row per subject, one column per parameter, then
-logl, n, nfev, nit, success, n_nan, seconds and message.
+--patterns semantic|category|semantic+category adds the item pool of SOURCE (Morton2013:
+psifr's cosine distances as similarities, category units) for semantic / category CMR;
+their weights Sfc, Scf, Sff, Cfc, Ccf may then be free. --restarts N keeps N independent
+searches per subject; --pooled fits one parameter set to all subjects together; --cv K writes
+the leave-lists-out cross-validated likelihood (kind recall_cv) instead of the fits.
+
+The output (kind recall_fit) holds, per subject and parameter, the fitted values, plus
+log-likelihood, AIC, BIC, number of scored events n, function evaluations, iterations,
+success flag, message, time and every restart. Open it with cmr.load_dataset. With
+-o FITS.csv (or .parquet) the output is a table instead: one row per subject, one column
+per parameter, then logl, n, AIC, BIC and the fit's diagnostics.
 
 Examples:
   icl-cmr fit-recall psifr:Morton2013 --free Lfc,Lcf,P1,P2,B_enc,B_start,B_rec,T,X1,X2 -o fits.nc
-  icl-cmr fit-recall data.csv --free B_enc,B_rec,T --fixed fixed.json -o fits.nc --jobs 2
+  icl-cmr fit-recall psifr:Morton2013 --free B_enc,B_rec,T,Sff --patterns semantic --restarts 3 -o sem.nc
+  icl-cmr fit-recall data.csv --free B_enc,T --tie B_rec=B_enc --cv 4 -o cv.nc --jobs 2
 """
-
 
 def register(sub):
     import argparse
 
+    from icl_cmr.analyses.commands.loglik import add_patterns
     from icl_cmr.analyses.commands.options import add_output
 
     p = sub.add_parser(
@@ -36,10 +45,16 @@ def register(sub):
     p.add_argument("source", metavar="SOURCE", help="bundled data set name or a psifr-format CSV file")
     p.add_argument("--free", required=True, metavar="NAME,NAME,...", help="comma-separated free parameters")
     p.add_argument("--fixed", default=None, metavar="PARAMS.json", help="JSON object of fixed parameter values")
+    p.add_argument("--tie", action="append", default=[], metavar="NAME=EXPR",
+                   help="tie a parameter to an expression of others (repeatable), e.g. B_rec=B_enc")
     p.add_argument("--bounds", default=None, metavar="NAME=LOW:HIGH,...", help="search bounds overriding the defaults")
+    add_patterns(p)
     add_output(p, "FITS.nc")
     p.add_argument("--seed", type=int, default=0, help="root random seed (default 0)")
-    p.add_argument("--jobs", type=int, default=1, help="subjects fitted in parallel threads (default 1)")
+    p.add_argument("--jobs", type=int, default=1, help="threads: subjects at once, the rest split populations")
+    p.add_argument("--restarts", type=int, default=1, help="independent searches per subject, all kept (default 1)")
+    p.add_argument("--pooled", action="store_true", help="one fit to all subjects together (group fit)")
+    p.add_argument("--cv", type=int, default=None, metavar="K", help="write K-fold leave-lists-out cross-validation")
     p.add_argument("--subjects", default=None, metavar="S,S,...", help="fit only these subjects")
     p.add_argument("--pool-size", type=int, default=None, metavar="N", help="cymr pool size (default: list-sized context)")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
@@ -60,14 +75,26 @@ def _parse_bounds(text):
     return bounds
 
 
+def _parse_ties(entries):
+    from cmr.errors import ParameterError
+
+    tied = {}
+    for entry in entries:
+        name, sep, expression = entry.partition("=")
+        if not sep or not name.strip():
+            raise ParameterError(f"--tie must look like NAME=EXPRESSION; got {entry!r}")
+        tied[name.strip()] = expression.strip()
+    return tied or None
+
+
 def run(args) -> int:
     import numpy as np
 
-    from icl_cmr.adapters.recall_data import load_recall_data
-    from icl_cmr.analyses.commands.loglik import read_params_json
+    import cmr
     from cmr.errors import RecallDataError
-    from cmr.textbook.fit import fit_recall
     from cmr.io import result_format, write_result
+    from icl_cmr.adapters.recall_data import load_recall_data
+    from icl_cmr.analyses.commands.loglik import load_patterns, read_params_json
 
     result_format(args.output)
     free = [name.strip() for name in args.free.split(",") if name.strip()]
@@ -80,9 +107,21 @@ def run(args) -> int:
         if not keep.any():
             raise RecallDataError(f"--subjects {args.subjects!r} matches no subject of {args.source}")
         events = events.isel(trial=np.flatnonzero(keep))
-    fits = fit_recall(events, free, fixed, _parse_bounds(args.bounds), rng=args.seed, n_jobs=args.jobs,
-                      pool_size=args.pool_size, progress=not args.no_progress)
+    options = dict(tied=_parse_ties(args.tie), patterns=load_patterns(args), pool_size=args.pool_size,
+                   n_restarts=args.restarts, rng=args.seed, n_jobs=args.jobs, progress=not args.no_progress)
+    if args.cv is not None:
+        if args.pooled:
+            raise RecallDataError("--cv scores each subject's held-out lists; it cannot be combined with --pooled")
+        result = cmr.cross_validate(events, free, fixed, _parse_bounds(args.bounds), n_folds=args.cv, **options)
+        path = write_result(result, args.output)
+        print(f"wrote {path}: {result.sizes['subject']} subject(s), {args.cv} folds; "
+              f"cross-validated logl {float(result['logl'].sum()):.3f}")
+        return 0
+    fits = cmr.fit_recall(events, free, fixed, _parse_bounds(args.bounds), by=None if args.pooled else "subject",
+                          **options)
     path = write_result(fits, args.output)
-    print(f"wrote {path}: {fits.sizes['subject']} subject(s), free {', '.join(free)}; "
-          f"total logl {float(fits['logl'].sum()):.3f}, {float(fits['seconds'].sum()):.1f} s of fitting")
+    units = "pooled" if args.pooled else f"{fits.sizes['subject']} subject(s)"
+    print(f"wrote {path}: {units}, free {', '.join(free)}; "
+          f"total logl {float(fits['logl'].sum()):.3f}, AIC {float(fits['aic'].sum()):.1f}, "
+          f"{float(fits['seconds'].sum()):.1f} s of fitting")
     return 0

@@ -1,0 +1,1 @@
+from .predictive import plot_predictive_check as plot_predictive_check

@@ -1,4 +1,10 @@
-"""numba kernels of textbook localist CMR, arithmetic matched to cymr 0.14 (config_loc_cmr).
+"""numba kernels of textbook localist CMR, unit by unit, arithmetic matched to cymr 0.14.
+
+These step functions hold the context explicitly, one value per context unit, as cymr's
+network does. The teacher-forced grids (``_teacher_forced``) run on them and property tests
+check the model's invariants on them; the likelihood, the simulator and the recorder use the
+list-coordinate kernels of ``_network``, which reuse the shared rules below (primacy, stop
+probability, choice rule, floors).
 
 Layout. ``params`` is the float64 vector of cmr.parameters.PARAMETER_NAMES. A list of
 ``n`` items has ``n + 2`` context units: ``0..n-1`` the items (serial positions),
@@ -171,122 +177,3 @@ def recall_update(params, item, c, c_study, unit_weight, c_in):
     n = c_study.shape[0]
     item_input(params, item, n, c_study, True, unit_weight, c_in)
     integrate_context(c, c_in, params[B_REC], unit_weight)
-
-
-@njit(cache=True, nogil=True)
-def trial_event_probabilities(params, n, n_other, recalls, event_p):
-    """Probabilities of one trial's recall events and the final stop, as cymr scores them.
-
-    ``recalls`` holds 1-based serial positions, -1 intrusions, 0 padding (end). Intrusions
-    and repeats are skipped (cymr removes them before scoring); the remaining correct
-    first recalls and then the stop event are scored. Probabilities are raw (not floored).
-    Returns the number of events written to ``event_p``.
-    """
-    c, c_study, unit_weight = study_list(params, n, n_other)
-    reinstate_start(params, c, unit_weight)
-    m_cf = mcf_after_study(params, c_study)
-    recalled = np.zeros(n, dtype=np.bool_)
-    support = np.zeros(n)
-    prob = np.zeros(n)
-    c_in = np.zeros(n + 2)
-    n_events = 0
-    n_left = n
-    for k in range(recalls.shape[0]):
-        pos = recalls[k]
-        if pos == 0:
-            break
-        if pos < 0 or recalled[pos - 1]:
-            continue
-        item = pos - 1
-        p_stop = stop_probability(params, n_events, n_left)
-        retrieval_support(m_cf, c, unit_weight, recalled, support)
-        choice_probabilities(support, recalled, params[TEMP], prob)
-        event_p[n_events] = prob[item] * (1.0 - p_stop)
-        n_events += 1
-        recalled[item] = True
-        n_left -= 1
-        recall_update(params, item, c, c_study, unit_weight, c_in)
-    event_p[n_events] = stop_probability(params, n_events, n_left)
-    return n_events + 1
-
-
-@njit(cache=True, nogil=True)
-def trials_log_likelihood(params, list_length, n_other, recalls, trial_logl, trial_n, event_p):
-    """Floored log-likelihood of every trial; event probabilities into ``event_p`` rows.
-
-    params (14,), list_length (trials,) int64, n_other (trials,) int64, recalls
-    (trials, outputs) int64; outputs trial_logl (trials,), trial_n (trials,) int64,
-    event_p (trials, outputs + 1) (NaN beyond each trial's events).
-    """
-    for t in range(recalls.shape[0]):
-        row = event_p[t]
-        for k in range(row.shape[0]):
-            row[k] = np.nan
-        count = trial_event_probabilities(params, list_length[t], n_other[t], recalls[t], row)
-        logl = 0.0
-        for k in range(count):
-            p = row[k]
-            if p < EVENT_FLOOR:
-                p = EVENT_FLOOR
-            elif p > 1.0:
-                p = 1.0
-            logl += math.log(p)  # NaN stays NaN: the public layer warns
-        trial_logl[t] = logl
-        trial_n[t] = count
-
-
-@njit(cache=True, nogil=True)
-def population_log_likelihood(param_sets, list_length, n_other, recalls):
-    """Total floored log-likelihood of all trials for each row of ``param_sets`` (S, 14)."""
-    n_trials, n_out = recalls.shape
-    trial_logl = np.zeros(n_trials)
-    trial_n = np.zeros(n_trials, dtype=np.int64)
-    event_p = np.zeros((n_trials, n_out + 1))
-    totals = np.zeros(param_sets.shape[0])
-    for s in range(param_sets.shape[0]):
-        trials_log_likelihood(param_sets[s], list_length, n_other, recalls, trial_logl, trial_n, event_p)
-        totals[s] = trial_logl.sum()
-    return totals
-
-
-@njit(cache=True, nogil=True)
-def simulate_trials(params, list_length, n_other, rng, out):
-    """Free recall of each trial into rows of ``out`` (1-based positions, 0 padding).
-
-    Follows cymr's generate_recall: before each output draw stop with P(stop); otherwise
-    draw an item from the choice probabilities, then update context with B_rec.
-    """
-    n_trials = list_length.shape[0]
-    for t in range(n_trials):
-        n = list_length[t]
-        for k in range(out.shape[1]):
-            out[t, k] = 0
-        c, c_study, unit_weight = study_list(params, n, n_other[t])
-        reinstate_start(params, c, unit_weight)
-        m_cf = mcf_after_study(params, c_study)
-        recalled = np.zeros(n, dtype=np.bool_)
-        support = np.zeros(n)
-        prob = np.zeros(n)
-        c_in = np.zeros(n + 2)
-        for k in range(n):
-            if rng.random() < stop_probability(params, k, n - k):
-                break
-            retrieval_support(m_cf, c, unit_weight, recalled, support)
-            choice_probabilities(support, recalled, params[TEMP], prob)
-            u = rng.random()
-            item = -1
-            cum = 0.0
-            last = -1
-            for i in range(n):
-                if recalled[i]:
-                    continue
-                last = i
-                cum += prob[i]
-                if u < cum:
-                    item = i
-                    break
-            if item < 0:  # rounding left u above the cumulative sum: take the last candidate
-                item = last
-            out[t, k] = item + 1
-            recalled[item] = True
-            recall_update(params, item, c, c_study, unit_weight, c_in)

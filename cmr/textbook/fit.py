@@ -1,98 +1,77 @@
-"""Maximum-likelihood fits of textbook CMR to recall sequences, per subject, in parallel.
+"""Maximum-likelihood fits of CMR to recall sequences: per subject or pooled, with restarts.
 
-Each subject is fitted by scipy's differential evolution (seeded, whole populations scored
-in one nogil numba call) followed by a local L-BFGS-B polish from the best member.
-Subjects run in threads; the kernels release the GIL, so threads use all cores without
-copying data to processes. The result is a ``recall_fit`` dataset (see docs/schema.md).
+Each fitting unit (a subject, or all subjects pooled) is fitted by scipy's differential
+evolution (seeded; each generation's whole population scored in one call, split over threads)
+followed by an L-BFGS-B polish of the best member. Parameters are free (searched within
+bounds), fixed, or tied to others by an expression (:mod:`cmr.textbook.tied`). Several
+restarts per unit are all kept. Units run in threads, or as one task each on an executor such
+as a ``dask.distributed.Client``; results do not depend on where they ran. The result is a
+``recall_fit`` dataset (see docs/schema.md).
 """
 from __future__ import annotations
 
 import json
-import time
-from concurrent.futures import ThreadPoolExecutor
 from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 import xarray as xr
 
+from .._checks import integer, seed_of
 from .._checks import n_jobs as check_n_jobs
-from .._checks import seed_of
-from ..errors import ParameterError
+from ..errors import ParameterError, RecallDataError
 from ..events import as_events, from_recall_matrix
 from ..schema import provenance_attrs
-from . import _kernels
-from .likelihood import prepare_trials
-from .parameters import PARAMETER_NAMES, default_parameters, fit_bounds, validate_parameters
-from .simulate import simulate_recalls
+from ._optimize import ModelSpec, fit_unit, model_spec, run_tasks
+from ._trials import TrialArrays, trial_arrays
+from .parameters import fit_bounds
+from .patterns import ItemPatterns
 
-__all__ = ["fit_recall", "parameter_recovery", "STANDARD_FREE"]
+__all__ = ["fit_recall", "parameter_recovery", "STANDARD_FREE", "unit_seeds", "information_criteria_recall"]
 
 # the ten parameters usually fitted to free recall (Morton & Polyn 2016), A/D fixed
 STANDARD_FREE = ("Lfc", "Lcf", "P1", "P2", "B_enc", "B_start", "B_rec", "T", "X1", "X2")
 
 
-def _split_parameters(free, fixed):
-    free = list(free)
-    if not free:
-        raise ParameterError("at least one free parameter is needed; got none")
-    if len(set(free)) != len(free):
-        raise ParameterError(f"free parameters must be distinct; got {free}")
-    fixed = validate_parameters(dict(fixed or {}), partial=True)
-    both = sorted(set(free) & set(fixed))
-    if both:
-        raise ParameterError(f"parameter(s) {', '.join(both)} are both free and fixed")
-    template = default_parameters()
-    template.update(fixed)
-    fit_bounds(free)  # unknown names raise here
-    return free, fixed, template
+def unit_seeds(seed: int, n_units: int, n_restarts: int) -> list[list[int]]:
+    """Independent seeds per unit and restart, spawned from one root seed.
+
+    Restart 0 of unit i uses the state of the i-th child of ``SeedSequence(seed)``; further
+    restarts use that child's own children. Results therefore do not depend on ``n_jobs``,
+    on the executor, or (for restart 0) on ``n_restarts``.
+    """
+    out = []
+    for child in np.random.SeedSequence(seed).spawn(n_units):
+        seeds = [int(child.generate_state(1)[0])]
+        seeds += [int(c.generate_state(1)[0]) for c in child.spawn(n_restarts - 1)] if n_restarts > 1 else []
+        out.append(seeds)
+    return out
 
 
-class _Objective:
-    """Negative log-likelihood of one subject's trials; vectorised over parameter sets."""
-
-    def __init__(self, template_vector, free_index, recalls, list_length, n_other):
-        self.template = template_vector
-        self.free_index = free_index
-        self.recalls, self.list_length, self.n_other = recalls, list_length, n_other
-        self.n_nan = 0
-        self.nfev = 0
-
-    def __call__(self, x):
-        x = np.asarray(x, dtype=np.float64)
-        sets = np.repeat(self.template[None, :], 1 if x.ndim == 1 else x.shape[1], axis=0)
-        sets[:, self.free_index] = x.T if x.ndim == 2 else x
-        totals = _kernels.population_log_likelihood(
-            np.ascontiguousarray(sets), self.list_length, self.n_other, self.recalls
-        )
-        self.nfev += sets.shape[0]
-        nan = np.isnan(totals)
-        if nan.any():  # counted and reported in the fit dataset, never hidden
-            self.n_nan += int(nan.sum())
-        values = np.where(nan, np.inf, -totals)
-        return values if x.ndim == 2 else float(values[0])
+def event_counts(recalls: np.ndarray) -> np.ndarray:
+    """Events cymr scores per trial: distinct correct recalls plus the stop."""
+    counts = np.empty(recalls.shape[0], dtype=np.int64)
+    for t, row in enumerate(recalls):
+        counts[t] = np.unique(row[row > 0]).size + 1
+    return counts
 
 
-def _fit_one(objective, bounds, seed, de_options, polish):
-    from scipy import optimize
+def information_criteria_recall(logl, k: int, n):
+    """AIC ``2k - 2 logL`` and BIC ``k ln(n) - 2 logL`` (n: scored events, cymr's data points)."""
+    logl = np.asarray(logl, dtype=np.float64)
+    return 2.0 * k - 2.0 * logl, k * np.log(np.asarray(n, dtype=np.float64)) - 2.0 * logl
 
-    options = dict(popsize=15, tol=0.01, maxiter=1000, init="sobol")
-    options.update(de_options)
-    start = time.perf_counter()
-    result = optimize.differential_evolution(
-        objective, bounds, rng=np.random.default_rng(seed), polish=False, vectorized=True,
-        updating="deferred", **options,
-    )
-    best_x, best_f, nit = result.x, float(result.fun), int(result.nit)
-    success, message = bool(result.success), str(result.message)
-    if polish:
-        local = optimize.minimize(objective, best_x, method="L-BFGS-B", bounds=bounds)
-        if np.isfinite(local.fun) and local.fun < best_f:
-            best_x, best_f = local.x, float(local.fun)
-    return dict(
-        x=np.asarray(best_x, dtype=np.float64), fun=best_f, nit=nit, success=success, message=message,
-        nfev=objective.nfev, n_nan=objective.n_nan, seconds=time.perf_counter() - start,
-    )
+
+def _source_of(events):
+    try:
+        return json.loads(events.attrs.get("provenance", "{}")).get("source", "")
+    except (TypeError, ValueError):
+        return ""
+
+
+def _check_patterns(patterns):
+    if patterns is not None and not isinstance(patterns, ItemPatterns):
+        raise RecallDataError(f"patterns must come from cmr.item_patterns(...); got {type(patterns).__name__}")
 
 
 def fit_recall(
@@ -101,37 +80,56 @@ def fit_recall(
     fixed: Mapping[str, float] | None = None,
     bounds: Mapping[str, tuple[float, float]] | None = None,
     *,
-    rng=0,
+    tied: Mapping[str, str] | None = None,
+    patterns: ItemPatterns | None = None,
     pool_size: int | None = None,
+    by: str | None = "subject",
+    n_restarts: int = 1,
+    rng=0,
     n_jobs: int = 1,
+    executor=None,
     polish: bool = True,
     progress: bool = True,
     de_options: Mapping | None = None,
 ) -> xr.Dataset:
-    """Fit CMR to each subject's recall sequences by maximum likelihood.
+    """Fit CMR to recall sequences by maximum likelihood, per subject or pooled.
 
     Parameters
     ----------
     events : xarray.Dataset or pandas.DataFrame
-        Events dataset or psifr long table; trials are grouped by subject.
+        Events dataset or psifr long table.
     free : sequence of str
-        Names of the fitted parameters (default: the ten of Morton & Polyn 2016).
+        Fitted parameters (default: the ten of Morton & Polyn 2016). With ``patterns``, the
+        pattern weights ``Sfc, Scf, Sff, Cfc, Ccf`` may be free too.
     fixed : mapping, optional
-        Values of other parameters; any parameter neither free nor fixed takes its default
-        (cmr.parameters.default_parameters).
+        Values of other parameters; any parameter neither free, fixed nor tied takes its
+        default (:func:`cmr.default_parameters`; pattern weights 0).
     bounds : mapping, optional
         Search bounds ``name -> (low, high)`` overriding the typical ranges.
-    rng : int, numpy.random.Generator or None
-        Root seed (a Generator draws one); subject i gets an independent stream spawned from
-        it, so results do not depend on ``n_jobs``.
+    tied : mapping, optional
+        ``name -> expression`` of other parameters, e.g. ``{"B_rec": "B_enc"}`` or
+        ``{"Dfc": "1 - Lfc"}`` (cymr's dependent parameters; parsed, never ``eval``-ed).
+        Sets whose tied values leave a parameter's admissible range are scored as impossible.
+    patterns : ItemPatterns, optional
+        Item pool and patterns for semantic / category CMR (:func:`cmr.item_patterns`).
     pool_size : int, optional
-        cymr pool size for a pool-sized context (default: list-sized).
+        Localist CMR: cymr pool size for a pool-sized context (default: list-sized).
+    by : {"subject", None}
+        One fit per subject, or one pooled (group) fit of all trials together.
+    n_restarts : int
+        Independent searches per unit; all are kept (``restart_*`` variables), the best one
+        gives ``value`` and ``logl``.
+    rng : int, numpy.random.Generator or None
+        Root seed (:func:`unit_seeds`); results do not depend on ``n_jobs`` or ``executor``.
     n_jobs : int
-        Subjects fitted at once in threads.
+        Threads on this machine: units fitted at once, and the remaining threads split each
+        unit's population (one subject with ``n_jobs=2`` scores half a generation per thread).
+    executor : concurrent.futures.Executor or dask.distributed.Client, optional
+        Submit one task per unit there instead of local threads (``executor.submit``).
     polish : bool
         Run L-BFGS-B from the best differential-evolution member.
     progress : bool
-        Show a tqdm progress bar over subjects.
+        Show a tqdm progress bar over units.
     de_options : mapping, optional
         Extra keyword arguments of scipy.optimize.differential_evolution
         (defaults: popsize=15, tol=0.01, maxiter=1000, init="sobol").
@@ -139,96 +137,118 @@ def fit_recall(
     Returns
     -------
     xarray.Dataset
-        Kind ``recall_fit``: ``value`` (subject, parameter), ``logl``, ``n``, ``nfev``,
-        ``nit``, ``success``, ``n_nan``, ``seconds`` and ``message`` per subject; ``free``,
-        ``lower``, ``upper`` per parameter.
+        Kind ``recall_fit`` (docs/schema.md): ``value`` (subject, parameter), ``logl``, ``n``,
+        ``aic``, ``bic``, ``nfev``, ``nit``, ``success``, ``n_nan``, ``n_invalid``, ``seconds``,
+        ``message``, ``best_restart`` per subject; ``restart_value`` (subject, restart,
+        parameter) and ``restart_logl``, ``restart_nfev``, ``restart_success`` (subject,
+        restart); ``free``, ``lower``, ``upper``, ``tied`` per parameter. With ``by=None``
+        there is no ``subject`` dim.
     """
     events = as_events(events)
-    free, fixed, template = _split_parameters(free, fixed)
-    search = fit_bounds(free, bounds)
+    _check_patterns(patterns)
+    spec = model_spec(free, fixed, bounds, tied, patterns=patterns is not None)
+    if by not in ("subject", None):
+        raise RecallDataError(f"by must be 'subject' (one fit per subject) or None (pooled); got {by!r}")
+    n_restarts = integer(n_restarts, "n_restarts")
     n_jobs = check_n_jobs(n_jobs)
-    recalls, list_length, n_other = prepare_trials(events, pool_size)
-    subject_index, subjects = pd.factorize(np.asarray(events["subject"].values), sort=False)
-    template_vector = np.array([template[name] for name in PARAMETER_NAMES], dtype=np.float64)
-    free_index = np.array([PARAMETER_NAMES.index(name) for name in free], dtype=np.int64)
+    arrays = trial_arrays(events, patterns, pool_size)
+    if by is None:
+        units, labels = [np.arange(arrays.n_trials)], None
+    else:
+        index, labels = pd.factorize(np.asarray(events["subject"].values), sort=False)
+        units = [np.flatnonzero(index == i) for i in range(len(labels))]
     seed = seed_of(rng)
-    seeds = [int(s.generate_state(1)[0]) for s in np.random.SeedSequence(seed).spawn(len(subjects))]
-
-    def run(i):
-        rows = np.flatnonzero(subject_index == i)
-        objective = _Objective(
-            template_vector, free_index, np.ascontiguousarray(recalls[rows]),
-            np.ascontiguousarray(list_length[rows]), np.ascontiguousarray(n_other[rows]),
-        )
-        out = _fit_one(objective, search, seeds[i], dict(de_options or {}), polish)
-        out["n"] = int(np.sum(_event_counts(recalls[rows])))
-        return out
-
-    _kernels.population_log_likelihood(template_vector[None, :], list_length[:1], n_other[:1], recalls[:1])  # compile once
-    results = [None] * len(subjects)
-    from tqdm.auto import tqdm
-
-    with tqdm(total=len(subjects), desc="fit-recall", unit="subject", disable=not progress) as bar:
-        with ThreadPoolExecutor(max_workers=int(n_jobs)) as pool:
-            futures = {pool.submit(run, i): i for i in range(len(subjects))}
-            for future in futures:
-                results[futures[future]] = future.result()
-                bar.update(1)
-
-    values = np.repeat(template_vector[None, :], len(subjects), axis=0)
-    for i, res in enumerate(results):
-        values[i, free_index] = res["x"]
-    lower = np.full(len(PARAMETER_NAMES), np.nan)
-    upper = np.full(len(PARAMETER_NAMES), np.nan)
-    lower[free_index] = [b[0] for b in search]
-    upper[free_index] = [b[1] for b in search]
-    is_free = np.zeros(len(PARAMETER_NAMES), dtype=np.int64)
-    is_free[free_index] = 1
-
-    def per_subject(key, dtype):
-        return ("subject", np.array([res[key] for res in results], dtype=dtype))
-
-    ds = xr.Dataset(
-        {
-            "value": (("subject", "parameter"), values),
-            "logl": ("subject", np.array([-res["fun"] for res in results])),
-            "n": per_subject("n", np.int64),
-            "nfev": per_subject("nfev", np.int64),
-            "nit": per_subject("nit", np.int64),
-            "success": per_subject("success", np.int64),
-            "n_nan": per_subject("n_nan", np.int64),
-            "seconds": per_subject("seconds", np.float64),
-            "message": per_subject("message", str),
-            "free": ("parameter", is_free),
-            "lower": ("parameter", lower),
-            "upper": ("parameter", upper),
-        },
-        coords={"subject": np.asarray(subjects), "parameter": np.array(PARAMETER_NAMES)},
-        attrs=provenance_attrs(
-            "recall_fit", "cmr.fit_recall",
-            free=free, fixed=fixed, bounds=dict(zip(free, search)), seed=int(seed),
-            pool_size=pool_size, polish=bool(polish), de_options=dict(de_options or {}),
-            source=_source_of(events),
-        ),
-    )
-    ds.attrs["k"] = len(free)
-    return ds
+    results = fit_units(spec, arrays, units, unit_seeds(seed, len(units), n_restarts), n_jobs=n_jobs,
+                        executor=executor, polish=polish, progress=progress, de_options=de_options)
+    counts = [int(event_counts(arrays.recalls[rows]).sum()) for rows in units]
+    info = dict(free=list(spec.free), fixed=spec.fixed, bounds=dict(zip(spec.free, spec.bounds)),
+                tied={t.name: t.expression for t in spec.tied}, seed=int(seed), pool_size=pool_size,
+                patterns=_patterns_info(patterns), polish=bool(polish), de_options=dict(de_options or {}),
+                n_restarts=n_restarts, by=by, source=_source_of(events))
+    return fit_dataset(spec, labels, results, counts, "cmr.fit_recall", info)
 
 
-def _event_counts(recalls):
-    """Events cymr scores per trial: distinct correct recalls plus the stop."""
-    counts = np.empty(recalls.shape[0], dtype=np.int64)
-    for t, row in enumerate(recalls):
-        made = row[row > 0]
-        counts[t] = np.unique(made).size + 1
-    return counts
+def fit_units(spec: ModelSpec, arrays: TrialArrays, units, seeds, *, n_jobs=1, executor=None, polish=True,
+              progress=False, de_options=None, desc="fit-recall") -> list[list[dict]]:
+    """Fit each unit (rows of ``arrays``) from its seeds; per unit, every restart's result."""
+    workers = max(1, min(n_jobs, len(units)))
+    threads = 1 if executor is not None else max(1, n_jobs // workers)
+    tasks = [(fit_unit, (spec, arrays.subset(rows), unit_seed, de_options, polish, threads))
+             for rows, unit_seed in zip(units, seeds)]
+    from . import _network
+
+    one = arrays.subset(units[0][:1])  # compile (or load) the kernel once, outside the threads
+    _network.population_log_likelihood(spec.template[None, :], one.trial_group, one.order(np.zeros(1, np.int64)),
+                                       *one.kernel_groups(), one.recalls)
+    return run_tasks(tasks, n_jobs=workers, executor=executor, progress=progress, desc=desc)
 
 
-def _source_of(events):
-    try:
-        return json.loads(events.attrs.get("provenance", "{}")).get("source", "")
-    except (TypeError, ValueError):
+def _patterns_info(patterns):
+    if patterns is None:
         return ""
+    return dict(pool=patterns.size, similarity=patterns.similarity is not None,
+                features=list(patterns.feature_names), feature_layer=patterns.feature_layer)
+
+
+def fit_dataset(spec: ModelSpec, labels, results, counts, created_by: str, info: dict) -> xr.Dataset:
+    """The ``recall_fit`` dataset of fitted units (``labels`` None: one pooled unit)."""
+    names = list(spec.names)
+    n_units, n_restarts = len(results), len(results[0])
+    restart_value = np.empty((n_units, n_restarts, len(names)))
+    for i, unit in enumerate(results):
+        for r, res in enumerate(unit):
+            as_dict = spec.as_dict(res["x"])
+            restart_value[i, r] = [as_dict[n] for n in names]
+    restart_logl = np.array([[res["logl"] for res in unit] for unit in results])
+    best = np.array([int(np.nanargmax(np.where(np.isnan(row), -np.inf, row))) for row in restart_logl])
+    chosen = [unit[b] for unit, b in zip(results, best)]
+
+    def pick(key, dtype):
+        return np.array([res[key] for res in chosen], dtype=dtype)
+
+    logl = pick("logl", np.float64)
+    n = np.array(counts, dtype=np.int64)
+    aic, bic = information_criteria_recall(logl, spec.k, n)
+    unit = ("subject",) if labels is not None else ()
+    squeeze = (lambda a: a) if labels is not None else (lambda a: a[0])
+    free_flag = np.array([int(name in spec.free) for name in names], dtype=np.int64)
+    lower = np.array([dict(zip(spec.free, spec.bounds)).get(name, (np.nan, np.nan))[0] for name in names])
+    upper = np.array([dict(zip(spec.free, spec.bounds)).get(name, (np.nan, np.nan))[1] for name in names])
+    tied = np.array([{t.name: t.expression for t in spec.tied}.get(name, "") for name in names], dtype=object)
+    data = {
+        "value": (unit + ("parameter",), squeeze(restart_value[np.arange(n_units), best])),
+        "logl": (unit, squeeze(logl)),
+        "n": (unit, squeeze(n)),
+        "aic": (unit, squeeze(aic)),
+        "bic": (unit, squeeze(bic)),
+        "nfev": (unit, squeeze(np.array([sum(r["nfev"] for r in u) for u in results], dtype=np.int64))),
+        "nit": (unit, squeeze(pick("nit", np.int64))),
+        "success": (unit, squeeze(pick("success", np.int64))),
+        "n_nan": (unit, squeeze(np.array([sum(r["n_nan"] for r in u) for u in results], dtype=np.int64))),
+        "n_invalid": (unit, squeeze(np.array([sum(r["n_invalid"] for r in u) for u in results], dtype=np.int64))),
+        "seconds": (unit, squeeze(np.array([sum(r["seconds"] for r in u) for u in results]))),
+        "message": (unit, squeeze(pick("message", str))),
+        "best_restart": (unit, squeeze(best.astype(np.int64))),
+        "restart_value": (unit + ("restart", "parameter"), squeeze(restart_value)),
+        "restart_logl": (unit + ("restart",), squeeze(restart_logl)),
+        "restart_nfev": (unit + ("restart",), squeeze(np.array([[r["nfev"] for r in u] for u in results],
+                                                               dtype=np.int64))),
+        "restart_success": (unit + ("restart",), squeeze(np.array([[r["success"] for r in u] for u in results],
+                                                                  dtype=np.int64))),
+        "restart_seed": (unit + ("restart",), squeeze(np.array([[r["seed"] for r in u] for u in results],
+                                                               dtype=np.int64))),
+        "free": ("parameter", free_flag),
+        "lower": ("parameter", lower),
+        "upper": ("parameter", upper),
+        "tied": ("parameter", tied),
+    }
+    coords = {"parameter": np.array(names), "restart": np.arange(n_restarts, dtype=np.int64)}
+    if labels is not None:
+        coords["subject"] = np.asarray(labels)
+    ds = xr.Dataset(data, coords=coords, attrs=provenance_attrs("recall_fit", created_by, **info))
+    ds.attrs["k"] = spec.k
+    ds.attrs["unit_kind"] = "subject" if labels is not None else "pooled"
+    return ds
 
 
 def parameter_recovery(
@@ -239,45 +259,66 @@ def parameter_recovery(
     *,
     list_length: int = 24,
     n_lists: int = 48,
+    events=None,
+    patterns: ItemPatterns | None = None,
+    tied: Mapping[str, str] | None = None,
     rng=0,
     n_jobs: int = 1,
+    executor=None,
     progress: bool = True,
     de_options: Mapping | None = None,
 ) -> xr.Dataset:
     """Simulate data from known parameters, fit them back, return true and recovered values.
 
     ``n_sets`` parameter sets are drawn uniformly inside ``ranges`` (default: the middle
-    80% of each free parameter's search range); each set simulates one "subject" of
-    ``n_lists`` lists of ``list_length`` items, which is then fitted with the same free
-    parameters. Returns the ``recall_fit`` dataset with an added ``true_value`` (subject,
-    parameter) and ``correlation`` (parameter; Pearson r of true vs recovered, NaN for
-    fixed parameters).
+    80% of each free parameter's search range); each set simulates one "subject", which is
+    then fitted with the same free parameters. Without ``events``, a subject studies
+    ``n_lists`` lists of ``list_length`` items; with ``events`` (needed for ``patterns``:
+    semantic CMR needs real items), simulated subject i replays the study lists of the
+    data's subject ``i mod S``. Returns the ``recall_fit`` dataset with an added
+    ``true_value`` (subject, parameter) and ``correlation`` (parameter; Pearson r of true vs
+    recovered, NaN for parameters that are not free).
     """
-    free, fixed, template = _split_parameters(free, fixed)
-    search = fit_bounds(free)
+    from .simulate import simulate_experiment, simulate_recalls
+
+    _check_patterns(patterns)
+    spec = model_spec(free, fixed, None, tied, patterns=patterns is not None)
+    n_sets = integer(n_sets, "n_sets")
     seed = seed_of(rng)
-    rng = np.random.default_rng(seed)
+    generator = np.random.default_rng(seed)
     ranges = dict(ranges or {})
-    draws = []
-    for name, (low, high) in zip(free, search):
+    search = fit_bounds(list(spec.free))
+    draws = np.empty((n_sets, spec.k))
+    for j, (name, (low, high)) in enumerate(zip(spec.free, search)):
         lo, hi = ranges.get(name, (low + 0.1 * (high - low), high - 0.1 * (high - low)))
-        draws.append(rng.uniform(lo, hi, size=n_sets))
-    truths = []
-    matrices = []
-    for s in range(n_sets):
-        params = dict(template)
-        params.update({name: float(draws[j][s]) for j, name in enumerate(free)})
-        truths.append([params[name] for name in PARAMETER_NAMES])
-        matrices.append(simulate_recalls(params, list_length, n_lists, rng=rng))
-    events = from_recall_matrix(
-        np.concatenate(matrices), list_length, subject=np.repeat(np.arange(n_sets), n_lists),
-        source="cmr.parameter_recovery",
-    )
-    fits = fit_recall(events, free, fixed, rng=seed, n_jobs=n_jobs, progress=progress, de_options=de_options)
-    fits["true_value"] = (("subject", "parameter"), np.array(truths))
-    corr = np.full(len(PARAMETER_NAMES), np.nan)
-    for name in free:
-        j = PARAMETER_NAMES.index(name)
+        draws[:, j] = generator.uniform(lo, hi, size=n_sets)
+    truths = [spec.as_dict(draws[s]) for s in range(n_sets)]
+    if events is None:
+        if patterns is not None:
+            raise ParameterError("parameter_recovery with patterns needs events whose study lists it can replay")
+        matrices = [simulate_recalls(truth, list_length, n_lists, rng=generator) for truth in truths]
+        data = from_recall_matrix(np.concatenate(matrices), list_length, subject=np.repeat(np.arange(n_sets), n_lists),
+                                  source="cmr.parameter_recovery")
+    else:
+        events = as_events(events)
+        subjects = pd.unique(np.asarray(events["subject"].values))
+        tables = []
+        for s in range(n_sets):
+            source = events.isel(trial=np.flatnonzero(events["subject"].values == subjects[s % subjects.size]))
+            table = simulate_experiment(source, truths[s], n_rep=1, rng=generator, patterns=patterns)
+            table["subject"] = s
+            tables.append(table)
+        from ..events import from_table
+
+        data = from_table(pd.concat(tables, ignore_index=True), source="cmr.parameter_recovery")
+    fits = fit_recall(data, list(spec.free), spec.fixed, tied={t.name: t.expression for t in spec.tied} or None,
+                      patterns=patterns, rng=seed, n_jobs=n_jobs, executor=executor, progress=progress,
+                      de_options=de_options)
+    names = list(spec.names)
+    fits["true_value"] = (("subject", "parameter"), np.array([[t[n] for n in names] for t in truths]))
+    corr = np.full(len(names), np.nan)
+    for name in spec.free:
+        j = names.index(name)
         corr[j] = _pearson(fits["true_value"].values[:, j], fits["value"].values[:, j])
     fits["correlation"] = ("parameter", corr)
     return fits
@@ -288,3 +329,4 @@ def _pearson(x, y) -> float:
     dx, dy = x - x.mean(), y - y.mean()
     denom = np.sqrt(np.sum(dx * dx) * np.sum(dy * dy))
     return float(np.sum(dx * dy) / denom) if denom > 0 else float("nan")
+

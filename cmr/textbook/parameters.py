@@ -19,6 +19,9 @@ __all__ = [
     "ParameterSpec",
     "PARAMETER_NAMES",
     "PARAMETER_SPECS",
+    "SEMANTIC_PARAMETER_NAMES",
+    "SEMANTIC_PARAMETER_SPECS",
+    "MODEL_PARAMETER_NAMES",
     "default_parameters",
     "validate_parameters",
     "parameter_vector",
@@ -58,12 +61,30 @@ PARAMETER_SPECS = (
 )
 
 PARAMETER_NAMES = tuple(spec.name for spec in PARAMETER_SPECS)
-_SPEC_BY_NAME = {spec.name: spec for spec in PARAMETER_SPECS}
+
+# Weights of item patterns (cymr's ``sem`` and ``vector`` patterns; Polyn, Norman & Kahana 2009;
+# Morton & Polyn 2016). Optional: a parameter set without them has them at 0, which is localist CMR.
+SEMANTIC_PARAMETER_SPECS = (
+    ParameterSpec("Sfc", 0.0, 10.0, 0.0, 0.0, 1.0, "pre-experimental item-to-context weight of semantic similarity"),
+    ParameterSpec("Scf", 0.0, 10.0, 0.0, 0.0, 1.0, "pre-experimental context-to-item weight of semantic similarity"),
+    ParameterSpec("Sff", 0.0, 100.0, 0.0, 0.0, 5.0, "direct item-to-item cue of the last recall, times similarity"),
+    ParameterSpec("Cfc", 0.0, 10.0, 0.0, 0.0, 1.0, "pre-experimental item-to-context weight of feature units"),
+    ParameterSpec("Ccf", 0.0, 10.0, 0.0, 0.0, 1.0, "pre-experimental context-to-item weight of feature units"),
+)
+SEMANTIC_PARAMETER_NAMES = tuple(spec.name for spec in SEMANTIC_PARAMETER_SPECS)
+
+#: every parameter name, in the order of the kernels' float64 vector (19 values)
+MODEL_PARAMETER_NAMES = PARAMETER_NAMES + SEMANTIC_PARAMETER_NAMES
+_SPEC_BY_NAME = {spec.name: spec for spec in PARAMETER_SPECS + SEMANTIC_PARAMETER_SPECS}
 
 
-def default_parameters() -> dict[str, float]:
-    """A new dict of the default parameter values (cymr's Morton2013_mixed example)."""
-    return {spec.name: spec.default for spec in PARAMETER_SPECS}
+def default_parameters(semantic: bool = False) -> dict[str, float]:
+    """A new dict of the default parameter values (cymr's Morton2013_mixed example).
+
+    With ``semantic=True`` the five pattern weights (all 0) are included too.
+    """
+    specs = PARAMETER_SPECS + (SEMANTIC_PARAMETER_SPECS if semantic else ())
+    return {spec.name: spec.default for spec in specs}
 
 
 def _bounds_text(spec: ParameterSpec) -> str:
@@ -79,7 +100,8 @@ def validate_parameters(params: Mapping[str, float], *, partial: bool = False) -
         Parameter values in cymr's names.
     partial : bool
         If True, names may be missing (e.g. fixed parameters of a fit); otherwise all 14
-        parameters are required.
+        parameters of localist CMR are required. The pattern weights
+        (``SEMANTIC_PARAMETER_NAMES``) are always optional: a missing one is 0.
 
     Raises
     ------
@@ -91,10 +113,10 @@ def validate_parameters(params: Mapping[str, float], *, partial: bool = False) -
     """
     if not isinstance(params, Mapping):
         raise ParameterError(f"parameters must be a mapping of name to value; got {type(params).__name__}")
-    unknown = sorted(set(params) - set(PARAMETER_NAMES))
+    unknown = sorted(set(params) - set(MODEL_PARAMETER_NAMES))
     if unknown:
         raise ParameterError(
-            f"unknown CMR parameter(s) {', '.join(map(repr, unknown))}; known: {', '.join(PARAMETER_NAMES)}"
+            f"unknown CMR parameter(s) {', '.join(map(repr, unknown))}; known: {', '.join(MODEL_PARAMETER_NAMES)}"
         )
     missing = [name for name in PARAMETER_NAMES if name not in params]
     if missing and not partial:
@@ -103,7 +125,7 @@ def validate_parameters(params: Mapping[str, float], *, partial: bool = False) -
             + ", ".join(f"{name} (bounds {_bounds_text(_SPEC_BY_NAME[name])})" for name in missing)
         )
     clean = {}
-    for name in PARAMETER_NAMES:
+    for name in MODEL_PARAMETER_NAMES:
         if name not in params:
             continue
         spec = _SPEC_BY_NAME[name]
@@ -126,9 +148,12 @@ def validate_parameters(params: Mapping[str, float], *, partial: bool = False) -
 
 
 def parameter_vector(params: Mapping[str, float]) -> np.ndarray:
-    """Validate a full parameter set and pack it as the kernels' float64 vector, shape (14,)."""
+    """Validate a full parameter set and pack it as the kernels' float64 vector, shape (19,).
+
+    The order is ``MODEL_PARAMETER_NAMES``; missing pattern weights are 0.
+    """
     clean = validate_parameters(params)
-    return np.array([clean[name] for name in PARAMETER_NAMES], dtype=np.float64)
+    return np.array([clean.get(name, 0.0) for name in MODEL_PARAMETER_NAMES], dtype=np.float64)
 
 
 def fit_bounds(names, bounds: Mapping[str, tuple[float, float]] | None = None) -> list[tuple[float, float]]:
@@ -137,10 +162,10 @@ def fit_bounds(names, bounds: Mapping[str, tuple[float, float]] | None = None) -
     Raises ParameterError for unknown names or bounds outside the admissible range.
     """
     bounds = dict(bounds or {})
-    unknown = sorted((set(names) | set(bounds)) - set(PARAMETER_NAMES))
+    unknown = sorted((set(names) | set(bounds)) - set(MODEL_PARAMETER_NAMES))
     if unknown:
         raise ParameterError(
-            f"unknown CMR parameter(s) {', '.join(map(repr, unknown))}; known: {', '.join(PARAMETER_NAMES)}"
+            f"unknown CMR parameter(s) {', '.join(map(repr, unknown))}; known: {', '.join(MODEL_PARAMETER_NAMES)}"
         )
     out = []
     for name in names:

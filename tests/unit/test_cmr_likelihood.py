@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cmr.textbook import _kernels as _cmr
+from cmr.textbook import _network
 from cmr.events import from_recall_matrix, from_table
 from cmr.textbook.likelihood import log_likelihood
 from cmr.textbook.parameters import parameter_vector
@@ -149,10 +150,11 @@ def test_intrusions_and_repeats_are_skipped():
 
 
 def test_nan_total_warns_and_is_not_replaced(monkeypatch):
-    def nan_kernel(params, list_length, n_other, recalls, trial_logl, trial_n, event_p):
+    def nan_kernel(*args):
+        trial_logl, trial_n = args[-3], args[-2]
         trial_logl[:] = np.nan
         trial_n[:] = 1
-    monkeypatch.setattr(_cmr, "trials_log_likelihood", nan_kernel)
+    monkeypatch.setattr(_network, "trials_log_likelihood", nan_kernel)
     with pytest.warns(RuntimeWarning, match="NaN"):
         result = log_likelihood(from_recall_matrix([[1, 0]], 2), MORTON_PARAMS)
     assert np.isnan(result.attrs["total_logl"])

@@ -21,7 +21,7 @@ def test_names_match_cymr_and_defaults_are_valid():
     assert PARAMETER_NAMES == ("Lfc", "Lcf", "P1", "P2", "B_enc", "B_start", "B_rec", "T", "X1", "X2",
                                "Afc", "Acf", "Dfc", "Dcf")
     vector = parameter_vector(default_parameters())
-    assert vector.dtype == np.float64 and vector.shape == (14,)
+    assert vector.dtype == np.float64 and vector.shape == (19,)  # 14 + the five pattern weights (0)
     for spec in PARAMETER_SPECS:
         assert spec.lower <= spec.fit_lower < spec.fit_upper <= spec.upper
         assert spec.lower <= spec.default <= spec.upper

@@ -1,0 +1,123 @@
+"""Benchmarks of whole fits against cymr 0.14: all peers_notask subjects, and semantic CMR on one subject.
+
+cymr's own fits of these data take hours (seconds per likelihood evaluation times thousands of
+evaluations), so the reference side is measured per evaluation in the same run, on the same
+subjects, and multiplied by the number of evaluations our fits used (cymr's differential
+evolution uses the same scipy defaults: popsize 15, tol 0.01, polish). Both sides use two
+processes/threads: ours ``n_jobs=2``; cymr's ``fit_indiv(n_jobs=2)`` runs two subjects at once,
+so its estimate is halved for the many-subject benchmark.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from icl_cmr.analyses.bench import median_time
+from icl_cmr.analyses.bench.cmr_fit import MORTON_MIXED_PARAMS, cymr_modules
+
+SEMANTIC_FREE = ("Lfc", "Lcf", "P1", "P2", "B_enc", "B_start", "B_rec", "T", "X1", "X2", "Scf", "Sff")
+SEMANTIC_PARAMS = dict(MORTON_MIXED_PARAMS, Scf=0.1, Sff=0.5)
+
+
+def _cymr_per_eval(table, param, param_def, patterns, repeats=3) -> float:
+    cymr_cmr, _ = cymr_modules()
+    model = cymr_cmr.CMR()
+    return median_time(lambda: model.likelihood(table, param, param_def=param_def, patterns=patterns), repeats)
+
+
+def _localist_table(events):
+    from cmr.events import to_table
+
+    table = to_table(events)
+    table["item_index"] = table.groupby("item", sort=True).ngroup()
+    return table
+
+
+def bench_fit_peers(repeats: int = 1) -> dict:
+    """Ten free parameters, every psifr:peers_notask subject (126), two threads, vs cymr."""
+    import cmr
+    from icl_cmr.adapters.recall_data import load_recall_data
+
+    cymr_cmr, _ = cymr_modules()
+    events = load_recall_data("psifr:peers_notask")
+    cmr.log_likelihood(events.isel(trial=[0]), MORTON_MIXED_PARAMS)  # compile outside the timing
+    times, fits = [], None
+    for _ in range(max(1, repeats)):
+        start = time.perf_counter()
+        fits = cmr.fit_recall(events, cmr.STANDARD_FREE, dict(Afc=0.0, Acf=0.0, Dfc=0.85, Dcf=0.85), rng=0,
+                              n_jobs=2, progress=False)
+        times.append(time.perf_counter() - start)
+    ours = float(np.median(times))
+    subjects = fits["subject"].values
+    sample = subjects[:: max(1, subjects.size // 4)][:4]  # four subjects spread over the data set
+    per_eval = []
+    for subject in sample:
+        table = _localist_table(events.isel(trial=np.flatnonzero(events["subject"].values == subject)))
+        param_def, patterns = cymr_cmr.config_loc_cmr(int(table["item_index"].max()) + 1)
+        per_eval.append(_cymr_per_eval(table, MORTON_MIXED_PARAMS, param_def, patterns))
+    nfev = int(fits["nfev"].sum())
+    reference = float(np.mean(per_eval)) * nfev / 2  # two subjects at once, as fit_indiv(n_jobs=2)
+    return {
+        "name": "fit-peers",
+        "ours_s": ours,
+        "reference": "cymr likelihood per evaluation x our evaluations / 2 processes (estimate)",
+        "reference_s": reference,
+        "ratio": reference / ours,
+        "subjects": int(subjects.size),
+        "nfev": nfev,
+        "ours_per_eval_s": ours * 2 / nfev,
+        "cymr_per_eval_s": float(np.mean(per_eval)),
+        "success": int(fits["success"].sum()),
+        "total_logl": float(fits["logl"].sum()),
+    }
+
+
+def bench_fit_semantic(repeats: int = 1) -> dict:
+    """Semantic CMR (12 free parameters: the ten, Scf, Sff) on one psifr:Morton2013 subject, vs cymr."""
+    import cmr
+    from icl_cmr.adapters.item_pools import load_item_patterns
+    from icl_cmr.adapters.recall_data import load_recall_data, read_recall_table
+
+    cymr_cmr, _ = cymr_modules()
+    events = load_recall_data("psifr:Morton2013")
+    subject = events["subject"].values[0]
+    one = events.isel(trial=np.flatnonzero(events["subject"].values == subject))
+    patterns = load_item_patterns("psifr:Morton2013", categories=False)
+    cmr.log_likelihood(one.isel(trial=[0]), SEMANTIC_PARAMS, patterns=patterns)  # compile outside the timing
+    times, fits = [], None
+    for _ in range(max(1, repeats)):
+        start = time.perf_counter()
+        fits = cmr.fit_recall(one, SEMANTIC_FREE, dict(Afc=0.0, Acf=0.0, Dfc=0.85, Dcf=0.85), patterns=patterns,
+                              rng=0, n_jobs=2, progress=False)
+        times.append(time.perf_counter() - start)
+    ours = float(np.median(times))
+    nfev = int(fits["nfev"].sum())
+    # cymr configured the same way (docs/semantic-cmr.md), on the same subject and items
+    table = read_recall_table("psifr:Morton2013")
+    table = table[table["subject"] == subject].copy()
+    index = {item: k for k, item in enumerate(patterns.items)}
+    table["item_index"] = [index.get(str(item), np.nan) for item in table["item"]]
+    param_def = cymr_cmr.CMRParameters()
+    param_def.set_sublayers(f=["task"], c=["task"])
+    param_def.set_weights("fc", {(("task", "item"), ("task", "item")): "Afc + Dfc * loc + Sfc * sem"})
+    param_def.set_weights("cf", {(("task", "item"), ("task", "item")): "Acf + Dcf * loc + Scf * sem"})
+    param_def.set_weights("ff", {("task", "item"): "Sff * sem"})
+    cymr_patterns = {"items": patterns.items, "vector": {"loc": np.eye(patterns.size), "sem": patterns.similarity},
+                     "similarity": {"sem": patterns.similarity}}
+    param = dict(SEMANTIC_PARAMS, Sfc=0.0)
+    per_eval = _cymr_per_eval(table, param, param_def, cymr_patterns)
+    same = cmr.log_likelihood(one, param, patterns=patterns).attrs["total_logl"]
+    reference_logl = float(cymr_cmr.CMR().likelihood(table, param, param_def=param_def, patterns=cymr_patterns)["logl"].sum())
+    return {
+        "name": "fit-semantic",
+        "ours_s": ours,
+        "reference": "cymr likelihood per evaluation x our evaluations (estimate)",
+        "reference_s": per_eval * nfev,
+        "ratio": per_eval * nfev / ours,
+        "nfev": nfev,
+        "ours_per_eval_s": ours * 2 / nfev,
+        "cymr_per_eval_s": per_eval,
+        "logl": float(fits["logl"].values[0]),
+        "likelihood_check": {"ours": same, "cymr": reference_logl},
+    }

@@ -1,0 +1,275 @@
+"""Maximum-likelihood search of one fitting unit (a subject, a pooled group, a training fold).
+
+The unit's whole differential-evolution population is scored in one call per generation,
+split into contiguous chunks over threads (the numba kernels release the GIL); the best
+member is polished with L-BFGS-B. Each restart is an independent search from its own seed
+and all restarts are returned. :func:`fit_unit` is a plain module-level function of
+picklable arguments, so it runs unchanged in a thread, a process or on a dask worker.
+"""
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import ParameterError
+from . import _network
+from ._trials import TrialArrays
+from .parameters import (
+    MODEL_PARAMETER_NAMES, PARAMETER_NAMES, PARAMETER_SPECS, SEMANTIC_PARAMETER_SPECS, default_parameters,
+    fit_bounds, validate_parameters,
+)
+from .tied import evaluate, parse_tied
+
+__all__ = ["ModelSpec", "model_spec", "fit_unit", "score_unit", "run_tasks", "DE_DEFAULTS"]
+
+#: scipy's defaults, as cymr uses them, with Sobol initialisation
+DE_DEFAULTS = dict(popsize=15, tol=0.01, maxiter=1000, init="sobol")
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """What is fitted: free parameters and their bounds, fixed values, tied expressions."""
+
+    free: tuple
+    bounds: tuple  # ((low, high), ...) per free parameter
+    fixed: dict  # the user's fixed values (provenance)
+    template: np.ndarray  # (19,) every parameter's value before free and tied ones are set
+    tied: tuple  # TiedParameter, ...
+    names: tuple  # parameter coordinate of the result: 14 names, or 19 with item patterns
+    lower: np.ndarray  # (19,) admissible lower bounds
+    upper: np.ndarray  # (19,) admissible upper bounds
+
+    @property
+    def k(self) -> int:
+        """Number of free parameters (tied and fixed ones are not counted)."""
+        return len(self.free)
+
+    @property
+    def free_index(self) -> np.ndarray:
+        return np.array([MODEL_PARAMETER_NAMES.index(n) for n in self.free], dtype=np.int64)
+
+    def vectors(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Parameter vectors (S, 19) of free values ``x`` (S, k) and whether each is admissible."""
+        x = np.atleast_2d(np.asarray(x, dtype=np.float64))
+        sets = np.repeat(self.template[None, :], x.shape[0], axis=0)
+        sets[:, self.free_index] = x
+        if self.tied:
+            columns = {name: sets[:, j] for j, name in enumerate(MODEL_PARAMETER_NAMES)}
+            for name, value in evaluate(self.tied, columns).items():
+                sets[:, MODEL_PARAMETER_NAMES.index(name)] = value
+        with np.errstate(invalid="ignore"):
+            ok = np.isfinite(sets).all(axis=1) & (sets >= self.lower).all(axis=1) & (sets <= self.upper).all(axis=1)
+            afc, dfc = MODEL_PARAMETER_NAMES.index("Afc"), MODEL_PARAMETER_NAMES.index("Dfc")
+            ok &= sets[:, afc] + sets[:, dfc] > 0
+        return np.ascontiguousarray(sets), ok
+
+    def as_dict(self, x) -> dict:
+        """One parameter set (names of the result) of free values ``x`` (k,)."""
+        sets, _ = self.vectors(np.asarray(x, dtype=np.float64)[None, :])
+        return {name: float(sets[0, MODEL_PARAMETER_NAMES.index(name)]) for name in self.names}
+
+
+def model_spec(free, fixed=None, bounds=None, tied=None, *, patterns: bool = False) -> ModelSpec:
+    """Checked :class:`ModelSpec` (ParameterError for any inconsistency)."""
+    free = [free] if isinstance(free, str) else list(free)
+    if not free:
+        raise ParameterError("at least one free parameter is needed; got none")
+    if len(set(free)) != len(free):
+        raise ParameterError(f"free parameters must be distinct; got {free}")
+    fixed = validate_parameters(dict(fixed or {}), partial=True)
+    both = sorted(set(free) & set(fixed))
+    if both:
+        raise ParameterError(f"parameter(s) {', '.join(both)} are both free and fixed")
+    search = fit_bounds(free, bounds)
+    names = MODEL_PARAMETER_NAMES if patterns else PARAMETER_NAMES
+    tied_params = parse_tied(tied, free, fixed)
+    if not patterns:
+        pattern_names = sorted((set(free) | {t.name for t in tied_params} | {k for k, v in fixed.items() if v != 0})
+                               - set(PARAMETER_NAMES))
+        if pattern_names:
+            raise ParameterError(
+                f"pattern weight(s) {', '.join(pattern_names)} need item patterns (patterns=cmr.item_patterns(...))"
+            )
+    template = default_parameters(semantic=True)
+    template.update(fixed)
+    specs = PARAMETER_SPECS + SEMANTIC_PARAMETER_SPECS
+    return ModelSpec(
+        tuple(free), tuple(search), fixed, np.array([template[n] for n in MODEL_PARAMETER_NAMES], dtype=np.float64),
+        tied_params, tuple(names), np.array([s.lower for s in specs]), np.array([s.upper for s in specs]),
+    )
+
+
+_BLAS_LOCK = threading.Lock()
+_BLAS_USERS = [0, None]  # fits running in this process, the threadpoolctl limiter they share
+
+
+@contextlib.contextmanager
+def single_threaded_blas():
+    """Keep BLAS single-threaded while any fit of this process runs.
+
+    scipy's L-BFGS-B calls BLAS on vectors of ~10 numbers; a multi-threaded OpenBLAS on a busy
+    machine then spends milliseconds per iteration waking its threads (measured: 6 ms per
+    iteration, 3x the whole polish). Uses threadpoolctl when it is installed.
+    """
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # optional: without it fits are correct, the polish only slower
+        yield
+        return
+    with _BLAS_LOCK:
+        if _BLAS_USERS[0] == 0:
+            _BLAS_USERS[1] = threadpool_limits(limits=1, user_api="blas")
+        _BLAS_USERS[0] += 1
+    try:
+        yield
+    finally:
+        with _BLAS_LOCK:
+            _BLAS_USERS[0] -= 1
+            if _BLAS_USERS[0] == 0:
+                _BLAS_USERS[1].restore_original_limits()
+                _BLAS_USERS[1] = None
+
+
+class _Objective:
+    """Negative log-likelihood of one unit's trials, vectorised over a population."""
+
+    def __init__(self, spec: ModelSpec, arrays: TrialArrays, pool: ThreadPoolExecutor | None, n_chunks: int):
+        self.spec = spec
+        self.arrays = arrays
+        self.order = arrays.order(np.zeros(arrays.n_trials, dtype=np.int64))
+        self.groups = arrays.kernel_groups()
+        self.pool = pool
+        self.n_chunks = n_chunks
+        self.nfev = 0
+        self.n_nan = 0
+        self.n_invalid = 0
+
+    def _score(self, sets):
+        return _network.population_log_likelihood(sets, self.arrays.trial_group, self.order, *self.groups,
+                                                  self.arrays.recalls)
+
+    def totals(self, sets: np.ndarray) -> np.ndarray:
+        """Log-likelihood of each row of ``sets`` (S, 19), chunks in parallel threads."""
+        if self.pool is None or self.n_chunks < 2 or sets.shape[0] < 2:
+            return self._score(sets)
+        bounds = np.linspace(0, sets.shape[0], min(self.n_chunks, sets.shape[0]) + 1).astype(int)
+        futures = [self.pool.submit(self._score, np.ascontiguousarray(sets[a:b])) for a, b in zip(bounds[:-1], bounds[1:])]
+        return np.concatenate([f.result() for f in futures])
+
+    def __call__(self, x):
+        x = np.asarray(x, dtype=np.float64)
+        population = x.T if x.ndim == 2 else x[None, :]
+        sets, ok = self.spec.vectors(population)
+        values = np.full(sets.shape[0], np.inf)
+        if ok.any():
+            totals = self.totals(np.ascontiguousarray(sets[ok]))
+            nan = np.isnan(totals)
+            self.n_nan += int(nan.sum())  # counted and reported in the fit dataset, never hidden
+            values[ok] = np.where(nan, np.inf, -totals)
+        self.n_invalid += int((~ok).sum())
+        self.nfev += sets.shape[0]
+        return values if x.ndim == 2 else float(values[0])
+
+    def value_and_gradient(self, x, bounds):
+        """Value and forward-difference gradient at ``x``, all k + 1 points in one call.
+
+        Steps are scipy's (``sqrt(eps) * max(1, |x|)``), taken backwards at an upper bound or
+        where the forward point is inadmissible (a tied value out of range); a component with
+        no admissible neighbour is 0. At an inadmissible ``x`` the value is +inf.
+        """
+        x = np.asarray(x, dtype=np.float64)
+        upper = np.array([b[1] for b in bounds])
+        step = np.sqrt(np.finfo(np.float64).eps) * np.maximum(1.0, np.abs(x))
+        step = np.where(x + step > upper, -step, step)
+        points = np.repeat(x[:, None], x.size + 1, axis=1)
+        points[np.arange(x.size), np.arange(1, x.size + 1)] += step
+        values = self(points)
+        base, near = values[0], values[1:]
+        if not np.isfinite(base):
+            return float(base), np.zeros(x.size)
+        bad = ~np.isfinite(near)
+        if bad.any():
+            step[bad] = -step[bad]
+            back = np.repeat(x[:, None], int(bad.sum()), axis=1)
+            back[np.flatnonzero(bad), np.arange(int(bad.sum()))] += step[bad]
+            near[bad] = self(back)
+        gradient = np.zeros(x.size)
+        ok = np.isfinite(near)
+        gradient[ok] = (near[ok] - base) / step[ok]
+        return float(base), gradient
+
+
+def _search(objective: _Objective, bounds, seed: int, de_options: dict, polish: bool) -> dict:
+    from scipy import optimize
+
+    options = dict(DE_DEFAULTS)
+    options.update(de_options)
+    start = time.perf_counter()
+    nfev0, nan0, invalid0 = objective.nfev, objective.n_nan, objective.n_invalid
+    result = optimize.differential_evolution(
+        objective, bounds, rng=np.random.default_rng(seed), polish=False, vectorized=True, updating="deferred",
+        **options,
+    )
+    best_x, best_f, nit = result.x, float(result.fun), int(result.nit)
+    success, message = bool(result.success), str(result.message)
+    if polish:
+        local = optimize.minimize(objective.value_and_gradient, best_x, args=(bounds,), jac=True,
+                                  method="L-BFGS-B", bounds=bounds)
+        if np.isfinite(local.fun) and local.fun < best_f:
+            best_x, best_f = local.x, float(local.fun)
+    return dict(
+        x=np.asarray(best_x, dtype=np.float64), logl=-best_f, nit=nit, success=success, message=message,
+        nfev=objective.nfev - nfev0, n_nan=objective.n_nan - nan0, n_invalid=objective.n_invalid - invalid0,
+        seconds=time.perf_counter() - start, seed=int(seed),
+    )
+
+
+def fit_unit(spec: ModelSpec, arrays: TrialArrays, seeds, de_options=None, polish: bool = True,
+             n_threads: int = 1) -> list[dict]:
+    """Fit one unit from each seed (one restart per seed); every restart's result, in order."""
+    pool = ThreadPoolExecutor(max_workers=n_threads) if n_threads > 1 else None
+    try:
+        objective = _Objective(spec, arrays, pool, n_threads)
+        with single_threaded_blas():
+            return [_search(objective, spec.bounds, seed, dict(de_options or {}), polish) for seed in seeds]
+    finally:
+        if pool is not None:
+            pool.shutdown()
+
+
+def score_unit(spec: ModelSpec, arrays: TrialArrays, x) -> float:
+    """Log-likelihood of a unit's trials at free values ``x`` (NaN for inadmissible values)."""
+    sets, ok = spec.vectors(np.asarray(x, dtype=np.float64)[None, :])
+    if not ok[0]:
+        return float("nan")
+    objective = _Objective(spec, arrays, None, 1)
+    return float(objective.totals(sets)[0])
+
+
+def run_tasks(tasks, *, n_jobs: int, executor=None, progress: bool = False, desc: str = "fit-recall"):
+    """Run ``(func, args)`` tasks; results in task order.
+
+    ``executor`` (a ``concurrent.futures.Executor`` or a ``dask.distributed.Client``) gets one
+    submitted task per entry; otherwise threads run ``n_jobs`` tasks at once.
+    """
+    from tqdm.auto import tqdm
+
+    results = [None] * len(tasks)
+    with tqdm(total=len(tasks), desc=desc, unit="task", disable=not progress) as bar:
+        if executor is not None:
+            futures = [executor.submit(func, *args) for func, args in tasks]
+            for i, future in enumerate(futures):
+                results[i] = future.result()
+                bar.update(1)
+            return results
+        with ThreadPoolExecutor(max_workers=max(1, min(n_jobs, len(tasks)))) as pool:
+            futures = [pool.submit(func, *args) for func, args in tasks]
+            for i, future in enumerate(futures):
+                results[i] = future.result()
+                bar.update(1)
+    return results

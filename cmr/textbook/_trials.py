@@ -1,0 +1,121 @@
+"""Array layer of the CMR kernels: an events dataset as the arrays ``_network`` reads.
+
+Trials are gathered into *pattern groups*: lists that share their length, pool size and
+pattern terms share one study phase per parameter set. Localist CMR groups lists by length;
+with item patterns every list is its own group (its items have their own similarities).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._checks import integer
+from ..errors import RecallDataError
+from ..events import to_recall_matrix
+from .patterns import ItemPatterns
+
+__all__ = ["TrialArrays", "trial_arrays", "localist_arrays"]
+
+
+@dataclass(frozen=True)
+class TrialArrays:
+    """Kernel-ready arrays of a set of trials (C-contiguous, one dtype each)."""
+
+    recalls: np.ndarray  # (T, outputs) int64
+    list_length: np.ndarray  # (T,) int64
+    trial_group: np.ndarray  # (T,) int64
+    group_length: np.ndarray  # (G,) int64
+    group_pool: np.ndarray  # (G,) float64: units of the item segment
+    group_sim: np.ndarray  # (G, L, L)
+    group_sim_gram: np.ndarray  # (G, L, L)
+    group_row_sum: np.ndarray  # (G, L)
+    group_feature_gram: np.ndarray  # (G, L, L)
+    n_blocks: int
+    pool_rows: np.ndarray  # (T, L) int64: pool row of each studied item (-1 without patterns)
+
+    @property
+    def n_trials(self) -> int:
+        return int(self.recalls.shape[0])
+
+    def kernel_groups(self):
+        """The group arguments of the ``_network`` kernels, in their order."""
+        return (self.group_length, self.group_pool, self.group_sim, self.group_sim_gram, self.group_row_sum,
+                self.group_feature_gram, self.n_blocks)
+
+    def order(self, trial_param: np.ndarray) -> np.ndarray:
+        """Visiting order: trials sharing (parameter row, group) are consecutive."""
+        return np.lexsort((np.arange(self.n_trials), self.trial_group, trial_param)).astype(np.int64)
+
+    def subset(self, rows) -> "TrialArrays":
+        """The arrays of trials ``rows`` only (groups renumbered)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        used, group = np.unique(self.trial_group[rows], return_inverse=True)
+        take = lambda a: np.ascontiguousarray(a[used])  # noqa: E731 - local shorthand
+        return TrialArrays(
+            np.ascontiguousarray(self.recalls[rows]), np.ascontiguousarray(self.list_length[rows]),
+            np.ascontiguousarray(group.reshape(-1), dtype=np.int64), take(self.group_length), take(self.group_pool),
+            take(self.group_sim), take(self.group_sim_gram), take(self.group_row_sum),
+            take(self.group_feature_gram), self.n_blocks, np.ascontiguousarray(self.pool_rows[rows]),
+        )
+
+
+def trial_arrays(events, patterns: ItemPatterns | None = None, pool_size: int | None = None) -> TrialArrays:
+    """Kernel arrays of an events dataset.
+
+    Parameters
+    ----------
+    events : xarray.Dataset
+        Kind ``events`` (already validated).
+    patterns : ItemPatterns, optional
+        Item pool and patterns; every studied item must be in the pool. The item segment of
+        context then has one unit per pool item (cymr's pool-sized context).
+    pool_size : int, optional
+        Localist CMR only: cymr's pool size (default: list-sized context, n items).
+    """
+    recalls, list_length = to_recall_matrix(events)
+    if recalls.shape[1] == 0:
+        recalls = np.zeros((recalls.shape[0], 1), dtype=np.int64)
+    n_trials = recalls.shape[0]
+    longest = int(list_length.max())
+    if patterns is not None:
+        if pool_size is not None and int(pool_size) != patterns.size:
+            raise RecallDataError(
+                f"pool_size ({pool_size!r}) must be left out or equal the item pool's size ({patterns.size})"
+            )
+        study = events["study_item"].transpose("trial", "study_position").values
+        rows = patterns.index_of(study)
+        shape = (n_trials, longest, longest)
+        sim, gram, feats = np.zeros(shape), np.zeros(shape), np.zeros(shape)
+        row_sum = np.zeros((n_trials, longest))
+        for t in range(n_trials):
+            n = int(list_length[t])
+            s, q, r, f = patterns.list_arrays(rows[t, :n])
+            sim[t, :n, :n], gram[t, :n, :n], row_sum[t, :n], feats[t, :n, :n] = s, q, r, f
+        return TrialArrays(
+            np.ascontiguousarray(recalls), list_length, np.arange(n_trials, dtype=np.int64),
+            list_length.copy(), np.full(n_trials, float(patterns.size)), sim, gram, row_sum, feats,
+            patterns.n_blocks, np.ascontiguousarray(rows[:, :longest], dtype=np.int64),
+        )
+    return localist_arrays(recalls, list_length, pool_size)
+
+
+def localist_arrays(recalls: np.ndarray, list_length: np.ndarray, pool_size: int | None = None) -> TrialArrays:
+    """Kernel arrays of localist CMR for a recall matrix (grouped by list length)."""
+    n_trials = recalls.shape[0]
+    longest = int(list_length.max())
+    lengths, group = np.unique(list_length, return_inverse=True)
+    if pool_size is None:
+        pool = lengths.astype(np.float64)
+    else:
+        size = integer(pool_size, "pool_size", error=RecallDataError)
+        if size < longest:
+            raise RecallDataError(f"pool_size must be an integer >= the longest list ({longest}); got {pool_size!r}")
+        pool = np.full(lengths.size, float(size))
+    zeros = np.zeros((lengths.size, longest, longest))
+    return TrialArrays(
+        np.ascontiguousarray(recalls, dtype=np.int64), np.ascontiguousarray(list_length, dtype=np.int64),
+        np.ascontiguousarray(group.reshape(-1), dtype=np.int64), lengths.astype(np.int64), pool, zeros,
+        zeros.copy(), np.zeros((lengths.size, longest)), zeros.copy(), 1,
+        np.full((n_trials, longest), -1, dtype=np.int64),
+    )

@@ -1,0 +1,127 @@
+"""Leave-lists-out cross-validated likelihood of CMR, per subject.
+
+Each subject's lists are dealt into ``n_folds`` folds (shuffled with ``rng``, then dealt in
+turn, so fold sizes differ by at most one). For every fold the model is fitted to the
+subject's other lists and the held-out lists are scored at the fitted parameters; a subject's
+cross-validated log-likelihood is the sum over its folds. Unlike AIC it needs no parameter
+count, so it compares models whose parameters are tied, bounded or nested alike.
+"""
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from .._checks import integer, seed_of
+from .._checks import n_jobs as check_n_jobs
+from ..errors import RecallDataError
+from ..events import as_events
+from ..schema import provenance_attrs
+from ._optimize import model_spec, score_unit
+from ._trials import trial_arrays
+from .fit import STANDARD_FREE, event_counts, fit_units, unit_seeds
+from .patterns import ItemPatterns
+
+__all__ = ["cross_validate", "list_folds"]
+
+
+def list_folds(subjects, n_folds: int, rng=0) -> np.ndarray:
+    """Fold (0..n_folds-1) of each trial: per subject, shuffled lists dealt in turn."""
+    labels = np.asarray(subjects)
+    generator = np.random.default_rng(seed_of(rng))
+    folds = np.empty(labels.size, dtype=np.int64)
+    for subject in pd.unique(labels):
+        rows = np.flatnonzero(labels == subject)
+        if rows.size < n_folds:
+            raise RecallDataError(f"subject {subject!r} has {rows.size} list(s), fewer than n_folds={n_folds}")
+        folds[rows[generator.permutation(rows.size)]] = np.arange(rows.size) % n_folds
+    return folds
+
+
+def cross_validate(
+    events,
+    free: Sequence[str] = STANDARD_FREE,
+    fixed: Mapping[str, float] | None = None,
+    bounds: Mapping[str, tuple[float, float]] | None = None,
+    *,
+    tied: Mapping[str, str] | None = None,
+    patterns: ItemPatterns | None = None,
+    pool_size: int | None = None,
+    n_folds: int = 4,
+    n_restarts: int = 1,
+    rng=0,
+    n_jobs: int = 1,
+    executor=None,
+    polish: bool = True,
+    progress: bool = True,
+    de_options: Mapping | None = None,
+) -> xr.Dataset:
+    """Leave-lists-out cross-validated log-likelihood of CMR for each subject.
+
+    Parameters are those of :func:`cmr.fit_recall`; ``n_folds`` (>= 2) is the number of
+    folds per subject. One task per (subject, fold) runs in threads or on ``executor``.
+
+    Returns
+    -------
+    xarray.Dataset
+        Kind ``recall_cv`` (docs/schema.md): ``logl`` and ``n`` (subject), the held-out totals;
+        ``fold_logl``, ``fold_n``, ``fold_train_logl`` (subject, fold); ``fold_value``
+        (subject, fold, parameter); ``trial_fold`` (trial). Attr ``k``.
+    """
+    events = as_events(events)
+    if patterns is not None and not isinstance(patterns, ItemPatterns):
+        raise RecallDataError(f"patterns must come from cmr.item_patterns(...); got {type(patterns).__name__}")
+    spec = model_spec(free, fixed, bounds, tied, patterns=patterns is not None)
+    n_folds = integer(n_folds, "n_folds", minimum=2)
+    n_restarts = integer(n_restarts, "n_restarts")
+    n_jobs = check_n_jobs(n_jobs)
+    seed = seed_of(rng)
+    arrays = trial_arrays(events, patterns, pool_size)
+    subject_values = np.asarray(events["subject"].values)
+    folds = list_folds(subject_values, n_folds, seed)
+    labels = pd.unique(subject_values)
+    units, tests = [], []
+    for subject in labels:
+        rows = subject_values == subject
+        for f in range(n_folds):
+            units.append(np.flatnonzero(rows & (folds != f)))
+            tests.append(np.flatnonzero(rows & (folds == f)))
+    results = fit_units(spec, arrays, units, unit_seeds(seed, len(units), n_restarts), n_jobs=n_jobs,
+                        executor=executor, polish=polish, progress=progress, de_options=de_options,
+                        desc="cross-validate")
+    shape = (labels.size, n_folds)
+    fold_logl, fold_train = np.empty(shape), np.empty(shape)
+    fold_n = np.empty(shape, dtype=np.int64)
+    names = list(spec.names)
+    fold_value = np.empty(shape + (len(names),))
+    for u, (restarts, test) in enumerate(zip(results, tests)):
+        i, f = divmod(u, n_folds)
+        best = max(restarts, key=lambda r: r["logl"] if np.isfinite(r["logl"]) else -np.inf)
+        fold_train[i, f] = best["logl"]
+        fold_logl[i, f] = score_unit(spec, arrays.subset(test), best["x"])
+        fold_n[i, f] = int(event_counts(arrays.recalls[test]).sum())
+        values = spec.as_dict(best["x"])
+        fold_value[i, f] = [values[n] for n in names]
+    ds = xr.Dataset(
+        {
+            "logl": ("subject", fold_logl.sum(axis=1)),
+            "n": ("subject", fold_n.sum(axis=1)),
+            "fold_logl": (("subject", "fold"), fold_logl),
+            "fold_n": (("subject", "fold"), fold_n),
+            "fold_train_logl": (("subject", "fold"), fold_train),
+            "fold_value": (("subject", "fold", "parameter"), fold_value),
+            "trial_fold": ("trial", folds),
+        },
+        coords={"subject": labels, "fold": np.arange(n_folds), "parameter": np.array(names),
+                "trial": events["trial"].values},
+        attrs=provenance_attrs(
+            "recall_cv", "cmr.cross_validate", free=list(spec.free), fixed=spec.fixed,
+            bounds=dict(zip(spec.free, spec.bounds)), tied={t.name: t.expression for t in spec.tied},
+            n_folds=n_folds, n_restarts=n_restarts, seed=int(seed), pool_size=pool_size,
+            patterns=patterns is not None, de_options=dict(de_options or {}),
+        ),
+    )
+    ds.attrs["k"] = spec.k
+    return ds
