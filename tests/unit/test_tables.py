@@ -80,13 +80,13 @@ def read_csv_back(path, expected: pd.DataFrame) -> pd.DataFrame:
 
 def test_a_recall_fit_gives_one_row_per_subject_with_each_parameter_as_a_column(recall_fit):
     table = cmr.unit_table(recall_fit)
-    assert list(table.columns) == ["subject", *cmr.PARAMETER_NAMES, "logl", "n", "nfev", "nit", "success",
-                                   "n_nan", "seconds", "message"]
+    assert list(table.columns) == ["subject", *cmr.PARAMETER_NAMES, "logl", "n", "aic", "bic", "nfev", "nit",
+                                   "success", "n_nan", "n_invalid", "seconds", "message", "best_restart"]
     assert table["subject"].tolist() == SUBJECTS
     assert isinstance(table.index, pd.RangeIndex)
     for name in cmr.PARAMETER_NAMES:
         np.testing.assert_array_equal(table[name], recall_fit["value"].sel(parameter=name).values)
-    for name in ("n", "nfev", "nit", "success", "n_nan"):
+    for name in ("n", "nfev", "nit", "success", "n_nan", "n_invalid"):
         assert table[name].dtype == np.int64
     np.testing.assert_array_equal(table["logl"], recall_fit["logl"].values)
     assert table["message"].map(type).eq(str).all()
