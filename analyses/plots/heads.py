@@ -154,7 +154,7 @@ def attention_pattern(pattern, *, which: str = "prob", ax=None):
             ax.axvline(edge, color="white", lw=0.5, alpha=0.8)
             ax.axhline(edge, color="white", lw=0.5, alpha=0.8)
         k = n // 2  # a point on the induction diagonal, mid-list
-        ax.annotate("induction\n(lag +1)", xy=(k + 2, n + 1 + k), xytext=(n + 0.15 * n, 0.55 * n), fontsize=7,
+        ax.annotate("lag +1\n(induction target)", xy=(k + 2, n + 1 + k), xytext=(0.9 * n, 0.45 * n), fontsize=7,
                     ha="left", va="center", arrowprops={"arrowstyle": "->", "lw": 0.7, "color": "k"})
         ax.set_xlabel("Key position (token)")
         ax.set_ylabel("Query position (token)")

@@ -176,16 +176,6 @@ def spc(stat, *, per_subject: bool = False, ax=None):
 def pfr(stat, *, per_subject: bool = False, ax=None):
     """Probability of first recall of each studied position.
 
-    Parameters
-    ----------
-    stat : xarray.Dataset or mapping of str to xarray.Dataset
-        ``recall_stat`` dataset(s) of ``stat_kind="pfr"`` from :func:`cmr.pfr`.
-    per_subject : bool
-        One thin line per subject instead of the group mean +- SEM.
-    ax : matplotlib.axes.Axes, optional
-
-    Returns
-    -------
-    matplotlib.figure.Figure
+    As :func:`spc`, for ``recall_stat`` dataset(s) of ``stat_kind="pfr"`` from :func:`cmr.pfr`.
     """
     return _stat_figure(stat, "pfr", "cmr.pfr", "Probability of first recall", per_subject, ax)
