@@ -33,8 +33,8 @@ import xarray as xr
 
 from cmr import lag_window
 from cmr.constants import HEAD_DIMS
-from cmr.errors import RecallDataError
-from cmr.schema import provenance_attrs, validate
+from cmr.errors import RecallDataError, SchemaError
+from cmr.schema import provenance_attrs, require_dims, require_variables, validate
 
 from . import _soft_lag_crp
 from .errors import PromptError
@@ -53,6 +53,8 @@ __all__ = [
     "pool_summaries",
     "head_profile_dataset",
     "select_profile",
+    "attention_pattern_dataset",
+    "validate_attention_pattern",
 ]
 
 SOFT_CRP_RULES = {
@@ -533,3 +535,75 @@ def select_profile(heads: xr.Dataset, which: str = "score") -> xr.Dataset:
     record["selected_profile"] = which
     out.attrs["provenance"] = json.dumps(record, sort_keys=True)
     return validate(out, "lag_profile")
+
+
+PATTERN_LAYOUT = "BOS (position 0) + copy 1 (positions 1..N) + copy 2 (positions N+1..2N)"
+
+
+def attention_pattern_dataset(scores, probs, *, tokens, n_words: int, layer: int, head: int, model: str,
+                              prompt: int, seed: int, provenance: dict | None = None) -> xr.Dataset:
+    """One head's attention over one repeated-list prompt, as a dataset of kind ``attention_pattern``.
+
+    Parameters
+    ----------
+    scores, probs : float (2N+1, 2N+1)
+        Pre-softmax scores and post-softmax probabilities, (query, key) over all positions.
+    tokens : sequence of str (2N+1,)
+        The token at each position (BOS, copy 1, copy 2).
+    n_words, layer, head, prompt, seed : int
+    model : str
+    provenance : dict, optional
+        JSON-serialisable record of the model and prompt.
+
+    Returns
+    -------
+    xarray.Dataset
+        Dims ``(query, key)``: ``prob`` (0 on keys after the query) and ``score`` (NaN on keys
+        after the query: the causal mask is explicit, not the library's fill value); coords
+        ``query_token``/``key_token`` and ``query_copy``/``key_copy`` (0 BOS, 1, 2).
+    """
+    seq = 2 * int(n_words) + 1
+    scores = np.array(scores, dtype=np.float64)
+    probs = np.array(probs, dtype=np.float64)
+    if scores.shape != (seq, seq) or probs.shape != (seq, seq) or len(tokens) != seq:
+        raise PromptError(f"an attention pattern of N={n_words} words needs ({seq}, {seq}) scores and probabilities "
+                          f"and {seq} tokens; got {scores.shape}, {probs.shape} and {len(tokens)}")
+    position = np.arange(seq, dtype=np.int64)
+    scores[position[None, :] > position[:, None]] = np.nan
+    copy = np.minimum((position + n_words - 1) // n_words, 2).astype(np.int64)
+    text = np.array([str(t) for t in tokens], dtype=object)
+    info = dict(provenance or {})
+    info.update(layer=int(layer), head=int(head), prompt=int(prompt), seed=int(seed), n_words=int(n_words))
+    attrs = provenance_attrs("attention_pattern", "icl_cmr.adapters.head_profiles.attention_pattern_dataset", **info)
+    attrs.update(model=str(model), layer=int(layer), head=int(head), n_words=int(n_words), prompt=int(prompt),
+                 seed=int(seed), layout=PATTERN_LAYOUT)
+    ds = xr.Dataset(
+        {
+            "prob": (("query", "key"), probs, {"description": "post-softmax attention probability (0 after the query)"}),
+            "score": (("query", "key"), scores, {"description": "pre-softmax attention score (NaN after the query)"}),
+        },
+        coords={
+            "query": position, "key": position,
+            "query_token": ("query", text), "key_token": ("key", text.copy()),
+            "query_copy": ("query", copy), "key_copy": ("key", copy.copy()),
+        },
+        attrs=attrs,
+    )
+    return validate(ds, "attention_pattern")
+
+
+def validate_attention_pattern(ds: xr.Dataset) -> None:
+    """Check an ``attention_pattern`` dataset (one head over one prompt; see docs/schema.md)."""
+    kind = "attention_pattern"
+    require_variables(ds, ["prob", "score", "query", "key"], kind)
+    for name in ("prob", "score"):
+        require_dims(ds[name], ["query", "key"], kind, name)
+    for name in ("layer", "head", "n_words"):
+        value = ds.attrs.get(name)
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+            raise SchemaError(f"attention_pattern dataset needs integer attr {name!r}; got {value!r}")
+    seq = 2 * int(ds.attrs["n_words"]) + 1
+    for dim in ("query", "key"):
+        if not np.array_equal(ds[dim].values, np.arange(seq)):
+            raise SchemaError(f"attention_pattern dataset: coord {dim!r} must be the positions 0..2N = 0..{seq - 1} "
+                              f"(N = n_words = {ds.attrs['n_words']}); got {ds.sizes[dim]} values")

@@ -72,6 +72,7 @@ __all__ = [
     "make_prompts",
     "attention_pass",
     "attention_blocks_pass",
+    "attention_pattern",
     "copying_scores",
     "extract_heads",
     "measure_peak_memory",
@@ -460,6 +461,40 @@ def attention_blocks_pass(model: LoadedModel, tokens, n_words: int, lags):
 
     loss = _hooked_pass(model, tokens, keep)
     return {name: _host(torch.stack(parts)) for name, parts in cut.items()}, loss
+
+
+def attention_pattern(model: LoadedModel, layer: int, head: int, *, n_words: int = 100, seed: int = 0,
+                      prompt: int = 0):
+    """One head's attention over one repeated-list prompt (the study's Fig. 3b), all positions.
+
+    The prompt is prompt number ``prompt`` of :func:`make_prompts` with the same ``n_words``
+    and ``seed``, i.e. one of the prompts :func:`extract_heads` reads.
+
+    Returns
+    -------
+    xarray.Dataset of kind ``attention_pattern``, dims (query, key) = (2N+1, 2N+1)
+        ``prob`` and ``score`` (pre-softmax, NaN on masked keys), token strings as coords;
+        attrs ``layer``, ``head``, ``n_words``, ``prompt``, ``layout``
+        (:func:`icl_cmr.adapters.head_profiles.attention_pattern_dataset`).
+    """
+    from cmr.errors import ParameterError
+
+    for value, what, size in ((layer, "layer", model.n_layers), (head, "head", model.n_heads)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value < size:
+            raise ParameterError(f"{what} must be an integer in 0..{size - 1} "
+                                 f"({model.n_layers} layers x {model.n_heads} heads); got {value!r}")
+    if isinstance(prompt, bool) or not isinstance(prompt, (int, np.integer)) or prompt < 0:
+        raise ParameterError(f"prompt must be an integer >= 0; got {prompt!r}")
+    made = make_prompts(model, n_words=n_words, n_prompts=int(prompt) + 1, seed=seed)
+    scores, probs, _ = attention_pass(model, made.tokens[prompt])
+    listed = [made.words[i] for i in made.permutations[prompt]]
+    bos = model.tokenizer.convert_ids_to_tokens(model.bos_id)
+    info = model.provenance()
+    info["prompt_selection"] = made.selection
+    return head_profiles.attention_pattern_dataset(
+        scores[layer, head], probs[layer, head], tokens=[bos, *listed, *listed], n_words=made.n_words,
+        layer=layer, head=head, model=model.name, prompt=prompt, seed=seed, provenance=info,
+    )
 
 
 def _norm_weight(module, size):

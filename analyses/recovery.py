@@ -22,33 +22,6 @@ RECOVERY_RANGES = dict(
 )
 
 
-def plot_recovery(fits, path):
-    """True vs recovered value of every free parameter, one panel each."""
-    import numpy as np
-
-    from icl_cmr.analyses.figures import PALETTE, figure
-
-    free = [str(p) for p, f in zip(fits["parameter"].values, fits["free"].values) if f]
-    ncols = 5
-    nrows = int(np.ceil(len(free) / ncols))
-    with figure(path, ncols=ncols, nrows=nrows, width=2.0, height=2.0) as (fig, axes):
-        for ax in axes.flat[len(free):]:
-            ax.set_visible(False)
-        for ax, name in zip(axes.flat, free):
-            true = fits["true_value"].sel(parameter=name).values
-            got = fits["value"].sel(parameter=name).values
-            low = float(fits["lower"].sel(parameter=name))
-            high = float(fits["upper"].sel(parameter=name))
-            ax.plot([low, high], [low, high], color="0.7", lw=0.8)
-            ax.scatter(true, got, s=10, color=PALETTE[0])
-            ax.set_title(f"{name}  r = {float(fits['correlation'].sel(parameter=name)):.2f}")
-            ax.set_xlim(low, high)
-            ax.set_ylim(low, high)
-        axes[0, 0].set_xlabel("true")
-        axes[0, 0].set_ylabel("recovered")
-    return Path(path)
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sets", type=int, default=24, help="simulated parameter sets (default 24)")
@@ -64,9 +37,13 @@ def main(argv=None) -> int:
     parser.add_argument("-o", "--output", default="results/recall_recovery.nc")
     parser.add_argument("--figure", default="docs/figures/recall_recovery.png")
     args = parser.parse_args(argv)
+    if Path(args.figure).suffix.lower() != ".png":
+        parser.error(f"--figure must be a .png file; got {args.figure!r}")
 
     from cmr.textbook.fit import parameter_recovery
     from cmr.io import save_dataset
+
+    from icl_cmr.analyses import plots
 
     free = [name.strip() for name in args.free.split(",") if name.strip()]
     start = time.perf_counter()
@@ -76,7 +53,7 @@ def main(argv=None) -> int:
     )
     seconds = time.perf_counter() - start
     save_dataset(fits, args.output)
-    plot_recovery(fits, args.figure)
+    plots.save_figure(plots.parameter_recovery(fits), args.figure)
     corr = {str(p): round(float(r), 4) for p, r, f in
             zip(fits["parameter"].values, fits["correlation"].values, fits["free"].values) if f}
     print(json.dumps({"free": free, "sets": args.sets, "lists": args.lists, "list_length": args.list_length,

@@ -75,6 +75,15 @@ def _heads_section(ctx) -> list[str]:
     lines += ["", "| head | induction score |", "|---|---:|"]
     lines += [f"| L{t['layer']}.H{t['head']} | {_fmt(t['induction_score'])} |" for t in s["top_induction"]]
     lines.append("")
+    if "attention_pattern" in s:
+        p = s["attention_pattern"]
+        lines += [
+            f"Attention of the top induction head L{p['layer']}.H{p['head']} over prompt {p['prompt']} (query x key; "
+            "the diagonal in the lower-left block is the induction target, lag +1):",
+            "",
+            f"![Attention of L{p['layer']}.H{p['head']} over the repeated prompt](figures/attention_top_head.png)",
+            "",
+        ]
     return lines
 
 

@@ -20,6 +20,7 @@ __all__ = [
     "DEMO_SETTINGS",
     "GRID_FILE",
     "HEADS_FILE",
+    "ATTENTION_FILE",
     "ABLATION_FILE",
     "FIGURES_DIR",
     "REPORT_FILE",
@@ -53,6 +54,7 @@ DEMO_SETTINGS = {
 
 GRID_FILE = "cmr_grid.nc"
 HEADS_FILE = "heads.nc"
+ATTENTION_FILE = "attention_top_head.nc"  # attention pattern of the top induction head, prompt 0
 ABLATION_FILE = "ablation.nc"
 FIGURES_DIR = "figures"
 REPORT_FILE = "report.md"

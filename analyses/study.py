@@ -5,7 +5,8 @@ Stages (each resumable, outputs written atomically; see analyses/pipeline.py):
 1. ``human_crp``   lag-CRP of every subject of every recall data set
 2. ``grid``        the CMR lag-profile grid heads and humans are fitted against: the study's
                    Monte Carlo grid of the paper's variant, simulated here (or read with --grid)
-3. ``heads``       lag profiles and scores of every attention head of the model
+3. ``heads``       lag profiles and scores of every attention head of the model, and the
+                   attention pattern of its top induction head over one prompt
 4. ``fit_heads``   CMR fits of every head (objectives ``paper`` and ``lsq``) + fair Gaussian
 5. ``fit_humans``  the same call on every human subject's lag-CRP
 6. ``ablation``    ICL score with the top 10% CMR-like heads ablated vs random head sets
@@ -21,6 +22,7 @@ import numpy as np
 from icl_cmr.analyses.pipeline import RunContext, Stage, run_stages
 from icl_cmr.analyses.run_layout import (
     ABLATION_FILE,
+    ATTENTION_FILE,
     CMR_LIKE_DISTANCE,
     DEFAULT_MODEL,
     DEFAULT_RECALL,
@@ -80,7 +82,7 @@ def _grid(ctx: RunContext) -> dict:
 def _heads(ctx: RunContext) -> dict:
     from tqdm.auto import tqdm
 
-    from icl_cmr.adapters.transformer_lens import extract_heads
+    from icl_cmr.adapters.transformer_lens import attention_pattern, extract_heads
     from cmr.io import save_dataset
 
     s = ctx.settings
@@ -97,7 +99,11 @@ def _heads(ctx: RunContext) -> dict:
         for layer, head in top_heads_from_fits(heads, variable="induction_score", n_heads=5, largest=True)
     ]
     loss = heads["position_loss"].squeeze(drop=True).values if "position_loss" in heads else None
-    out = {"n_layers": int(heads.sizes["layer"]), "n_heads": int(heads.sizes["head"]), "top_induction": top}
+    best = top[0]  # one more forward pass: the top induction head's attention over prompt 0 (Fig. 3b)
+    pattern = attention_pattern(model, best["layer"], best["head"], n_words=int(s["n_words"]), seed=int(s["seed"]))
+    save_dataset(pattern, ctx.path(ATTENTION_FILE))
+    out = {"n_layers": int(heads.sizes["layer"]), "n_heads": int(heads.sizes["head"]), "top_induction": top,
+           "attention_pattern": {"layer": best["layer"], "head": best["head"], "prompt": 0}}
     out.update(_run_record(ctx, heads.attrs))
     if loss is not None:
         n = int(s["n_words"])
@@ -216,7 +222,8 @@ def build_stages(settings: dict) -> list[Stage]:
         Stage("human_crp", tuple(human_files(settings).values()), _human_crp,
               "lag-CRP of every subject of the recall data sets"),
         Stage("grid", (GRID_FILE,), _grid, "CMR lag-profile grid (paper's variant, Monte Carlo)"),
-        Stage("heads", (HEADS_FILE,), _heads, f"lag profiles of every attention head of {settings['model']}"),
+        Stage("heads", (HEADS_FILE, ATTENTION_FILE), _heads,
+              f"lag profiles of every attention head of {settings['model']}"),
         Stage("fit_heads", tuple(head_fit_file(o) for o in OBJECTIVES), _fit_heads,
               "CMR fits (paper, lsq) and Gaussian baseline of every head"),
         Stage("fit_humans", tuple(human_fit_files(settings).values()), _fit_humans,

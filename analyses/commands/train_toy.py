@@ -104,10 +104,10 @@ def run(args) -> int:
         table = dynamics.layer_summary(fits, profiles)
         with atomic_write(out / "dynamics.csv") as tmp:
             table.to_csv(tmp, index=False)
-        from icl_cmr.analyses.dynamics_figures import plot_toy_dynamics
+        from icl_cmr.analyses.plots import save_figure, training_dynamics
 
-        with atomic_write(out / "dynamics.png") as tmp:
-            plot_toy_dynamics(table, tmp, training_log=json.loads((out / toy_model.LOG_FILE).read_text()))
+        save_figure(training_dynamics(table, training_log=json.loads((out / toy_model.LOG_FILE).read_text())),
+                    out / "dynamics.png")
         shown = [c for c in ("checkpoint", "layer", "max_induction_score", "best_distance", "share_cmr_like",
                              "beta_enc", "beta_rec", "gamma", "inverse_temperature") if c in table]
         print(f"CMR fits against {grid_name}:")

@@ -1,1 +1,56 @@
-from .predictive import plot_predictive_check as plot_predictive_check
+"""Figures of icl-cmr: functions that take datasets and return a matplotlib Figure.
+
+Every function takes the datasets the toolkit makes (never file paths), checks their kind
+(:class:`cmr.errors.SchemaError` otherwise), draws in the house style and returns a
+:class:`matplotlib.figure.Figure` made without pyplot (nothing to close, no GUI backend, the
+caller's rc parameters untouched). Save with :func:`save_figure`. Examples: docs/figures.md.
+
+Style (:mod:`.style`)
+    :func:`new_figure`, :func:`save_figure`, :func:`house_style`, :data:`PALETTE`
+Free recall (:mod:`.recall`)
+    :func:`lag_crp`, :func:`spc`, :func:`pfr`
+Attention heads (:mod:`.heads`)
+    :func:`head_profiles`, :func:`attention_pattern`, :func:`distance_vs_induction`,
+    :func:`share_cmr_like_by_depth`, :func:`soft_crp_vs_humans`
+Fitted parameters (:mod:`.fits`)
+    :func:`parameters_heads_vs_humans`, :func:`parameter_recovery`
+Causal test (:mod:`.ablation`)
+    :func:`ablation_result`
+Training dynamics (:mod:`.dynamics`)
+    :func:`training_dynamics`
+Posterior predictive check (:mod:`.predictive`)
+    :func:`plot_predictive_check`
+"""
+from .ablation import ablation_result
+from .dynamics import training_dynamics
+from .predictive import plot_predictive_check
+from .fits import parameter_recovery, parameters_heads_vs_humans
+from .heads import attention_pattern, distance_vs_induction, head_profiles, share_cmr_like_by_depth, soft_crp_vs_humans
+from .recall import lag_crp, pfr, spc
+from .style import PALETTE, house_style, new_figure, save_figure
+
+__all__ = [
+    # style
+    "PALETTE",
+    "house_style",
+    "new_figure",
+    "save_figure",
+    # free recall
+    "lag_crp",
+    "spc",
+    "pfr",
+    # attention heads
+    "head_profiles",
+    "attention_pattern",
+    "distance_vs_induction",
+    "share_cmr_like_by_depth",
+    "soft_crp_vs_humans",
+    # fitted parameters
+    "parameters_heads_vs_humans",
+    "parameter_recovery",
+    # causal test and training dynamics
+    "ablation_result",
+    "training_dynamics",
+    # fitted CMR against the data
+    "plot_predictive_check",
+]

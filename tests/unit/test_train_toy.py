@@ -201,14 +201,15 @@ def test_dynamics_figure_is_written(tmp_path):
     import pandas as pd
 
     require("matplotlib")
-    from icl_cmr.analyses.dynamics_figures import plot_toy_dynamics
+    from icl_cmr.analyses.plots import save_figure, training_dynamics
 
     table = pd.DataFrame(dict(checkpoint=[0, 10, 100, 0, 10, 100], layer=[0, 0, 0, 1, 1, 1],
                               max_induction_score=[0.0, 0.1, 0.2, 0.0, 0.3, 0.9],
                               best_distance=[1.0, 0.8, 0.6, 1.0, 0.4, 0.05]))
     log = dict(checkpoints=[dict(step=s, eval_loss_text=5.0, eval_loss_repeat_first=4.1, eval_loss_repeat_second=l)
                             for s, l in [(0, 7.0), (10, 4.1), (100, 0.5)]])
-    fig = plot_toy_dynamics(table, tmp_path / "dyn.png", training_log=log)
+    fig = training_dynamics(table, training_log=log)
+    save_figure(fig, tmp_path / "dyn.png")
     assert (tmp_path / "dyn.png").stat().st_size > 1000 and len(fig.axes) == 3
 
 

@@ -1,0 +1,130 @@
+"""Fitted CMR parameters: heads against humans, and parameter recovery of recall fits."""
+from __future__ import annotations
+
+import numpy as np
+
+from cmr.errors import ParameterError, SchemaError
+
+from ._common import checked, choose_heads, heads_2d, labelled, legend_above, target_axes
+from .style import PALETTE, REFERENCE_GREY, house_style, new_figure
+
+__all__ = ["parameters_heads_vs_humans", "parameter_recovery"]
+
+_BETAS = ("beta_enc", "beta_rec")
+
+
+def _betas(ds, label: str):
+    names = [str(p) for p in ds["parameter"].values]
+    missing = [p for p in _BETAS if p not in names]
+    if missing:
+        raise SchemaError(f"{label}: fits need parameters beta_enc and beta_rec (a grid of the study's CMR variant); "
+                          f"got {', '.join(names)}")
+    return ds["parameters"].sel(parameter="beta_enc"), ds["parameters"].sel(parameter="beta_rec")
+
+
+def _is_count(value) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+
+def parameters_heads_vs_humans(head_fits, human_fits, top_heads, published=None, *, ax=None):
+    """Fitted (beta_enc, beta_rec) of chosen heads, of human subjects and of published human fits.
+
+    Heads and subjects are fitted by the same call on the same grid (:func:`cmr.fit_profiles`),
+    so their parameters share one scale. The published values come from fits of textbook CMR to
+    whole recall sequences, whose context drift differs (docs/fitting.md): read them as a rough
+    reference, not on the same scale.
+
+    Parameters
+    ----------
+    head_fits : xarray.Dataset
+        ``profile_fit`` of the heads of one model.
+    human_fits : xarray.Dataset or mapping of str to xarray.Dataset
+        ``profile_fit`` of human lag-CRPs, per subject; a mapping labels several data sets.
+    top_heads : int, sequence of (layer, head) or str
+        Heads drawn: n, the n with the smallest CMR distance; or the given heads.
+    published : pandas.DataFrame, optional
+        Columns ``beta_enc`` and ``beta_rec`` (and ``study``); default
+        :func:`icl_cmr.adapters.published.published_human_fits`; an empty table draws none.
+    ax : matplotlib.axes.Axes, optional
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    import pandas as pd
+
+    head_fits = checked(head_fits, "profile_fit", "cmr.fit_profiles")
+    humans = labelled(human_fits, "profile_fit", "cmr.fit_profiles", default_label="human")
+    if published is None:
+        from icl_cmr.adapters.published import published_human_fits
+
+        published = published_human_fits()
+    if not isinstance(published, pd.DataFrame) or not set(_BETAS) <= set(published.columns):
+        raise SchemaError("published must be a DataFrame with columns beta_enc and beta_rec; got "
+                          f"{type(published).__name__} with columns {list(getattr(published, 'columns', []))}")
+    if top_heads is None:
+        raise ParameterError("top_heads must be a number of heads, (layer, head) pairs or a string like 'L18.H6'")
+    chosen = choose_heads(head_fits, "distance", top_heads, 0, largest=False)
+    fig, ax = target_axes(ax, width=3.3, height=3.0)
+    with house_style():
+        for k, (label, ds) in enumerate(humans.items()):
+            enc, rec = _betas(ds, label)
+            ax.scatter(enc.values.ravel(), rec.values.ravel(), s=9, alpha=0.5, linewidths=0, marker="o",
+                       color=PALETTE[(2 + k) % len(PALETTE)], label=f"{label} (n = {enc.size})".strip(), zorder=1)
+        enc, rec = (heads_2d(b) for b in _betas(head_fits, "head fits"))
+        ax.scatter([float(enc.sel(layer=l, head=h)) for l, h in chosen],
+                   [float(rec.sel(layer=l, head=h)) for l, h in chosen],
+                   s=22, marker="^", color=PALETTE[0], zorder=2,
+                   label=f"{'top CMR-like ' if _is_count(top_heads) else ''}heads ({len(chosen)})")
+        if len(published):
+            ax.scatter(published["beta_enc"], published["beta_rec"], s=45, marker="*", color=PALETTE[1],
+                       edgecolors="k", linewidths=0.3, label=f"published fits ({len(published)})", zorder=3)
+        ax.set_xlabel(r"$\beta_{enc}$ (context drift at encoding)")
+        ax.set_ylabel(r"$\beta_{rec}$ (context drift at retrieval)")
+        ax.set_xlim(-0.02, 1.02)
+        ax.set_ylim(-0.02, 1.02)
+        legend_above(ax, ncols=2, columnspacing=1.0, handletextpad=0.3)
+    return fig
+
+
+def parameter_recovery(fits, *, ncols: int = 5):
+    """True against recovered value of every free parameter of a recovery study, one panel each.
+
+    Parameters
+    ----------
+    fits : xarray.Dataset
+        ``recall_fit`` dataset from :func:`cmr.parameter_recovery` (with ``true_value`` and
+        ``correlation``).
+    ncols : int
+        Panels per row.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Identity line in grey; axes span the search bounds; titles give Pearson's r.
+    """
+    fits = checked(fits, "recall_fit", "cmr.parameter_recovery")
+    if "true_value" not in fits or "correlation" not in fits:
+        raise SchemaError("parameter_recovery needs the 'true_value' and 'correlation' of cmr.parameter_recovery")
+    free = [str(p) for p, f in zip(fits["parameter"].values, fits["free"].values) if f]
+    if not free:
+        raise SchemaError("the recall_fit dataset has no free parameter")
+    if isinstance(ncols, bool) or not isinstance(ncols, (int, np.integer)) or ncols < 1:
+        raise ParameterError(f"ncols must be an integer >= 1; got {ncols!r}")
+    ncols = min(int(ncols), len(free))
+    nrows = -(-len(free) // ncols)
+    fig, axes = new_figure(ncols, nrows, width=1.7, height=1.7, squeeze=False)
+    with house_style():
+        for ax in axes.flat[len(free):]:
+            ax.set_visible(False)
+        for ax, name in zip(axes.flat, free):
+            low, high = float(fits["lower"].sel(parameter=name)), float(fits["upper"].sel(parameter=name))
+            ax.plot([low, high], [low, high], color=REFERENCE_GREY, lw=0.8)
+            ax.scatter(fits["true_value"].sel(parameter=name).values, fits["value"].sel(parameter=name).values,
+                       s=8, color=PALETTE[0], linewidths=0)
+            ax.set_title(f"{name}  r = {float(fits['correlation'].sel(parameter=name)):.2f}", fontsize=7)
+            ax.set_xlim(low, high)
+            ax.set_ylim(low, high)
+        fig.supxlabel("True value", fontsize=8)
+        fig.supylabel("Recovered value", fontsize=8)
+    return fig
