@@ -69,7 +69,7 @@ def main(argv=None) -> int:
     from cmr.io import atomic_write, save_dataset
     from icl_cmr.adapters.item_pools import load_item_patterns
     from icl_cmr.adapters.recall_data import load_recall_data
-    from icl_cmr.analyses.plots import plot_predictive_check
+    from icl_cmr.analyses.plots import predictive_check
 
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
@@ -102,7 +102,7 @@ def main(argv=None) -> int:
     with atomic_write(out / "comparison.md", suffix=".md") as tmp:
         Path(tmp).write_text(table)
     n_subjects = len(pd.unique(events["subject"].values))
-    fig = plot_predictive_check(checks, title=f"{args.source}, {n_subjects} subjects: data and fitted CMR variants")
+    fig = predictive_check(checks, title=f"{args.source}, {n_subjects} subjects: data and fitted CMR variants")
     with atomic_write(Path(args.figure), suffix=".png") as tmp:
         fig.savefig(tmp, format="png", dpi=160)
     print(table)

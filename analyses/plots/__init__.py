@@ -19,11 +19,11 @@ Causal test (:mod:`.ablation`)
 Training dynamics (:mod:`.dynamics`)
     :func:`training_dynamics`
 Posterior predictive check (:mod:`.predictive`)
-    :func:`plot_predictive_check`
+    :func:`predictive_check`
 """
 from .ablation import ablation_result
 from .dynamics import training_dynamics
-from .predictive import plot_predictive_check
+from .predictive import predictive_check
 from .fits import parameter_recovery, parameters_heads_vs_humans
 from .heads import attention_pattern, distance_vs_induction, head_profiles, share_cmr_like_by_depth, soft_crp_vs_humans
 from .recall import lag_crp, pfr, spc
@@ -52,5 +52,5 @@ __all__ = [
     "ablation_result",
     "training_dynamics",
     # fitted CMR against the data
-    "plot_predictive_check",
+    "predictive_check",
 ]

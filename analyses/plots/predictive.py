@@ -1,62 +1,64 @@
-"""Posterior predictive check figure: data against model lag-CRP, serial position curve and PFR."""
+"""Posterior predictive check: the data's lag-CRP, serial position curve and PFR against fitted CMR."""
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 import numpy as np
 import xarray as xr
 
-__all__ = ["plot_predictive_check"]
+from ._common import checked, draw_profile
+from .style import PALETTE, new_figure
 
-_COLORS = ("#c0392b", "#1f4e79", "#2e8b57", "#8e44ad", "#d35400")
+__all__ = ["predictive_check"]
+
 _PANELS = (("crp", "lag", "lag", "conditional response probability"),
            ("spc", "serial_position", "serial position", "recall probability"),
            ("pfr", "serial_position", "serial position", "probability of first recall"))
 
 
-def plot_predictive_check(check: xr.Dataset | Mapping[str, xr.Dataset], *, title: str | None = None):
-    """Group lag-CRP, SPC and PFR of the data (points, +-1 SEM across subjects) and the model(s) (lines).
+def predictive_check(check: xr.Dataset | Mapping[str, xr.Dataset], *, title: str | None = None):
+    """Group lag-CRP, SPC and PFR of the data (black, +-1 SEM across subjects) and of the model(s) (lines).
 
     Parameters
     ----------
     check : xarray.Dataset or mapping of model name -> Dataset
         ``predictive_check`` dataset(s) of :func:`cmr.posterior_predictive` on the same data;
-        a mapping overlays several models.
+        a mapping overlays several models (the data are drawn from the first).
     title : str, optional
-        Figure title.
+        Figure title (default: the number of subjects).
 
     Returns
     -------
     matplotlib.figure.Figure
         Three panels; the lag-CRP is drawn in two segments (negative and positive lags).
     """
-    from matplotlib.figure import Figure
+    from cmr.errors import ParameterError
 
-    from cmr.schema import validate
-
-    checks = dict(check) if isinstance(check, Mapping) else {"model": check}
-    for ds in checks.values():
-        validate(ds, "predictive_check")
+    made_by = "cmr.posterior_predictive"
+    if isinstance(check, Mapping) and not isinstance(check, xr.Dataset):
+        if not check:
+            raise ParameterError("expected at least one 'predictive_check' dataset; got an empty mapping")
+        checks = {str(label): checked(ds, "predictive_check", made_by) for label, ds in check.items()}
+    else:
+        checks = {"model": checked(check, "predictive_check", made_by)}
     first = next(iter(checks.values()))
-    fig = Figure(figsize=(10.5, 3.0), layout="constrained")
-    axes = fig.subplots(1, 3)
+    fig, axes = new_figure(ncols=3, width=2.8, height=2.3)
     for ax, (name, dim, xlabel, ylabel) in zip(axes, _PANELS):
         x = first[dim].values
-        segments = [x < 0, x > 0] if dim == "lag" else [np.ones(x.size, bool)]
-        mean = first[f"{name}_group"].sel(source="data").values
+        split = dim == "lag"
+        data = first[f"{name}_group"].sel(source="data").values
         sem = first[f"{name}_group_sem"].sel(source="data").values
-        for i, mask in enumerate(segments):
-            ax.errorbar(x[mask], mean[mask], yerr=sem[mask], fmt="o", color="black", ms=3.5, capsize=0,
-                        label="data" if i == 0 else None)
+        draw_profile(ax, x, data, sem, label="data", split_at_zero=split, color="black", linestyle="none",
+                     markersize=3)
         for k, (label, ds) in enumerate(checks.items()):
             model = ds[f"{name}_group"].sel(source="model").values
-            for i, mask in enumerate(segments):
-                ax.plot(x[mask], model[mask], "-", color=_COLORS[k % len(_COLORS)], lw=1.6,
-                        label=label if i == 0 else None)
+            draw_profile(ax, x, model, index=k, label=label, split_at_zero=split, color=PALETTE[k % len(PALETTE)],
+                         marker="none")
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
-        ax.spines[["top", "right"]].set_visible(False)
-    axes[0].legend(frameon=False, fontsize=8)
+        if split:
+            ax.set_xticks(x[np.abs(x) % 2 == 1] if x.size > 6 else x)
+    axes[2].legend(loc="upper left", frameon=False)  # the PFR sits at zero until the last positions
     n_subjects = first.sizes["subject"]
-    fig.suptitle(title or f"posterior predictive check ({n_subjects} subjects)", fontsize=10)
+    fig.suptitle(title or f"posterior predictive check ({n_subjects} subjects)")
     return fig

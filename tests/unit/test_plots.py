@@ -155,6 +155,28 @@ def test_recall_figures_refuse_the_wrong_dataset(events):
         plots.lag_crp({})
 
 
+def test_predictive_check_draws_the_data_and_every_model(events):
+    params = cmr.default_parameters()
+    checks = {"CMR": cmr.posterior_predictive(events, params, n_rep=1, rng=0),
+              "slow drift": cmr.posterior_predictive(events, {**params, "B_rec": 0.4}, n_rep=1, rng=0)}
+    fig = _figure(plots.predictive_check(checks))
+    for ax, name in zip(fig.axes, ("crp", "spc", "pfr")):
+        data = [p for p in _errorbars(ax) if p[2] is not None]  # the data carry error bars, models do not
+        x = np.concatenate([p[0] for p in data])
+        y = np.concatenate([p[1] for p in data])
+        group = checks["CMR"][f"{name}_group"].sel(source="data")
+        dim = group.dims[0]
+        np.testing.assert_allclose(y, group.sel({dim: x}), rtol=1e-12)
+        if name == "crp":
+            assert 0 not in x  # negative and positive lags, apart
+    texts = [t.get_text() for t in fig.axes[2].get_legend().get_texts()]
+    assert texts == ["data", "CMR", "slow drift"]
+    with pytest.raises(SchemaError, match="predictive_check"):
+        plots.predictive_check(cmr.spc(events))
+    with pytest.raises(ParameterError, match="empty"):
+        plots.predictive_check({})
+
+
 # --- attention heads ---------------------------------------------------------------------------
 
 
