@@ -1,4 +1,4 @@
-"""The Python examples of docs/user-guide.md run as written (model examples: integration)."""
+"""The Python examples of README.md and docs/user-guide.md run as written (model examples: integration)."""
 from __future__ import annotations
 
 import os
@@ -9,6 +9,7 @@ import pytest
 from tests.conftest import REPO_ROOT, require
 
 GUIDE = REPO_ROOT / "docs" / "user-guide.md"
+README = REPO_ROOT / "README.md"
 
 
 def _blocks(tag: str) -> list[str]:
@@ -26,6 +27,28 @@ def test_user_guide_examples_run(monkeypatch, capsys):
     out = capsys.readouterr().out
     if (REPO_ROOT.parent / "shared" / "reference" / "icl-cmr").exists():
         assert "0.006 [0.6  0.75 0.3 ] 44.3" in out or "0.006 [0.6 0.75 0.3] 44.3" in out
+
+
+def test_readme_python_example_reaches_a_lag_crp_a_fit_and_a_figure(tmp_path, monkeypatch, capsys):
+    require("psifr")
+    import numpy as np
+
+    import cmr
+
+    monkeypatch.chdir(tmp_path)
+    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
+    assert len(blocks) == 1
+    namespace: dict = {}
+    exec(compile(blocks[0], str(README), "exec"), namespace)  # noqa: S102 - our own documentation
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["morton_crp.nc", "morton_crp.png"]
+    assert cmr.load_dataset(tmp_path / "morton_crp.nc").equals(namespace["crp"])
+    fit = namespace["fit"]
+    assert bool(fit["success"].all())
+    # the pooled ML fit beats the default parameters on the same data
+    default = cmr.log_likelihood(namespace["events"], cmr.default_parameters())
+    assert float(fit["logl"].sum()) > float(default["logl"].sum())
+    first = capsys.readouterr().out.splitlines()[0]
+    assert np.isnan(namespace["crp"]["profile"].mean("subject").sel(lag=0)) and "nan" in first
 
 
 @pytest.mark.integration
