@@ -7,7 +7,7 @@ lag ``l`` is position ``1+k+l`` (lag +1 = the induction target, lag 0 = the earl
 the same word). Only keys inside the first copy count, so every lag uses the queries for
 which ``0 <= k+l < N``.
 
-Per head (Ji-An et al. 2024, DESIGN.md 3):
+Per head (Ji-An et al. 2024):
 
 * ``profile``/``sem``: mean pre-softmax attention score by lag over queries and prompts,
   with the SEM over all (prompt, query) samples; ``prob_profile``/``prob_sem`` the same for
