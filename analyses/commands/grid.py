@@ -1,4 +1,4 @@
-"""``icl-cmr grid``: CMR lag profiles over a parameter grid, saved as a lag_profile netCDF."""
+"""``icl-cmr grid``: CMR lag profiles over a parameter grid, saved as one lag_profile dataset."""
 from __future__ import annotations
 
 import argparse
@@ -12,8 +12,8 @@ KINDS = ("mc", "tf-prob", "tf-logsupport")
 
 DESCRIPTION = """\
 Compute lag profiles of the paper's simplified CMR (Ji-An et al., NeurIPS 2024) at every point
-of a (beta_enc, beta_rec, gamma) grid and save them as one lag_profile netCDF file (dims
-beta_enc, beta_rec, gamma, lag), ready for `icl-cmr fit`.
+of a (beta_enc, beta_rec, gamma) grid and save them as one lag_profile dataset (dims
+beta_enc, beta_rec, gamma, lag; a .nc output is ready for `icl-cmr fit`, a .csv one a table).
 
 Kinds:
   mc             the study's Monte Carlo lag distribution (free recall from 20 start positions,

@@ -1,4 +1,4 @@
-"""``icl-cmr heads``: lag profiles of every attention head of a language model, as netCDF."""
+"""``icl-cmr heads``: lag profiles of every attention head of a language model, as one dataset."""
 from __future__ import annotations
 
 HELP = "lag profiles and induction/copying scores of every attention head of a language model"
@@ -13,7 +13,8 @@ attention score: lag +1 is the word that followed it (the induction target), lag
 itself. Averaged over queries and prompts, this gives each head a lag profile comparable to
 the human lag-CRP.
 
-The output netCDF has dims (model, checkpoint, layer, head, lag) and holds:
+The output (.nc: the whole dataset; .csv or .parquet: one row per head and lag) has dims
+(model, checkpoint, layer, head, lag) and holds:
   profile, sem            mean pre-softmax attention score by lag (the paper's profiles) and SEM
   prob_profile, prob_sem  the same for attention probabilities
   soft_crp                soft-transition lag-CRP (attention renormalised over the first copy,
