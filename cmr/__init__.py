@@ -48,6 +48,9 @@ from .paper import simulate_paper_recalls as simulate_paper_recalls
 from .profile_fit import ProfileWarning as ProfileWarning
 from .profile_fit import fit_profiles as fit_profiles
 from .profile_fit import information_criteria as information_criteria
+from .null_models import cmr_like_null as cmr_like_null
+from .null_models import profile_roughness as profile_roughness
+from .null_models import structureless_profiles as structureless_profiles
 from .recall_stats import lag_rank as lag_rank
 from .recall_stats import pfr as pfr
 from .recall_stats import pnr as pnr
@@ -137,6 +140,10 @@ __all__ = [
     "fit_profiles",
     "information_criteria",
     "ProfileWarning",
+    # nulls for "CMR-like"
+    "cmr_like_null",
+    "profile_roughness",
+    "structureless_profiles",
     # constants
     "CMR_LIKE_DISTANCE",
     "PAPER_LAGS",

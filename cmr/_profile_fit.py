@@ -383,3 +383,29 @@ def fit_gaussians(lags, profiles, sigma_low, sigma_high, n_mu, n_sigma, rel_tol)
         params[u, 3] = np.exp(best_log)
         rss[u] = max(best, 0.0)
     return params, rss
+
+
+def grid_layout(axes):
+    """Concatenated axis values, their starts, sizes and C-order strides (all int64 but the values)."""
+    sizes = np.array([len(a) for a in axes], dtype=np.int64)
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+    strides = np.array([int(np.prod(sizes[i + 1:])) for i in range(len(sizes))], dtype=np.int64)
+    return np.ascontiguousarray(np.concatenate(axes)), starts, sizes, strides
+
+
+def fit_distances(profiles: np.ndarray, grid: np.ndarray, axes, objective: str, refine: bool) -> np.ndarray:
+    """CMR distance of each row of ``profiles`` (n_unit, n_lag), as ``fit_profiles`` computes it.
+
+    Grid search with ``objective``, then (``refine``, ``lsq`` only) the compass search over the
+    grid's multilinear interpolant, never worse than the grid point. Returns shape (n_unit,).
+    """
+    best = best_grid_point(profiles, grid, objective)
+    distance = affine_map(profiles, grid[best], objective)[3]
+    if refine:
+        flat_axes, starts, sizes, strides = grid_layout(axes)
+        points = np.stack([axes[d][idx] for d, idx in enumerate(np.unravel_index(best, tuple(len(a) for a in axes)))],
+                          axis=1)
+        _, refined = refine_lsq(centred_unit_rows(profiles), np.ascontiguousarray(points), flat_axes, starts, sizes,
+                                strides, grid, 1e-3, 2000)
+        distance = np.minimum(distance, refined)
+    return distance

@@ -118,11 +118,11 @@ def fit_profiles(
         raise ParameterError(f"ci must be in (0, 1); got {ci!r}")
     if int(n_bootstrap) < 0:
         raise ParameterError(f"n_bootstrap must be >= 0; got {n_bootstrap!r}")
-    window = _check_window(lags)
+    window = fit_window(lags)
     seed = seed_of(rng)
-    values = _profiles_window(profiles, variable, window)
-    param_dims, axes, grid_rows = _grid_window(grid, window, renormalize)
-    renormalized = bool(_wants_renormalize(grid, renormalize))
+    values = profiles_window(profiles, variable, window)
+    param_dims, axes, grid_rows = grid_window(grid, window, renormalize)
+    renormalized = bool(wants_renormalize(grid, renormalize))
 
     inputs = [values]
     n_bootstrap = int(n_bootstrap)
@@ -157,7 +157,7 @@ def fit_profiles(
 # --- validation -------------------------------------------------------------------------------
 
 
-def _check_window(lags) -> tuple:
+def fit_window(lags) -> tuple:
     window = lag_window(lags)
     if window.size < 3:
         raise ProfileError(f"a fit needs at least 3 lags; got {window.tolist()}")
@@ -169,7 +169,7 @@ def _missing_lags(ds, window):
     return [lag for lag in window if lag not in have]
 
 
-def _profiles_window(profiles, variable, window) -> xr.DataArray:
+def profiles_window(profiles, variable, window) -> xr.DataArray:
     validate(profiles, "lag_profile")
     if variable not in profiles:
         raise SchemaError(f"profiles have no variable {variable!r}; variables: {', '.join(map(str, profiles.data_vars))}")
@@ -185,7 +185,7 @@ def _profiles_window(profiles, variable, window) -> xr.DataArray:
     return values
 
 
-def _wants_renormalize(grid, renormalize) -> bool:
+def wants_renormalize(grid, renormalize) -> bool:
     if renormalize == "auto":
         return grid.attrs.get("profile_kind") in PROBABILITY_KINDS
     if isinstance(renormalize, (bool, np.bool_)):
@@ -193,7 +193,7 @@ def _wants_renormalize(grid, renormalize) -> bool:
     raise ParameterError(f"renormalize must be 'auto', True or False; got {renormalize!r}")
 
 
-def _grid_window(grid, window, renormalize):
+def grid_window(grid, window, renormalize):
     """Validate the grid; return parameter dims, (values per dim) and rows (n_point, n_lag)."""
     validate(grid, "lag_profile")
     if grid.attrs.get("unit_kind") != "cmr_parameters":
@@ -218,7 +218,7 @@ def _grid_window(grid, window, renormalize):
     cube = np.asarray(ordered.values, dtype=np.float64)
     if not np.isfinite(cube).all():
         raise ProfileError("the CMR grid has NaN or infinite values inside the fitting window")
-    if _wants_renormalize(grid, renormalize):
+    if wants_renormalize(grid, renormalize):
         total = cube.sum(axis=-1, keepdims=True)
         if not (total > 0).any():
             raise ProfileError("cannot renormalise the CMR grid: every profile sums to <= 0 over the window")
@@ -278,13 +278,6 @@ def _fit_block(values, *rest, lags, grid_rows, axes, objective, refine, gaussian
         _fit_units(flat[good], None if sem is None else sem[good], good, fields, curves, lags, grid_rows, axes,
                    objective, refine, gaussian, noise, ci, layout)
     return fields.reshape(*shape, layout.n_fields), curves.reshape(*shape, 2, n_lag)
-
-
-def _grid_layout(axes):
-    sizes = np.array([len(a) for a in axes], dtype=np.int64)
-    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
-    strides = np.array([int(np.prod(sizes[i + 1:])) for i in range(len(sizes))], dtype=np.int64)
-    return np.ascontiguousarray(np.concatenate(axes)), starts, sizes, strides
 
 
 def _grid_points(best, axes):
@@ -348,7 +341,7 @@ def _gaussian_baseline(lags, y):
 
 
 def _refine(y, grid_points, grid_rows, axes, refine, param_dims):
-    flat_axes, starts, sizes, strides = _grid_layout(axes)
+    flat_axes, starts, sizes, strides = kernels.grid_layout(axes)
     if refine is True:
         unit_rows = kernels.centred_unit_rows(y)
         points, _ = kernels.refine_lsq(unit_rows, np.ascontiguousarray(grid_points), flat_axes, starts, sizes,
