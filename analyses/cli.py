@@ -22,6 +22,7 @@ COMMANDS = (
     "heads",
     "grid",
     "fit",
+    "top_heads",
     "export",
     "ablate",
     "train_toy",

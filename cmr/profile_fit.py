@@ -80,9 +80,12 @@ def fit_profiles(
         the multilinear interpolant of the grid, from the best grid point, within the grid's
         bounds. A callable ``profile_fn(**params) -> ndarray (n_lag,)`` (e.g. teacher-forced
         CMR profiles over ``lags``) is refined instead with bounded scipy Powell.
-    gaussian : bool
-        Also fit ``a + b exp(-(lag-mu)^2/(2 sigma^2))`` (``b >= 0``, ``mu`` in the window,
-        ``0.1 <= sigma <= 2 * width``; see docs/fitting.md).
+    gaussian : bool or {"fair", "study"}
+        Also fit ``a + b exp(-(lag-mu)^2/(2 sigma^2))``. ``True``/``"fair"`` (the default): least
+        squares with ``b >= 0``, ``mu`` in the window, ``0.1 <= sigma <= 2 * width`` from many
+        starts; ``"study"``: the study's own procedure (unbounded ``curve_fit`` with ``mu``
+        started at the peak *value*, a flat line at the lag-0 value when it fails), to reproduce
+        its numbers only. See docs/fitting.md.
     n_bootstrap, rng, ci : int, int or Generator, float
         If ``n_bootstrap > 0``, percentile intervals (level ``ci``) of distance, gain and grid
         parameters from refits of ``profile + sem * z`` (``z`` standard normal per lag, drawn
@@ -110,6 +113,7 @@ def fit_profiles(
         raise ParameterError(f"objective must be 'paper' or 'lsq'; got {objective!r}")
     if invalid not in ("raise", "nan"):
         raise ParameterError(f"invalid must be 'raise' or 'nan'; got {invalid!r}")
+    gaussian = _gaussian_procedure(gaussian)
     if refine is None:
         refine = objective == "lsq"
     if refine is not False and objective == "paper":
@@ -155,6 +159,17 @@ def fit_profiles(
 
 
 # --- validation -------------------------------------------------------------------------------
+
+
+def _gaussian_procedure(gaussian):
+    """``False`` (no baseline), ``"fair"`` (default) or ``"study"``; True means ``"fair"``."""
+    if gaussian is True or gaussian == "fair":
+        return "fair"
+    if gaussian is False or gaussian is None:
+        return False
+    if gaussian == "study":
+        return "study"
+    raise ParameterError(f"gaussian must be True, False, 'fair' or 'study'; got {gaussian!r}")
 
 
 def fit_window(lags) -> tuple:
@@ -312,8 +327,9 @@ def _fit_units(y, sem, rows, fields, curves, lags, grid_rows, axes, objective, r
         fields[rows, ix[f"parameter:{dim}"]] = points[:, d]
     curves[rows, 0] = fitted
     if gaussian:
-        g_params, g_dist = _gaussian_baseline(lags, y)
-        curves[rows, 1] = np.stack([kernels.gaussian_curve(lags, p) for p in g_params])
+        g_params, g_dist = (_study_gaussian if gaussian == "study" else _gaussian_baseline)(lags, y)
+        with np.errstate(over="ignore", invalid="ignore"):  # the study's unbounded fits can overflow
+            curves[rows, 1] = np.stack([kernels.gaussian_curve(lags, p) for p in g_params])
         for i, name in enumerate(GAUSSIAN_PARAMETERS):
             fields[rows, ix[f"gaussian:{name}"]] = g_params[:, i]
         fields[rows, ix["gaussian_distance"]] = g_dist
@@ -337,6 +353,14 @@ def _gaussian_baseline(lags, y):
         polished_distance = kernels.cmr_distance(kernels.gaussian_curve(lags, polished), y[k])
         if polished_distance < distance[k]:
             params[k], distance[k] = polished, polished_distance
+    return params, distance
+
+
+def _study_gaussian(lags, y):
+    """The study's Gaussian procedure, unit by unit (see :func:`kernels.study_gaussian`)."""
+    params = np.stack([kernels.study_gaussian(lags, row)[0] for row in y])
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        distance = kernels.cmr_distance(np.stack([kernels.gaussian_curve(lags, p) for p in params]), y)
     return params, distance
 
 
@@ -434,13 +458,15 @@ def _assemble(values, fields, curves, layout, window, grid, objective, refine, g
     _describe(out, objective)
     refine_name = "none" if refine is False else ("grid_interpolation" if refine is True else "generator")
     info = dict(objective=objective, lags=list(window), refine=refine_name, gaussian=int(bool(gaussian)),
+                gaussian_procedure=gaussian or "none",
                 n_bootstrap=n_bootstrap, seed=int(seed), ci=float(ci), grid_renormalized=int(renormalized),
                 grid_provenance=grid.attrs.get("provenance", ""), profiles_provenance=profiles.attrs.get("provenance", ""))
     out.attrs.update(provenance_attrs("profile_fit", "cmr.fit_profiles", **info))
     out.attrs.update(
         objective=objective, refine=refine_name, profile_kind=str(profiles.attrs.get("profile_kind", "")),
         grid_profile_kind=str(grid.attrs.get("profile_kind", "")), grid_renormalized=int(renormalized),
-        n_parameters_cmr=int(n_cmr), n_parameters_gaussian=N_PARAMETERS_GAUSSIAN if gaussian else 0,
+        gaussian_procedure=gaussian or "none", n_parameters_cmr=int(n_cmr),
+        n_parameters_gaussian=N_PARAMETERS_GAUSSIAN if gaussian else 0,
         unit_dims=" ".join(d for d in values.dims if d != "lag"),
     )
     if "unit_kind" in profiles.attrs:
