@@ -89,3 +89,20 @@ def test_table_pairs_the_same_heads():
     # the fair Gaussian is worse on every head by a little: the paired test sees it
     assert float(table["fair: Wilcoxon p (paper vs Gaussian)"][1]) < 1e-5
     assert table["Gaussian better (lsq)"].tolist() == ["0 of 10", "0 of 30"]
+
+
+def test_cli_fit_runs_the_study_gaussian_on_request(tmp_path, capsys):
+    from cmr.io import load_dataset, save_dataset
+    from icl_cmr.analyses.cli import main
+
+    profile = 2.0 + 28.0 * np.exp(-((LAGS - 1.0) ** 2) / (2 * 0.8**2))
+    save_dataset(units([profile, profile[::-1] + 1]), tmp_path / "heads.nc")
+    save_dataset(bump_grid(), tmp_path / "grid.nc")
+    for procedure in ("study", "fair"):
+        out = tmp_path / f"{procedure}.nc"
+        assert main(["fit", str(tmp_path / "heads.nc"), "--grid", str(tmp_path / "grid.nc"), "--objective", "lsq",
+                     "--gaussian", procedure, "-o", str(out)]) == 0
+        assert f"({procedure})" in capsys.readouterr().out
+    study, fair = load_dataset(tmp_path / "study.nc"), load_dataset(tmp_path / "fair.nc")
+    assert study.attrs["gaussian_procedure"] == "study"
+    assert (study["gaussian_distance"] > fair["gaussian_distance"] + 0.5).all()
