@@ -254,6 +254,7 @@ class _Layout:
         n_dim = len(param_dims)
         names = ["distance", "gain", "offset", "grid_distance", "rss", "gaussian_distance", "gaussian_rss"]
         names += [f"parameter:{d}" for d in param_dims] + [f"grid_parameter:{d}" for d in param_dims]
+        names += [f"edge:{d}" for d in param_dims]
         names += [f"gaussian:{p}" for p in GAUSSIAN_PARAMETERS]
         if bootstrap:
             for bound in ("lower", "upper"):
@@ -325,6 +326,8 @@ def _fit_units(y, sem, rows, fields, curves, lags, grid_rows, axes, objective, r
     fields[rows, ix["rss"]] = distance * n_lag * y.var(axis=1)
     for d, dim in enumerate(layout.param_dims):
         fields[rows, ix[f"parameter:{dim}"]] = points[:, d]
+        tolerance = 1e-9 * max(axes[d][-1] - axes[d][0], 1.0)  # on the grid's lowest or highest value
+        fields[rows, ix[f"edge:{dim}"]] = (points[:, d] <= axes[d][0] + tolerance) | (points[:, d] >= axes[d][-1] - tolerance)
     curves[rows, 0] = fitted
     if gaussian:
         g_params, g_dist = (_study_gaussian if gaussian == "study" else _gaussian_baseline)(lags, y)
@@ -441,6 +444,7 @@ def _assemble(values, fields, curves, layout, window, grid, objective, refine, g
     out["inverse_temperature"] = field("gain")
     out["parameters"] = stack("parameter", layout.param_dims, "parameter")
     out["grid_parameters"] = stack("grid_parameter", layout.param_dims, "parameter")
+    out["at_grid_edge"] = stack("edge", layout.param_dims, "parameter").fillna(0).astype(np.int64)
     n_cmr = layout.n_dim + 2
     out["aic"], out["bic"] = _criteria(out["rss"], n_lag, n_cmr)
     if gaussian:
@@ -491,6 +495,7 @@ _DESCRIPTIONS = {
     "rss": "residual sum of squares of the CMR fit",
     "parameters": "fitted CMR parameters",
     "grid_parameters": "best grid point",
+    "at_grid_edge": "1 where the fitted parameter is on the edge of the grid (the fit may want a value beyond it)",
     "aic": "AIC = n ln(RSS/n) + 2k of the CMR fit (k = n_parameters_cmr)",
     "bic": "BIC = n ln(RSS/n) + k ln(n) of the CMR fit",
     "gaussian_fitted": "Gaussian baseline a + b exp(-(lag-mu)^2/(2 sigma^2))",

@@ -66,3 +66,20 @@ def test_known_values_and_types():
         textbook_beta(1.2)
     with pytest.raises(ParameterError, match="phase"):
         textbook_beta(0.2, "study")
+
+
+def test_fits_on_the_grid_edge_are_flagged():
+    from cmr.schema import provenance_attrs
+
+    lags = np.arange(-5, 6)
+    centres, widths = np.array([-1.0, 0.0, 1.0, 2.0]), np.array([0.5, 1.0, 2.0])
+    values = np.exp(-((lags[None, None, :] - centres[:, None, None]) ** 2) / (2 * widths[None, :, None] ** 2))
+    grid = xr.Dataset({"profile": (("centre", "width", "lag"), values)},
+                      coords={"centre": centres, "width": widths, "lag": lags})
+    grid.attrs.update(provenance_attrs("lag_profile", "tests"), profile_kind="test_bumps", unit_kind="cmr_parameters")
+    units = xr.Dataset({"profile": (("unit", "lag"), values[[3, 1], [1, 1]] * 4 + 1)},
+                       coords={"unit": [0, 1], "lag": lags})
+    units.attrs.update(provenance_attrs("lag_profile", "tests"), profile_kind="attention_score")
+    fits = cmr.fit_profiles(units, grid, objective="paper")
+    assert fits["at_grid_edge"].sel(parameter="centre").values.tolist() == [1, 0]
+    assert fits["at_grid_edge"].sel(parameter="width").values.tolist() == [0, 0]
