@@ -108,3 +108,19 @@ def test_bad_arguments_and_invalid_units(grid):
     null = cmr_like_null(units(values), grid, n_null=10, n_bank=100)
     assert np.isnan(null["p_value"].values[1]) and null["beyond_chance"].values[1] == 0
     assert np.isfinite(null["p_value"].values[[0, 2]]).all()
+
+
+def test_null_models_doc_example_runs(monkeypatch, capsys):
+    import re
+
+    from tests.conftest import REPO_ROOT, reference_path
+
+    reference_path("icl-cmr", "head_profiles.csv.gz")
+    monkeypatch.chdir(REPO_ROOT)
+    blocks = re.findall(r"```python\n(.*?)```", (REPO_ROOT / "docs" / "null-models.md").read_text(), flags=re.S)
+    assert blocks
+    namespace: dict = {}
+    for block in blocks:
+        exec(compile(block, "docs/null-models.md", "exec"), namespace)  # noqa: S102 - our own documentation
+    p_l5h1 = float(capsys.readouterr().out.split()[0])
+    assert p_l5h1 == 1 / 51  # GPT-2 L5H1, the study's best head, beats every null profile
