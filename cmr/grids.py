@@ -205,7 +205,10 @@ def paper_teacher_forced_grid(
         N, the number of studied and forced items (default 100, as the heads' prompts).
     floor : float
         Probability floor before the log (the paper's variant gives exact zeros, e.g. all
-        backward lags at beta_rec = 1, gamma = 0); recorded in the attrs.
+        backward lags at beta_rec = 1, gamma = 0); recorded in the attrs. With
+        ``kind="logsupport"`` the variable ``zero_support`` gives, per point and lag, the share
+        of steps where the floor replaced a zero, and ``attrs["n_points_floored"]`` the number
+        of grid points where that happened anywhere in the window.
 
     Returns
     -------
@@ -224,14 +227,19 @@ def paper_teacher_forced_grid(
     if max_lag >= list_length:
         raise ProfileError(f"lags must lie within -(N-1)..N-1 = {1 - list_length}..{list_length - 1}; got {window.tolist()}")
     b_enc, b_rec, g = _mesh(axes)
-    prob, log_prob = paper_tf.teacher_forced_grid(1.0 - b_enc, b_rec, g, int(list_length), max_lag, float(floor))
+    prob, log_prob, zero = paper_tf.teacher_forced_grid(1.0 - b_enc, b_rec, g, int(list_length), max_lag, float(floor))
     index = window + max_lag
-    values = (prob if kind == "prob" else log_prob)[:, index]
+    values = {"profile": (prob if kind == "prob" else log_prob)[:, index]}
+    if kind == "logsupport":  # explicit: where the log met a zero probability and the floor went in instead
+        values["zero_support"] = zero[:, index]
     ds = _dataset(
-        axes, window, {"profile": values}, f"cmr_tf_{kind}", "cmr.paper_teacher_forced_grid",
+        axes, window, values, f"cmr_tf_{kind}", "cmr.paper_teacher_forced_grid",
         list_length=int(list_length), floor=float(floor), teacher_forced=1,
     )
     ds.attrs["floor"] = float(floor)
+    if kind == "logsupport":
+        ds["zero_support"].attrs["long_name"] = "share of steps with probability exactly 0 at this lag (log floored)"
+        ds.attrs["n_points_floored"] = int((zero[:, index] > 0).any(axis=1).sum())
     ds["profile"].attrs["long_name"] = (
         "mean retrieval probability at this lag, recall forced in study order" if kind == "prob"
         else "mean log retrieval probability at this lag, recall forced in study order"

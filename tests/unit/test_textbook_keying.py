@@ -42,3 +42,20 @@ def test_bad_keying_and_kind():
         textbook_teacher_forced_grid(AXES, keying="prefix")
     with pytest.raises(ProfileError, match="support"):
         textbook_teacher_forced_grid(AXES, kind="attention")
+
+
+def test_paper_log_support_records_where_the_floor_enters():
+    from cmr.grids import paper_teacher_forced_grid
+
+    # beta_rec = 1, gamma = 0: context is the last item only, so every lag <= 0 has exactly zero support
+    logs = paper_teacher_forced_grid(beta_enc=[0.5], beta_rec=[1.0], gamma=[0.0], kind="logsupport", lags=range(-5, 6))
+    zero = logs["zero_support"].values.ravel()
+    np.testing.assert_array_equal(zero, [1.0] * 6 + [0.0] * 5)
+    np.testing.assert_allclose(logs["profile"].values.ravel()[:6], np.log(1e-10))
+    assert logs.attrs["n_points_floored"] == 1
+    smooth = paper_teacher_forced_grid(beta_enc=[0.5], beta_rec=[0.5], gamma=[0.5], kind="logsupport", lags=range(-5, 6))
+    # the first item never has support in this variant (nothing precedes it), so each lag <= 0
+    # meets one zero among its ~95-100 steps; forward lags never do
+    zero = smooth["zero_support"].values.ravel()
+    assert (zero[6:] == 0).all() and (zero[:6] > 0).all() and (zero[:6] <= 1 / 95).all()
+    assert "zero_support" not in paper_teacher_forced_grid(beta_enc=[0.5], beta_rec=[1.0], gamma=[0.0], lags=range(-5, 6))
