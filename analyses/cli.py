@@ -22,6 +22,7 @@ COMMANDS = (
     "heads",
     "grid",
     "fit",
+    "null",
     "top_heads",
     "export",
     "ablate",

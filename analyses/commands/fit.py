@@ -106,8 +106,24 @@ def _undefined_at_zero(profiles, variable: str) -> bool:
     return bool(profiles[variable].sel(lag=0).isnull().all())
 
 
+def fitting_lags(profiles, lags, variable: str, name):
+    """``--lags``, or the default window: -5..5 for heads, -5..-1, 1..5 for recall lag-CRPs (undefined at 0)."""
+    from cmr import PAPER_LAGS, RECALL_LAGS, lag_window
+    from cmr.errors import ParameterError
+
+    recall = profiles.attrs.get("profile_kind") == "lag_crp"
+    if lags is None:
+        return RECALL_LAGS if recall else PAPER_LAGS
+    if recall and 0 in lag_window(lags) and _undefined_at_zero(profiles, variable):
+        raise ParameterError(
+            f"{name} is a recall lag-CRP, which is undefined at lag 0 (no transition has lag 0): "
+            "give --lags without 0, e.g. --lags=-5:-1,1:5 (the default)"
+        )
+    return lags
+
+
 def run(args) -> int:
-    from cmr import CMR_LIKE_DISTANCE, PAPER_LAGS, RECALL_LAGS, fit_profiles, lag_window, load_dataset, write_result
+    from cmr import CMR_LIKE_DISTANCE, fit_profiles, load_dataset, write_result
     from cmr.errors import ParameterError
     from cmr.io import result_format
 
@@ -115,15 +131,7 @@ def run(args) -> int:
     if args.bootstrap < 0:
         raise ParameterError(f"--bootstrap must be >= 0; got {args.bootstrap}")
     profiles = load_dataset(args.profiles, "lag_profile")
-    recall = profiles.attrs.get("profile_kind") == "lag_crp"
-    lags = args.lags
-    if lags is None:  # a recall lag-CRP is undefined at lag 0
-        lags = RECALL_LAGS if recall else PAPER_LAGS
-    elif recall and 0 in lag_window(lags) and _undefined_at_zero(profiles, args.variable):
-        raise ParameterError(
-            f"{args.profiles} is a recall lag-CRP, which is undefined at lag 0 (no transition has lag 0): "
-            "give --lags without 0, e.g. --lags=-5:-1,1:5 (the default)"
-        )
+    lags = fitting_lags(profiles, args.lags, args.variable, args.profiles)
     grid, grid_name = load_grid(args.grid)
     fits = fit_profiles(
         profiles, grid, objective=args.objective, lags=lags,

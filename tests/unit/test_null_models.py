@@ -124,3 +124,24 @@ def test_null_models_doc_example_runs(monkeypatch, capsys):
         exec(compile(block, "docs/null-models.md", "exec"), namespace)  # noqa: S102 - our own documentation
     p_l5h1 = float(capsys.readouterr().out.split()[0])
     assert p_l5h1 == 1 / 51  # GPT-2 L5H1, the study's best head, beats every null profile
+
+
+def test_cli_null_writes_a_table_and_refuses_bad_input(tmp_path, capsys, grid):
+    from cmr.io import save_dataset
+    from icl_cmr.analyses.cli import main
+
+    values = structureless_profiles(6, 11, rng=9)
+    values[0] = grid["profile"].isel(beta_enc=4, beta_rec=5, gamma=1).values * 3 + 1
+    save_dataset(units(values), tmp_path / "heads.nc")
+    save_dataset(grid, tmp_path / "grid.nc")
+    out = tmp_path / "null.csv"
+    assert main(["null", str(tmp_path / "heads.nc"), "--grid", str(tmp_path / "grid.nc"), "--n-null", "19",
+                 "-o", str(out)]) == 0
+    assert "beyond chance" in capsys.readouterr().out
+    import pandas as pd
+
+    table = pd.read_csv(out)
+    assert len(table) == 6 and table.loc[0, "p_value"] == pytest.approx(1 / 20) and table.loc[0, "beyond_chance"] == 1
+    assert main(["null", str(tmp_path / "heads.nc"), "--grid", str(tmp_path / "grid.nc"), "--n-null", "0",
+                 "-o", str(out)]) != 0
+    assert "n_null" in capsys.readouterr().err
