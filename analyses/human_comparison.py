@@ -96,14 +96,18 @@ def main(argv=None) -> int:
     parser.add_argument("--objective", choices=("paper", "lsq"), default="lsq")
     parser.add_argument("-o", "--out", type=Path, help="write the table as markdown here")
     args = parser.parse_args(argv)
-    table = markdown(comparison_table(args.reference, args.objective))
-    if args.out:
+    emit_markdown(markdown(comparison_table(args.reference, args.objective)), args.out)
+    return 0
+
+
+def emit_markdown(table: str, out=None) -> None:
+    """Print a markdown table and, if ``out`` is given, write it there atomically."""
+    if out:
         from cmr.io import atomic_write
 
-        with atomic_write(args.out, suffix=".md") as tmp:
+        with atomic_write(out, suffix=".md") as tmp:
             tmp.write_text(table + "\n")
     print(table)
-    return 0
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from icl_cmr.analyses.human_comparison import markdown
+from icl_cmr.analyses.human_comparison import emit_markdown, markdown
 from icl_cmr.analyses.published_fits import HUMAN_DATA, MODELS
 from icl_cmr.analyses.run_layout import DEFAULT_MODEL, HEAD_LAGS, HUMAN_LAGS
 
@@ -125,13 +125,7 @@ def main(argv=None) -> int:
 
     rows = null_table(args.reference, args.heads, models=args.models, include_smollm2=not args.no_smollm2,
                       n_null=args.n_null, log=lambda text: print(text, file=sys.stderr))
-    table = markdown(pd.DataFrame(rows))
-    if args.out:
-        from cmr.io import atomic_write
-
-        with atomic_write(args.out, suffix=".md") as tmp:
-            tmp.write_text(table + "\n")
-    print(table)
+    emit_markdown(markdown(pd.DataFrame(rows)), args.out)
     return 0
 
 

@@ -45,17 +45,23 @@ Examples:
 """
 
 
-def register(sub):
-    import argparse
-
+def add_profile_fit_options(p, output_metavar: str) -> None:
+    """The input, output, objective, grid and lag options shared by the commands that fit profiles."""
     from icl_cmr.analyses.commands.options import add_lags, add_output
 
-    p = sub.add_parser("fit", help=HELP, description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("profiles", metavar="PROFILES.nc", help="lag-profile netCDF (heads or subjects)")
-    add_output(p, "FITS.nc")
+    add_output(p, output_metavar)
     p.add_argument("--objective", choices=("paper", "lsq"), default="paper", help="fitting objective (default paper)")
     p.add_argument("--grid", metavar="GRID", default=None, help="CMR grid: a lag-profile .nc or the study's .npz")
     add_lags(p, None, "lags to fit (default: -5:5; for recall lag-CRPs -5:-1,1:5)")
+    p.add_argument("--variable", default="profile", help="variable of PROFILES.nc to fit (default profile)")
+
+
+def register(sub):
+    import argparse
+
+    p = sub.add_parser("fit", help=HELP, description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_profile_fit_options(p, "FITS.nc")
     p.add_argument("--no-refine", action="store_true", help="lsq: stay on the grid (no continuous refinement)")
     p.add_argument("--gaussian", choices=("fair", "study", "none"), default="fair",
                    help="Gaussian baseline: fair least squares (default), the study's own procedure, or none")
@@ -66,7 +72,6 @@ def register(sub):
         "--invalid", choices=("raise", "nan"), default="raise",
         help="units with NaN lags or a constant profile: stop with an error (default) or give NaN results",
     )
-    p.add_argument("--variable", default="profile", help="variable of PROFILES.nc to fit (default profile)")
     p.set_defaults(func=run)
 
 

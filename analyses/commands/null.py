@@ -31,18 +31,13 @@ Examples:
 def register(sub):
     import argparse
 
-    from icl_cmr.analyses.commands.options import add_lags, add_output
+    from icl_cmr.analyses.commands.fit import add_profile_fit_options
 
     p = sub.add_parser("null", help=HELP, description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("profiles", metavar="PROFILES.nc", help="lag-profile netCDF (heads or subjects)")
-    add_output(p, "NULL.nc")
-    p.add_argument("--objective", choices=("paper", "lsq"), default="paper", help="fitting objective (default paper)")
-    p.add_argument("--grid", metavar="GRID", default=None, help="CMR grid: a lag-profile .nc or the study's .npz")
-    add_lags(p, None, "lags to fit (default: -5:5; for recall lag-CRPs -5:-1,1:5)")
+    add_profile_fit_options(p, "NULL.nc")
     p.add_argument("--n-null", type=int, default=200, metavar="N", help="null profiles per unit and null (default 200)")
     p.add_argument("--alpha", type=float, default=0.05, help="level of the test and the thresholds (default 0.05)")
     p.add_argument("--seed", type=int, default=0, help="seed of the permutations and the smooth bank (default 0)")
-    p.add_argument("--variable", default="profile", help="variable of PROFILES.nc to fit (default profile)")
     p.set_defaults(func=run)
 
 
