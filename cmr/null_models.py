@@ -13,7 +13,10 @@ fits every unit and two nulls of it with the same procedure:
 The unit's p-value under each null is ``(1 + #{null d <= d}) / (1 + n_null)``; a unit is CMR-like
 beyond chance when both p-values are at most ``alpha`` (an intersection-union test, so the
 combined ``p_value = max(p_permuted, p_smooth)`` is valid). The per-unit calibrated threshold is
-the ``alpha`` quantile of the unit's null distances; see docs/null-models.md.
+the ``alpha`` quantile of the unit's null distances; see docs/null-models.md. With few lags the
+permutation null has little power on a profile whose structure is one value (a single sharp
+peak): about one permutation in ``n_lag`` puts the peak back, so ``p_permuted`` stays near
+``1 / n_lag``; read ``p_smooth`` for such units.
 """
 from __future__ import annotations
 
