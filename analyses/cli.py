@@ -22,6 +22,8 @@ COMMANDS = (
     "heads",
     "grid",
     "fit",
+    "null",
+    "top_heads",
     "export",
     "ablate",
     "train_toy",

@@ -4,7 +4,8 @@
 PEERS and Morton2013 and the top-10% induction heads of each published model through the same
 call (``cmr.profile_fit.fit_profiles``, objective ``lsq``, the study's published grid) and
 prints median and interquartile range of (beta_enc, beta_rec, gamma) next to the published human
-fits listed in data/published_human_cmr_fits.csv.
+fits listed in data/published_human_cmr_fits.csv, with every beta also on the other variant's
+scale (decay-matched, :mod:`cmr.beta_scales`) and the share of fits on the grid's edge.
 """
 from __future__ import annotations
 
@@ -14,17 +15,28 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from cmr.beta_scales import textbook_beta, variant_beta
 from icl_cmr.adapters.published import published_human_fits, reference_dir
 from icl_cmr.analyses.run_layout import HEAD_LAGS, HUMAN_LAGS
 
 MODELS = ("gpt2-small", "pythia-410m-deduped-v0", "qwen-7b", "mistral-7b", "llama3-8b")
 
 
-def _describe(label, params: np.ndarray, distance: np.ndarray) -> dict:
-    q = np.nanpercentile(params, [25, 50, 75], axis=0)
-    row = {"units": label, "n": str(int(np.isfinite(distance).sum())), "median d": float(np.nanmedian(distance))}
+def _quartiles(values) -> str:
+    q = np.nanpercentile(values, [25, 50, 75])
+    return f"{q[1]:.2f} [{q[0]:.2f}, {q[2]:.2f}]"
+
+
+def _describe(label, params: np.ndarray, distance: np.ndarray, edges: np.ndarray) -> dict:
+    """Median [IQR] of the variant's parameters, of beta on the textbook scale, and grid-edge shares."""
+    finite = np.isfinite(distance)
+    row = {"units": label, "n": str(int(finite.sum())), "median d": float(np.nanmedian(distance))}
     for k, name in enumerate(("beta_enc", "beta_rec", "gamma")):
-        row[name] = f"{q[1, k]:.2f} [{q[0, k]:.2f}, {q[2, k]:.2f}]"
+        row[name] = _quartiles(params[:, k])
+    row["beta_enc textbook"] = _quartiles(textbook_beta(params[:, 0], "enc"))
+    row["beta_rec textbook"] = _quartiles(textbook_beta(params[:, 1], "rec"))
+    share = 100 * edges[finite].mean(axis=0)
+    row["on grid edge: beta_enc / beta_rec / gamma"] = f"{share[0]:.0f}% / {share[1]:.0f}% / {share[2]:.0f}%"
     return row
 
 
@@ -42,7 +54,8 @@ def comparison_table(reference: Path | None = None, objective: str = "lsq") -> p
         crp = lag_crp(load_recall_data(source), by="subject")
         fits = fit_profiles(crp, grid, objective=objective, lags=HUMAN_LAGS, invalid="nan")
         params = fits["parameters"].transpose("subject", "parameter").values
-        rows.append(_describe(f"{source} subjects", params, fits["distance"].values))
+        edges = fits["at_grid_edge"].transpose("subject", "parameter").values
+        rows.append(_describe(f"{source} subjects", params, fits["distance"].values, edges))
     for model in MODELS:
         heads = read_published_profiles(reference / "head_profiles.csv.gz", model=model, checkpoint="final")
         fits = fit_profiles(heads, grid, objective=objective, lags=HEAD_LAGS, invalid="nan")
@@ -50,12 +63,16 @@ def comparison_table(reference: Path | None = None, objective: str = "lsq") -> p
         finite = np.isfinite(induction)
         top = finite & (induction >= np.nanpercentile(induction[finite], 90))
         params = fits["parameters"].transpose(..., "parameter").values.reshape(-1, 3)[top]
-        rows.append(_describe(f"{model} top-10% induction heads", params, fits["distance"].values.ravel()[top]))
+        edges = fits["at_grid_edge"].transpose(..., "parameter").values.reshape(-1, 3)[top]
+        rows.append(_describe(f"{model} top-10% induction heads", params, fits["distance"].values.ravel()[top], edges))
     published = published_human_fits()
     for _, p in published.iterrows():
         label = f"published: {p['study']}" + (f" ({p['data']})" if isinstance(p["data"], str) else "")
-        rows.append({"units": label, "n": "-", "median d": np.nan, "beta_enc": f"{p['beta_enc']:.3f}",
-                     "beta_rec": f"{p['beta_rec']:.3f}", "gamma": "-"})
+        # published fits are textbook CMR: shown on both scales (the variant's by the inverse map)
+        rows.append({"units": label, "n": "-", "median d": np.nan,
+                     "beta_enc": f"{variant_beta(p['beta_enc'], 'enc'):.2f}", "beta_rec": f"{variant_beta(p['beta_rec'], 'rec'):.2f}",
+                     "gamma": "-", "beta_enc textbook": f"{p['beta_enc']:.3f}", "beta_rec textbook": f"{p['beta_rec']:.3f}",
+                     "on grid edge: beta_enc / beta_rec / gamma": "-"})
     return pd.DataFrame(rows)
 
 
@@ -79,14 +96,18 @@ def main(argv=None) -> int:
     parser.add_argument("--objective", choices=("paper", "lsq"), default="lsq")
     parser.add_argument("-o", "--out", type=Path, help="write the table as markdown here")
     args = parser.parse_args(argv)
-    table = markdown(comparison_table(args.reference, args.objective))
-    if args.out:
+    emit_markdown(markdown(comparison_table(args.reference, args.objective)), args.out)
+    return 0
+
+
+def emit_markdown(table: str, out=None) -> None:
+    """Print a markdown table and, if ``out`` is given, write it there atomically."""
+    if out:
         from cmr.io import atomic_write
 
-        with atomic_write(args.out, suffix=".md") as tmp:
+        with atomic_write(out, suffix=".md") as tmp:
             tmp.write_text(table + "\n")
     print(table)
-    return 0
 
 
 if __name__ == "__main__":

@@ -99,14 +99,19 @@ def _fits_section(ctx) -> list[str]:
         "d = mean over lags of (fitted - profile)^2 / variance of the profile over lags; heads on "
         "lags -5..+5 (pre-softmax scores), humans on lags -5..-1, +1..+5 (lag-CRP). `paper` = the "
         "study's min/max-matched map on the grid; `lsq` = least-squares affine map, refined. The "
-        "Gaussian baseline a + b exp(-(lag-mu)^2/(2 s^2)) is fitted fairly (started at the peak lag).",
+        "Gaussian baseline a + b exp(-(lag-mu)^2/(2 s^2)) is fitted fairly (started at the peak lag). "
+        f"\"Beyond chance\": p <= 0.05 against both structureless nulls (permuted lags; smooth profiles "
+        f"as rough as the unit), the share to read instead of d < {CMR_LIKE_DISTANCE}; \"null d < "
+        f"{CMR_LIKE_DISTANCE}\": how often the smooth null profiles pass that threshold (docs/null-models.md).",
         "",
-        f"| units | objective | n | median d (CMR) | share d < {CMR_LIKE_DISTANCE} | median d (Gaussian) | Gaussian better (d) | Gaussian better (AIC) |",
-        "|---|---|---:|---:|---:|---:|---:|---:|",
+        f"| units | objective | n | median d (CMR) | share d < {CMR_LIKE_DISTANCE} | beyond chance | null d < {CMR_LIKE_DISTANCE} "
+        "| median d (Gaussian) | Gaussian better (d) | Gaussian better (AIC) |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
 
     def row(label, objective, f):
         return (f"| {label} | {objective} | {f['units']} | {_fmt(f['median_distance'])} | {_fmt(f['share_cmr_like'], 2)} | "
+                f"{_fmt(f.get('share_beyond_chance'), 2)} | {_fmt(f.get('null_share_cmr_like'), 2)} | "
                 f"{_fmt(f.get('gaussian_median_distance'))} | {_fmt(f.get('gaussian_beats_cmr_distance'), 2)} | "
                 f"{_fmt(f.get('gaussian_beats_cmr_aic'), 2)} |")
 

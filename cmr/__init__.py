@@ -48,6 +48,12 @@ from .paper import simulate_paper_recalls as simulate_paper_recalls
 from .profile_fit import ProfileWarning as ProfileWarning
 from .profile_fit import fit_profiles as fit_profiles
 from .profile_fit import information_criteria as information_criteria
+from .null_models import cmr_like_null as cmr_like_null
+from .beta_scales import context_decay as context_decay
+from .beta_scales import textbook_beta as textbook_beta
+from .beta_scales import variant_beta as variant_beta
+from .null_models import profile_roughness as profile_roughness
+from .null_models import structureless_profiles as structureless_profiles
 from .recall_stats import lag_rank as lag_rank
 from .recall_stats import pfr as pfr
 from .recall_stats import pnr as pnr
@@ -137,6 +143,14 @@ __all__ = [
     "fit_profiles",
     "information_criteria",
     "ProfileWarning",
+    # nulls for "CMR-like"
+    "cmr_like_null",
+    "profile_roughness",
+    "structureless_profiles",
+    # one beta scale for both variants (decay-matched)
+    "textbook_beta",
+    "variant_beta",
+    "context_decay",
     # constants
     "CMR_LIKE_DISTANCE",
     "PAPER_LAGS",

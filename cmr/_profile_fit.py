@@ -383,3 +383,57 @@ def fit_gaussians(lags, profiles, sigma_low, sigma_high, n_mu, n_sigma, rel_tol)
         params[u, 3] = np.exp(best_log)
         rss[u] = max(best, 0.0)
     return params, rss
+
+
+def grid_layout(axes):
+    """Concatenated axis values, their starts, sizes and C-order strides (all int64 but the values)."""
+    sizes = np.array([len(a) for a in axes], dtype=np.int64)
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+    strides = np.array([int(np.prod(sizes[i + 1:])) for i in range(len(sizes))], dtype=np.int64)
+    return np.ascontiguousarray(np.concatenate(axes)), starts, sizes, strides
+
+
+def fit_distances(profiles: np.ndarray, grid: np.ndarray, axes, objective: str, refine: bool) -> np.ndarray:
+    """CMR distance of each row of ``profiles`` (n_unit, n_lag), as ``fit_profiles`` computes it.
+
+    Grid search with ``objective``, then (``refine``, ``lsq`` only) the compass search over the
+    grid's multilinear interpolant, never worse than the grid point. Returns shape (n_unit,).
+    """
+    best = best_grid_point(profiles, grid, objective)
+    distance = affine_map(profiles, grid[best], objective)[3]
+    if refine:
+        flat_axes, starts, sizes, strides = grid_layout(axes)
+        points = np.stack([axes[d][idx] for d, idx in enumerate(np.unravel_index(best, tuple(len(a) for a in axes)))],
+                          axis=1)
+        _, refined = refine_lsq(centred_unit_rows(profiles), np.ascontiguousarray(points), flat_axes, starts, sizes,
+                                strides, grid, 1e-3, 2000)
+        distance = np.minimum(distance, refined)
+    return distance
+
+
+def study_gaussian(lags, profile):
+    """The study's Gaussian baseline, as published (Ji-An et al. 2024, ``fit_gaus_kernel.py``).
+
+    Unbounded ``scipy.optimize.curve_fit`` (Levenberg-Marquardt) of
+    ``a + b exp(-(lag - mu)^2 / (2 sigma^2))`` from ``(a, b, mu, sigma) = (0, 1, max value, 1)``:
+    ``mu`` starts at the profile's peak *value* (a score, not a lag). When the fit raises, the
+    baseline is a flat line at the profile's lag-0 value, ``(y0, 0, 0, 1)`` (the study indexes
+    the window's middle, which is lag 0 on -5..+5). Returns ``(params (4,), failed)``.
+    """
+    import warnings
+
+    from scipy.optimize import curve_fit
+
+    lags = np.asarray(lags, dtype=np.float64)
+    middle = int(np.flatnonzero(lags == 0)[0]) if (lags == 0).any() else lags.size // 2
+
+    def curve(x, a, b, mu, sigma):
+        return a + b * np.exp(-((x - mu) ** 2) / (2.0 * sigma**2))
+
+    try:
+        with warnings.catch_warnings():  # the study ran with warnings shown, not raised
+            warnings.simplefilter("ignore")
+            params, _ = curve_fit(curve, lags, profile, p0=[0.0, 1.0, float(profile.max()), 1.0])
+        return np.asarray(params, dtype=np.float64), False
+    except (RuntimeError, ValueError, FloatingPointError, np.linalg.LinAlgError):
+        return np.array([float(profile[middle]), 0.0, 0.0, 1.0]), True

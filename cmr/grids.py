@@ -205,7 +205,10 @@ def paper_teacher_forced_grid(
         N, the number of studied and forced items (default 100, as the heads' prompts).
     floor : float
         Probability floor before the log (the paper's variant gives exact zeros, e.g. all
-        backward lags at beta_rec = 1, gamma = 0); recorded in the attrs.
+        backward lags at beta_rec = 1, gamma = 0); recorded in the attrs. With
+        ``kind="logsupport"`` the variable ``zero_support`` gives, per point and lag, the share
+        of steps where the floor replaced a zero, and ``attrs["n_points_floored"]`` the number
+        of grid points where that happened anywhere in the window.
 
     Returns
     -------
@@ -224,14 +227,19 @@ def paper_teacher_forced_grid(
     if max_lag >= list_length:
         raise ProfileError(f"lags must lie within -(N-1)..N-1 = {1 - list_length}..{list_length - 1}; got {window.tolist()}")
     b_enc, b_rec, g = _mesh(axes)
-    prob, log_prob = paper_tf.teacher_forced_grid(1.0 - b_enc, b_rec, g, int(list_length), max_lag, float(floor))
+    prob, log_prob, zero = paper_tf.teacher_forced_grid(1.0 - b_enc, b_rec, g, int(list_length), max_lag, float(floor))
     index = window + max_lag
-    values = (prob if kind == "prob" else log_prob)[:, index]
+    values = {"profile": (prob if kind == "prob" else log_prob)[:, index]}
+    if kind == "logsupport":  # explicit: where the log met a zero probability and the floor went in instead
+        values["zero_support"] = zero[:, index]
     ds = _dataset(
-        axes, window, {"profile": values}, f"cmr_tf_{kind}", "cmr.paper_teacher_forced_grid",
+        axes, window, values, f"cmr_tf_{kind}", "cmr.paper_teacher_forced_grid",
         list_length=int(list_length), floor=float(floor), teacher_forced=1,
     )
     ds.attrs["floor"] = float(floor)
+    if kind == "logsupport":
+        ds["zero_support"].attrs["long_name"] = "share of steps with probability exactly 0 at this lag (log floored)"
+        ds.attrs["n_points_floored"] = int((zero[:, index] > 0).any(axis=1).sum())
     ds["profile"].attrs["long_name"] = (
         "mean retrieval probability at this lag, recall forced in study order" if kind == "prob"
         else "mean log retrieval probability at this lag, recall forced in study order"
@@ -246,6 +254,7 @@ def textbook_teacher_forced_grid(
     kind: str = "prob",
     lags=None,
     list_length: int = STUDY_LIST_LENGTH,
+    keying: str = "after",
 ) -> xr.Dataset:
     """Teacher-forced lag profiles of textbook CMR  on a grid of any parameters.
 
@@ -263,21 +272,30 @@ def textbook_teacher_forced_grid(
         they become the batch dims, in this order.
     fixed : mapping, optional
         Values of the other parameters (default: cmr.parameters.default_parameters()).
-    kind : {"prob", "logsupport"}
+    kind : {"prob", "logsupport", "support"}
+        ``support``: the mean support ``a = M_cf c`` itself (cymr floors it at 1e-6), the
+        quantity a linear-attention reading maps to the attention score (docs/fitting.md).
     lags : sequence of int, optional
         Default -8..8.
     list_length : int
         N (default 100).
+    keying : {"after", "before"}
+        ``after`` (cymr): item j is stored in M_cf under the context right after it was studied,
+        so the profile peaks at lag 0 or backward. ``before``: under the context before it
+        (prefix matching, as the study's variant and an induction head), so a forced recall of
+        item k cues item k + 1.
 
     Returns
     -------
     xarray.Dataset
         ``lag_profile`` with dims (*grid, lag); attrs ``unit_kind="cmr_parameters"``,
-        ``profile_kind`` ``"cmr_tf_prob"`` or ``"cmr_tf_logsupport"``, ``variant="textbook"``
+        ``profile_kind`` ``"cmr_tf_prob"``, ``"cmr_tf_logsupport"`` or ``"cmr_tf_support"``, ``variant="textbook"``
         in the provenance together with the fixed parameters.
     """
-    if kind not in ("prob", "logsupport"):
-        raise ProfileError(f"kind must be 'prob' or 'logsupport'; got {kind!r}")
+    if kind not in ("prob", "logsupport", "support"):
+        raise ProfileError(f"kind must be 'prob', 'logsupport' or 'support'; got {kind!r}")
+    if keying not in ("after", "before"):
+        raise ParameterError(f"keying must be 'after' (cymr) or 'before' (prefix matching); got {keying!r}")
     list_length = integer(list_length, "list_length", minimum=2)
     if not hasattr(grid, "items") or len(grid) == 0:
         raise ParameterError(f"grid must be a non-empty mapping of CMR parameter names to values; got {grid!r}")
@@ -301,17 +319,20 @@ def textbook_teacher_forced_grid(
         vectors[:, PARAMETER_NAMES.index(name)] = values.ravel()
     if {"Afc", "Dfc"} & set(axes) and (vectors[:, PARAMETER_NAMES.index("Afc")] + vectors[:, PARAMETER_NAMES.index("Dfc")] <= 0).any():
         validate_parameters({"Afc": 0.0, "Dfc": 0.0}, partial=True)  # raises the standard message
-    prob, log_prob = textbook_tf.textbook_teacher_forced_grid(np.ascontiguousarray(vectors), int(list_length), max_lag)
-    values = (prob if kind == "prob" else log_prob)[:, window + max_lag]
+    prob, log_prob, support = textbook_tf.textbook_teacher_forced_grid(
+        np.ascontiguousarray(vectors), int(list_length), max_lag, keying == "before")
+    values = {"prob": prob, "logsupport": log_prob, "support": support}[kind][:, window + max_lag]
     ds = _dataset(
         axes, window, {"profile": values}, f"cmr_tf_{kind}", "cmr.textbook_teacher_forced_grid",
-        variant="textbook", list_length=int(list_length), teacher_forced=1,
+        variant="textbook", list_length=int(list_length), teacher_forced=1, keying=keying,
         fixed={name: base[name] for name in PARAMETER_NAMES if name not in axes},
     )
-    ds["profile"].attrs["long_name"] = (
-        "mean retrieval probability at this lag, recall forced in study order" if kind == "prob"
-        else "mean log retrieval probability (2a/T - log Z) at this lag, recall forced in study order"
-    )
+    ds["profile"].attrs["long_name"] = {
+        "prob": "mean retrieval probability at this lag, recall forced in study order",
+        "logsupport": "mean log retrieval probability (2a/T - log Z) at this lag, recall forced in study order",
+        "support": "mean retrieval support a = M_cf c (floored at 1e-6) at this lag, recall forced in study order",
+    }[kind]
+    ds.attrs["keying"] = keying
     return ds
 
 

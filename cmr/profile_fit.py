@@ -80,9 +80,12 @@ def fit_profiles(
         the multilinear interpolant of the grid, from the best grid point, within the grid's
         bounds. A callable ``profile_fn(**params) -> ndarray (n_lag,)`` (e.g. teacher-forced
         CMR profiles over ``lags``) is refined instead with bounded scipy Powell.
-    gaussian : bool
-        Also fit ``a + b exp(-(lag-mu)^2/(2 sigma^2))`` (``b >= 0``, ``mu`` in the window,
-        ``0.1 <= sigma <= 2 * width``; see docs/fitting.md).
+    gaussian : bool or {"fair", "study"}
+        Also fit ``a + b exp(-(lag-mu)^2/(2 sigma^2))``. ``True``/``"fair"`` (the default): least
+        squares with ``b >= 0``, ``mu`` in the window, ``0.1 <= sigma <= 2 * width`` from many
+        starts; ``"study"``: the study's own procedure (unbounded ``curve_fit`` with ``mu``
+        started at the peak *value*, a flat line at the lag-0 value when it fails), to reproduce
+        its numbers only. See docs/fitting.md.
     n_bootstrap, rng, ci : int, int or Generator, float
         If ``n_bootstrap > 0``, percentile intervals (level ``ci``) of distance, gain and grid
         parameters from refits of ``profile + sem * z`` (``z`` standard normal per lag, drawn
@@ -110,6 +113,7 @@ def fit_profiles(
         raise ParameterError(f"objective must be 'paper' or 'lsq'; got {objective!r}")
     if invalid not in ("raise", "nan"):
         raise ParameterError(f"invalid must be 'raise' or 'nan'; got {invalid!r}")
+    gaussian = _gaussian_procedure(gaussian)
     if refine is None:
         refine = objective == "lsq"
     if refine is not False and objective == "paper":
@@ -118,11 +122,11 @@ def fit_profiles(
         raise ParameterError(f"ci must be in (0, 1); got {ci!r}")
     if int(n_bootstrap) < 0:
         raise ParameterError(f"n_bootstrap must be >= 0; got {n_bootstrap!r}")
-    window = _check_window(lags)
+    window = fit_window(lags)
     seed = seed_of(rng)
-    values = _profiles_window(profiles, variable, window)
-    param_dims, axes, grid_rows = _grid_window(grid, window, renormalize)
-    renormalized = bool(_wants_renormalize(grid, renormalize))
+    values = profiles_window(profiles, variable, window)
+    param_dims, axes, grid_rows = grid_window(grid, window, renormalize)
+    renormalized = bool(wants_renormalize(grid, renormalize))
 
     inputs = [values]
     n_bootstrap = int(n_bootstrap)
@@ -157,7 +161,18 @@ def fit_profiles(
 # --- validation -------------------------------------------------------------------------------
 
 
-def _check_window(lags) -> tuple:
+def _gaussian_procedure(gaussian):
+    """``False`` (no baseline), ``"fair"`` (default) or ``"study"``; True means ``"fair"``."""
+    if gaussian is True or gaussian == "fair":
+        return "fair"
+    if gaussian is False or gaussian is None:
+        return False
+    if gaussian == "study":
+        return "study"
+    raise ParameterError(f"gaussian must be True, False, 'fair' or 'study'; got {gaussian!r}")
+
+
+def fit_window(lags) -> tuple:
     window = lag_window(lags)
     if window.size < 3:
         raise ProfileError(f"a fit needs at least 3 lags; got {window.tolist()}")
@@ -169,7 +184,7 @@ def _missing_lags(ds, window):
     return [lag for lag in window if lag not in have]
 
 
-def _profiles_window(profiles, variable, window) -> xr.DataArray:
+def profiles_window(profiles, variable, window) -> xr.DataArray:
     validate(profiles, "lag_profile")
     if variable not in profiles:
         raise SchemaError(f"profiles have no variable {variable!r}; variables: {', '.join(map(str, profiles.data_vars))}")
@@ -185,7 +200,7 @@ def _profiles_window(profiles, variable, window) -> xr.DataArray:
     return values
 
 
-def _wants_renormalize(grid, renormalize) -> bool:
+def wants_renormalize(grid, renormalize) -> bool:
     if renormalize == "auto":
         return grid.attrs.get("profile_kind") in PROBABILITY_KINDS
     if isinstance(renormalize, (bool, np.bool_)):
@@ -193,7 +208,7 @@ def _wants_renormalize(grid, renormalize) -> bool:
     raise ParameterError(f"renormalize must be 'auto', True or False; got {renormalize!r}")
 
 
-def _grid_window(grid, window, renormalize):
+def grid_window(grid, window, renormalize):
     """Validate the grid; return parameter dims, (values per dim) and rows (n_point, n_lag)."""
     validate(grid, "lag_profile")
     if grid.attrs.get("unit_kind") != "cmr_parameters":
@@ -218,7 +233,7 @@ def _grid_window(grid, window, renormalize):
     cube = np.asarray(ordered.values, dtype=np.float64)
     if not np.isfinite(cube).all():
         raise ProfileError("the CMR grid has NaN or infinite values inside the fitting window")
-    if _wants_renormalize(grid, renormalize):
+    if wants_renormalize(grid, renormalize):
         total = cube.sum(axis=-1, keepdims=True)
         if not (total > 0).any():
             raise ProfileError("cannot renormalise the CMR grid: every profile sums to <= 0 over the window")
@@ -239,6 +254,7 @@ class _Layout:
         n_dim = len(param_dims)
         names = ["distance", "gain", "offset", "grid_distance", "rss", "gaussian_distance", "gaussian_rss"]
         names += [f"parameter:{d}" for d in param_dims] + [f"grid_parameter:{d}" for d in param_dims]
+        names += [f"edge:{d}" for d in param_dims]
         names += [f"gaussian:{p}" for p in GAUSSIAN_PARAMETERS]
         if bootstrap:
             for bound in ("lower", "upper"):
@@ -280,13 +296,6 @@ def _fit_block(values, *rest, lags, grid_rows, axes, objective, refine, gaussian
     return fields.reshape(*shape, layout.n_fields), curves.reshape(*shape, 2, n_lag)
 
 
-def _grid_layout(axes):
-    sizes = np.array([len(a) for a in axes], dtype=np.int64)
-    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
-    strides = np.array([int(np.prod(sizes[i + 1:])) for i in range(len(sizes))], dtype=np.int64)
-    return np.ascontiguousarray(np.concatenate(axes)), starts, sizes, strides
-
-
 def _grid_points(best, axes):
     idx = np.unravel_index(best, tuple(len(a) for a in axes))
     return np.stack([axes[d][idx[d]] for d in range(len(axes))], axis=1)
@@ -317,10 +326,13 @@ def _fit_units(y, sem, rows, fields, curves, lags, grid_rows, axes, objective, r
     fields[rows, ix["rss"]] = distance * n_lag * y.var(axis=1)
     for d, dim in enumerate(layout.param_dims):
         fields[rows, ix[f"parameter:{dim}"]] = points[:, d]
+        tolerance = 1e-9 * max(axes[d][-1] - axes[d][0], 1.0)  # on the grid's lowest or highest value
+        fields[rows, ix[f"edge:{dim}"]] = (points[:, d] <= axes[d][0] + tolerance) | (points[:, d] >= axes[d][-1] - tolerance)
     curves[rows, 0] = fitted
     if gaussian:
-        g_params, g_dist = _gaussian_baseline(lags, y)
-        curves[rows, 1] = np.stack([kernels.gaussian_curve(lags, p) for p in g_params])
+        g_params, g_dist = (_study_gaussian if gaussian == "study" else _gaussian_baseline)(lags, y)
+        with np.errstate(over="ignore", invalid="ignore"):  # the study's unbounded fits can overflow
+            curves[rows, 1] = np.stack([kernels.gaussian_curve(lags, p) for p in g_params])
         for i, name in enumerate(GAUSSIAN_PARAMETERS):
             fields[rows, ix[f"gaussian:{name}"]] = g_params[:, i]
         fields[rows, ix["gaussian_distance"]] = g_dist
@@ -347,8 +359,16 @@ def _gaussian_baseline(lags, y):
     return params, distance
 
 
+def _study_gaussian(lags, y):
+    """The study's Gaussian procedure, unit by unit (see :func:`kernels.study_gaussian`)."""
+    params = np.stack([kernels.study_gaussian(lags, row)[0] for row in y])
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        distance = kernels.cmr_distance(np.stack([kernels.gaussian_curve(lags, p) for p in params]), y)
+    return params, distance
+
+
 def _refine(y, grid_points, grid_rows, axes, refine, param_dims):
-    flat_axes, starts, sizes, strides = _grid_layout(axes)
+    flat_axes, starts, sizes, strides = kernels.grid_layout(axes)
     if refine is True:
         unit_rows = kernels.centred_unit_rows(y)
         points, _ = kernels.refine_lsq(unit_rows, np.ascontiguousarray(grid_points), flat_axes, starts, sizes,
@@ -424,6 +444,7 @@ def _assemble(values, fields, curves, layout, window, grid, objective, refine, g
     out["inverse_temperature"] = field("gain")
     out["parameters"] = stack("parameter", layout.param_dims, "parameter")
     out["grid_parameters"] = stack("grid_parameter", layout.param_dims, "parameter")
+    out["at_grid_edge"] = stack("edge", layout.param_dims, "parameter").fillna(0).astype(np.int64)
     n_cmr = layout.n_dim + 2
     out["aic"], out["bic"] = _criteria(out["rss"], n_lag, n_cmr)
     if gaussian:
@@ -441,13 +462,15 @@ def _assemble(values, fields, curves, layout, window, grid, objective, refine, g
     _describe(out, objective)
     refine_name = "none" if refine is False else ("grid_interpolation" if refine is True else "generator")
     info = dict(objective=objective, lags=list(window), refine=refine_name, gaussian=int(bool(gaussian)),
+                gaussian_procedure=gaussian or "none",
                 n_bootstrap=n_bootstrap, seed=int(seed), ci=float(ci), grid_renormalized=int(renormalized),
                 grid_provenance=grid.attrs.get("provenance", ""), profiles_provenance=profiles.attrs.get("provenance", ""))
     out.attrs.update(provenance_attrs("profile_fit", "cmr.fit_profiles", **info))
     out.attrs.update(
         objective=objective, refine=refine_name, profile_kind=str(profiles.attrs.get("profile_kind", "")),
         grid_profile_kind=str(grid.attrs.get("profile_kind", "")), grid_renormalized=int(renormalized),
-        n_parameters_cmr=int(n_cmr), n_parameters_gaussian=N_PARAMETERS_GAUSSIAN if gaussian else 0,
+        gaussian_procedure=gaussian or "none", n_parameters_cmr=int(n_cmr),
+        n_parameters_gaussian=N_PARAMETERS_GAUSSIAN if gaussian else 0,
         unit_dims=" ".join(d for d in values.dims if d != "lag"),
     )
     if "unit_kind" in profiles.attrs:
@@ -472,6 +495,7 @@ _DESCRIPTIONS = {
     "rss": "residual sum of squares of the CMR fit",
     "parameters": "fitted CMR parameters",
     "grid_parameters": "best grid point",
+    "at_grid_edge": "1 where the fitted parameter is on the edge of the grid (the fit may want a value beyond it)",
     "aic": "AIC = n ln(RSS/n) + 2k of the CMR fit (k = n_parameters_cmr)",
     "bic": "BIC = n ln(RSS/n) + k ln(n) of the CMR fit",
     "gaussian_fitted": "Gaussian baseline a + b exp(-(lag-mu)^2/(2 sigma^2))",

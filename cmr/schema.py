@@ -26,6 +26,7 @@ __all__ = [
     "validate_events",
     "validate_lag_profile",
     "validate_profile_fit",
+    "validate_profile_null",
     "validate_recall_stat",
     "validate_recall_fit",
     "validate_recall_cv",
@@ -255,8 +256,18 @@ def validate_cmr_states(ds: xr.Dataset) -> None:
     require_dims(ds["support"], ["trial", "event", "study_position"], kind, "support")
 
 
+def validate_profile_null(ds: xr.Dataset) -> None:
+    """Check a profile_null dataset (nulls of the CMR distance; docs/schema.md)."""
+    kind = "profile_null"
+    require_variables(ds, ["distance", "p_permuted", "p_smooth", "p_value", "threshold", "beyond_chance"], kind)
+    for name in ("alpha", "n_null", "objective"):
+        if name not in ds.attrs:
+            raise SchemaError(f"profile_null dataset needs attr {name!r}")
+
+
 _VALIDATORS = {
     "events": validate_events,
+    "profile_null": validate_profile_null,
     "recall_cv": validate_recall_cv,
     "model_comparison": validate_model_comparison,
     "predictive_check": validate_predictive_check,

@@ -25,6 +25,9 @@ Objectives:
 
 Next to CMR, a Gaussian bump a + b exp(-(lag-mu)^2 / (2 sigma^2)) is fitted fairly as a
 baseline; both get AIC and BIC (CMR: 3 parameters + gain and offset; Gaussian: 4).
+--gaussian study runs the study's own procedure instead (mu started at the peak value, a flat
+line when the fit fails), which makes the Gaussian look far worse; use it only to reproduce
+the study's numbers (icl-cmr top-heads puts both side by side).
 
 The grid: --grid GRID.nc (from icl-cmr grid) or the study's cmr_crp_grid.npz; by default the
 published grid if it is found (ICL_CMR_REFERENCE or ../shared/reference next to the project),
@@ -42,26 +45,33 @@ Examples:
 """
 
 
-def register(sub):
-    import argparse
-
+def add_profile_fit_options(p, output_metavar: str) -> None:
+    """The input, output, objective, grid and lag options shared by the commands that fit profiles."""
     from icl_cmr.analyses.commands.options import add_lags, add_output
 
-    p = sub.add_parser("fit", help=HELP, description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("profiles", metavar="PROFILES.nc", help="lag-profile netCDF (heads or subjects)")
-    add_output(p, "FITS.nc")
+    add_output(p, output_metavar)
     p.add_argument("--objective", choices=("paper", "lsq"), default="paper", help="fitting objective (default paper)")
     p.add_argument("--grid", metavar="GRID", default=None, help="CMR grid: a lag-profile .nc or the study's .npz")
     add_lags(p, None, "lags to fit (default: -5:5; for recall lag-CRPs -5:-1,1:5)")
+    p.add_argument("--variable", default="profile", help="variable of PROFILES.nc to fit (default profile)")
+
+
+def register(sub):
+    import argparse
+
+    p = sub.add_parser("fit", help=HELP, description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_profile_fit_options(p, "FITS.nc")
     p.add_argument("--no-refine", action="store_true", help="lsq: stay on the grid (no continuous refinement)")
-    p.add_argument("--no-gaussian", action="store_true", help="skip the Gaussian baseline")
+    p.add_argument("--gaussian", choices=("fair", "study", "none"), default="fair",
+                   help="Gaussian baseline: fair least squares (default), the study's own procedure, or none")
+    p.add_argument("--no-gaussian", action="store_true", help="skip the Gaussian baseline (as --gaussian none)")
     p.add_argument("--bootstrap", type=int, default=0, metavar="N", help="bootstrap intervals from the SEMs (N draws)")
     p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap draws (default 0)")
     p.add_argument(
         "--invalid", choices=("raise", "nan"), default="raise",
         help="units with NaN lags or a constant profile: stop with an error (default) or give NaN results",
     )
-    p.add_argument("--variable", default="profile", help="variable of PROFILES.nc to fit (default profile)")
     p.set_defaults(func=run)
 
 
@@ -101,8 +111,24 @@ def _undefined_at_zero(profiles, variable: str) -> bool:
     return bool(profiles[variable].sel(lag=0).isnull().all())
 
 
+def fitting_lags(profiles, lags, variable: str, name):
+    """``--lags``, or the default window: -5..5 for heads, -5..-1, 1..5 for recall lag-CRPs (undefined at 0)."""
+    from cmr import PAPER_LAGS, RECALL_LAGS, lag_window
+    from cmr.errors import ParameterError
+
+    recall = profiles.attrs.get("profile_kind") == "lag_crp"
+    if lags is None:
+        return RECALL_LAGS if recall else PAPER_LAGS
+    if recall and 0 in lag_window(lags) and _undefined_at_zero(profiles, variable):
+        raise ParameterError(
+            f"{name} is a recall lag-CRP, which is undefined at lag 0 (no transition has lag 0): "
+            "give --lags without 0, e.g. --lags=-5:-1,1:5 (the default)"
+        )
+    return lags
+
+
 def run(args) -> int:
-    from cmr import CMR_LIKE_DISTANCE, PAPER_LAGS, RECALL_LAGS, fit_profiles, lag_window, load_dataset, write_result
+    from cmr import CMR_LIKE_DISTANCE, fit_profiles, load_dataset, write_result
     from cmr.errors import ParameterError
     from cmr.io import result_format
 
@@ -110,20 +136,12 @@ def run(args) -> int:
     if args.bootstrap < 0:
         raise ParameterError(f"--bootstrap must be >= 0; got {args.bootstrap}")
     profiles = load_dataset(args.profiles, "lag_profile")
-    recall = profiles.attrs.get("profile_kind") == "lag_crp"
-    lags = args.lags
-    if lags is None:  # a recall lag-CRP is undefined at lag 0
-        lags = RECALL_LAGS if recall else PAPER_LAGS
-    elif recall and 0 in lag_window(lags) and _undefined_at_zero(profiles, args.variable):
-        raise ParameterError(
-            f"{args.profiles} is a recall lag-CRP, which is undefined at lag 0 (no transition has lag 0): "
-            "give --lags without 0, e.g. --lags=-5:-1,1:5 (the default)"
-        )
+    lags = fitting_lags(profiles, args.lags, args.variable, args.profiles)
     grid, grid_name = load_grid(args.grid)
     fits = fit_profiles(
         profiles, grid, objective=args.objective, lags=lags,
         refine=False if args.no_refine or args.objective == "paper" else None,
-        gaussian=not args.no_gaussian, n_bootstrap=args.bootstrap, rng=args.seed,
+        gaussian=False if args.no_gaussian or args.gaussian == "none" else args.gaussian, n_bootstrap=args.bootstrap, rng=args.seed,
         invalid=args.invalid, variable=args.variable,
     )
     path = write_result(fits, args.output)
@@ -134,6 +152,6 @@ def run(args) -> int:
             f"median CMR distance {float(distance.median()):.3f}, {100 * below:.0f}% below {CMR_LIKE_DISTANCE}")
     if "gaussian_aic" in fits:
         wins = int((fits["gaussian_aic"] < fits["aic"]).sum())
-        line += f"; Gaussian baseline better by AIC on {wins}"
+        line += f"; Gaussian baseline ({fits.attrs['gaussian_procedure']}) better by AIC on {wins}"
     print(line)
     return 0

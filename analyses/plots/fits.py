@@ -30,9 +30,10 @@ def parameters_heads_vs_humans(head_fits, human_fits, top_heads, published=None,
     """Fitted (beta_enc, beta_rec) of chosen heads, of human subjects and of published human fits.
 
     Heads and subjects are fitted by the same call on the same grid (:func:`cmr.fit_profiles`),
-    so their parameters share one scale. The published values come from fits of textbook CMR to
-    whole recall sequences, whose context drift differs (docs/fitting.md): read them as a rough
-    reference, not on the same scale.
+    so their parameters share one scale. The published values are fits of textbook CMR to whole
+    recall sequences; they are drawn on the study's variant's scale, matched on context decay
+    (:func:`cmr.variant_beta`, docs/fitting.md). The method still differs (likelihood of recall
+    sequences against a lag profile), so read them as a reference.
 
     Parameters
     ----------
@@ -77,8 +78,12 @@ def parameters_heads_vs_humans(head_fits, human_fits, top_heads, published=None,
                    s=22, marker="^", color=PALETTE[0], zorder=2,
                    label=f"{'top CMR-like ' if _is_count(top_heads) else ''}heads ({len(chosen)})")
         if len(published):
-            ax.scatter(published["beta_enc"], published["beta_rec"], s=45, marker="*", color=PALETTE[1],
-                       edgecolors="k", linewidths=0.3, label=f"published fits ({len(published)})", zorder=3)
+            from cmr.beta_scales import variant_beta
+
+            ax.scatter(variant_beta(published["beta_enc"].to_numpy(dtype=float), "enc"),
+                       variant_beta(published["beta_rec"].to_numpy(dtype=float), "rec"), s=45, marker="*",
+                       color=PALETTE[1], edgecolors="k", linewidths=0.3,
+                       label=f"published fits, decay-matched ({len(published)})", zorder=3)
         ax.set_xlabel(r"$\beta_{enc}$ (context drift at encoding)")
         ax.set_ylabel(r"$\beta_{rec}$ (context drift at retrieval)")
         ax.set_xlim(-0.02, 1.02)

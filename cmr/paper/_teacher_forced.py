@@ -10,7 +10,7 @@ from numba import njit, prange
 
 
 @njit(cache=True, nogil=True)
-def _teacher_forced_one_point(a, beta_rec, gamma, n_items, max_lag, floor, t, support, prob, log_prob):
+def _teacher_forced_one_point(a, beta_rec, gamma, n_items, max_lag, floor, t, support, prob, log_prob, zero):
     """Teacher-forced lag profile of one parameter point.
 
     The context starts one-hot at item 0 (the study's start-state convention); at step k
@@ -19,7 +19,8 @@ def _teacher_forced_one_point(a, beta_rec, gamma, n_items, max_lag, floor, t, su
     ``F = M^T t`` over the studied items is normalised to probabilities P_k; the profile is
     the mean over steps of P_k(k + lag), and of log(max(P_k, floor)), over the steps where
     item k + lag exists. Steps with no support on any studied item are skipped.
-    Writes ``prob`` and ``log_prob`` (2*max_lag+1,).
+    Writes ``prob``, ``log_prob`` and ``zero`` (2*max_lag+1,): ``zero`` is the share of the
+    steps at which the probability at that lag is exactly 0 (where the floor enters the log).
     """
     n_lags = 2 * max_lag + 1
     for i in range(n_items):
@@ -30,6 +31,7 @@ def _teacher_forced_one_point(a, beta_rec, gamma, n_items, max_lag, floor, t, su
     for k in range(n_lags):
         prob[k] = 0.0
         log_prob[k] = 0.0
+        zero[k] = 0.0
     for step in range(n_items):
         if step > 0:
             norm_in = np.sqrt((1.0 - gamma) ** 2 + gamma * gamma * back_sq)
@@ -61,14 +63,18 @@ def _teacher_forced_one_point(a, beta_rec, gamma, n_items, max_lag, floor, t, su
                 p = support[j] / total
                 prob[k] += p
                 log_prob[k] += np.log(max(p, floor))
+                if p <= 0.0:
+                    zero[k] += 1.0
                 n_used[k] += 1.0
     for k in range(n_lags):
         if n_used[k] > 0:
             prob[k] /= n_used[k]
             log_prob[k] /= n_used[k]
+            zero[k] /= n_used[k]
         else:
             prob[k] = np.nan
             log_prob[k] = np.nan
+            zero[k] = np.nan
 
 
 @njit(cache=True, nogil=True, parallel=True)
@@ -82,14 +88,17 @@ def teacher_forced_grid(a, beta_rec, gamma, n_items, max_lag, floor):
 
     Returns
     -------
-    prob, log_prob : float64 (n_points, 2*max_lag+1)
+    prob, log_prob, zero : float64 (n_points, 2*max_lag+1)
+        ``zero``: share of steps with probability exactly 0 at that lag (floored in ``log_prob``).
     """
     n_points = a.shape[0]
     n_lags = 2 * max_lag + 1
     prob = np.empty((n_points, n_lags))
     log_prob = np.empty((n_points, n_lags))
+    zero = np.empty((n_points, n_lags))
     for p in prange(n_points):
         t = np.empty(n_items)
         support = np.empty(n_items)
-        _teacher_forced_one_point(a[p], beta_rec[p], gamma[p], n_items, max_lag, floor, t, support, prob[p], log_prob[p])
-    return prob, log_prob
+        _teacher_forced_one_point(a[p], beta_rec[p], gamma[p], n_items, max_lag, floor, t, support, prob[p],
+                                  log_prob[p], zero[p])
+    return prob, log_prob, zero

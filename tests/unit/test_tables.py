@@ -108,7 +108,10 @@ def test_a_profile_fit_names_its_parameters_and_baseline_columns(fits, crp):
     # stable order: unit first, then the dataset's variables in their order
     order = [name for name in fit.data_vars if name in table.columns]
     assert [c for c in table.columns if c in order] == order
-    assert all(table[c].dtype == np.float64 for c in table.columns[1:])
+    flags = [c for c in table.columns if c.startswith("at_grid_edge_")]
+    assert flags == ["at_grid_edge_beta_enc", "at_grid_edge_beta_rec", "at_grid_edge_gamma"]
+    assert all(table[c].dtype == np.int64 for c in flags)  # 0/1 flags stay integers
+    assert all(table[c].dtype == np.float64 for c in table.columns[1:] if c not in flags)
 
 
 def test_bootstrap_intervals_get_one_column_per_bound(crp, grid):

@@ -1,0 +1,133 @@
+"""Share of units that are CMR-like beyond chance, per model and per human data set.
+
+Reproduces the tables of docs/null-models.md:
+
+    .venv/bin/python -m icl_cmr.analyses.null_shares [--reference DIR] [--heads SMOL.nc] [-o TABLE.md]
+
+Every unit goes through :func:`cmr.null_models.cmr_like_null` (the study's published grid,
+objectives ``paper`` and ``lsq``, 200 permuted-lag and 200 roughness-matched structureless null
+profiles per unit, alpha 0.05): the published heads of every model at its final checkpoint
+(window -5..+5), the heads of the embedded SmolLM2-135M (extracted here with the default prompt
+settings, or read from ``--heads``) and the subjects of PEERS and Morton2013 (lag-CRPs, lags
+-5..-1, 1..5). Also the share that survives a Benjamini-Hochberg correction across the units of
+a row (false discovery rate 0.05).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from icl_cmr.analyses.human_comparison import emit_markdown, markdown
+from icl_cmr.analyses.published_fits import HUMAN_DATA, MODELS
+from icl_cmr.analyses.run_layout import DEFAULT_MODEL, HEAD_LAGS, HUMAN_LAGS
+
+N_NULL = 200
+ALPHA = 0.05
+
+
+def benjamini_hochberg(p_values, q: float = ALPHA) -> np.ndarray:
+    """Boolean mask of the p-values rejected by the Benjamini-Hochberg step-up rule at level ``q``."""
+    p = np.asarray(p_values, dtype=np.float64)
+    order = np.argsort(p)
+    ranked = p[order]
+    below = ranked <= q * np.arange(1, p.size + 1) / p.size
+    keep = np.zeros(p.size, dtype=bool)
+    if below.any():
+        keep[order[: np.flatnonzero(below).max() + 1]] = True
+    return keep
+
+
+def summarise(label: str, null, top=None) -> dict:
+    """One table row: shares of a ``profile_null`` dataset's units (``top``: mask of top-10% induction heads)."""
+    p = null["p_value"].values.ravel()
+    finite = np.isfinite(p)
+    d = null["distance"].values.ravel()[finite]
+    p = p[finite]
+    row = {
+        "units": label,
+        "objective": null.attrs["objective"],
+        "n": str(int(finite.sum())),
+        "d < 0.5": f"{100 * np.mean(d < 0.5):.0f}%",
+        "null d < 0.5 (permuted / smooth)": (f"{100 * null.attrs['null_share_cmr_like_permuted']:.0f}% / "
+                                             f"{100 * null.attrs['null_share_cmr_like_smooth']:.0f}%"),
+        "calibrated threshold": f"{null.attrs['calibrated_threshold']:.3f}",
+        "beyond chance (p <= 0.05)": f"{100 * np.mean(p <= ALPHA):.0f}%",
+        "after BH (FDR 0.05)": f"{100 * np.mean(benjamini_hochberg(p)):.0f}%",
+    }
+    if top is not None:
+        top = np.asarray(top).ravel()[finite]
+        row["top-10% induction heads beyond chance"] = f"{int(np.sum(p[top] <= ALPHA))} of {int(top.sum())}"
+    else:
+        row["top-10% induction heads beyond chance"] = "-"
+    return row
+
+
+def _top_decile(heads):
+    if "induction_score" not in heads:
+        return None
+    induction = heads["induction_score"].values.ravel()
+    return np.isfinite(induction) & (induction >= np.nanquantile(induction, 0.9))
+
+
+def smollm2_heads(path=None):
+    """The embedded model's head profiles: read from ``path``, else extracted with the default prompts."""
+    from cmr.io import load_dataset
+
+    if path is not None:
+        return load_dataset(path)
+    from icl_cmr.adapters.transformer_lens import extract_heads, load_model
+
+    return extract_heads(load_model(DEFAULT_MODEL))
+
+
+def null_table(reference=None, heads_path=None, objectives=("paper", "lsq"), models=MODELS, humans=HUMAN_DATA,
+               include_smollm2=True, n_null=N_NULL, log=None):
+    """Rows of the shares table (list of dicts) over published models, SmolLM2 and human data sets."""
+    from icl_cmr.adapters.published import read_published_profiles, reference_dir
+    from icl_cmr.adapters.published_grid import load_published_grid
+    from icl_cmr.adapters.recall_data import load_recall_data
+    from cmr.crp import lag_crp
+    from cmr.null_models import cmr_like_null
+
+    reference = reference_dir() if reference is None else Path(reference)
+    grid = load_published_grid(reference / "cmr_crp_grid.npz")
+    sources = [(f"{m} heads", lambda m=m: read_published_profiles(reference / "head_profiles.csv.gz", model=m,
+                                                                    checkpoint="final"), HEAD_LAGS) for m in models]
+    if include_smollm2:
+        sources.append((f"{DEFAULT_MODEL} heads", lambda: smollm2_heads(heads_path), HEAD_LAGS))
+    sources += [(f"{s} subjects", lambda s=s: lag_crp(load_recall_data(s), by="subject"), HUMAN_LAGS) for s in humans]
+    rows = []
+    for label, load, lags in sources:
+        units = load()
+        for objective in objectives:
+            start = time.perf_counter()
+            null = cmr_like_null(units, grid, objective=objective, lags=lags, n_null=n_null, rng=0)
+            rows.append(summarise(label, null, _top_decile(units)))
+            if log is not None:
+                log(f"{label} {objective}: {null.attrs['n_units']} units in {time.perf_counter() - start:.1f} s")
+    return rows
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--reference", type=Path, default=None, help="folder with the study's published files")
+    parser.add_argument("--heads", type=Path, default=None, help="SmolLM2 head profiles (.nc) instead of extracting")
+    parser.add_argument("--no-smollm2", action="store_true", help="skip the embedded model")
+    parser.add_argument("--models", nargs="*", default=list(MODELS), help="published models (default all)")
+    parser.add_argument("--n-null", type=int, default=N_NULL, help=f"null profiles per unit and null (default {N_NULL})")
+    parser.add_argument("-o", "--out", type=Path, help="write the markdown table here")
+    args = parser.parse_args(argv)
+    import pandas as pd
+
+    rows = null_table(args.reference, args.heads, models=args.models, include_smollm2=not args.no_smollm2,
+                      n_null=args.n_null, log=lambda text: print(text, file=sys.stderr))
+    emit_markdown(markdown(pd.DataFrame(rows)), args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,231 @@
+"""Nulls for "CMR-like": how low a CMR distance do profiles without temporal structure reach?
+
+The CMR distance ``d = mean_lag((fitted - y)^2) / var_lag(y)`` divides by the unit's own
+variance, so any profile can score low: structureless random walks pass the study's threshold
+``d < 0.5`` (:data:`cmr.constants.CMR_LIKE_DISTANCE`) a third of the time. :func:`cmr_like_null`
+fits every unit and two nulls of it with the same procedure:
+
+- **permuted**: the unit's own values with the lags shuffled (same values, no temporal order);
+- **smooth**: structureless stationary AR(1) profiles ``x_t = phi x_(t-1) + e_t`` (``phi``
+  uniform on [-0.9, 0.99], from anti-correlated through white noise to near random walks), of
+  which the ``n_null`` closest to the unit in roughness (:func:`profile_roughness`) are used.
+
+The unit's p-value under each null is ``(1 + #{null d <= d}) / (1 + n_null)``; a unit is CMR-like
+beyond chance when both p-values are at most ``alpha`` (an intersection-union test, so the
+combined ``p_value = max(p_permuted, p_smooth)`` is valid). The per-unit calibrated threshold is
+the ``alpha`` quantile of the unit's null distances; see docs/null-models.md. With few lags the
+permutation null has little power on a profile whose structure is one value (a single sharp
+peak): about one permutation in ``n_lag`` puts the peak back, so ``p_permuted`` stays near
+``1 / n_lag``; read ``p_smooth`` for such units.
+"""
+from __future__ import annotations
+
+import numpy as np
+import xarray as xr
+
+from . import _profile_fit as kernels
+from ._checks import as_generator, integer, probability, seed_of
+from .constants import CMR_LIKE_DISTANCE, PAPER_LAGS
+from .errors import ParameterError
+from .profile_fit import fit_window, grid_window, profiles_window, wants_renormalize
+from .schema import batch_dims, provenance_attrs, validate
+
+__all__ = ["cmr_like_null", "structureless_profiles", "profile_roughness", "SMOOTH_PHI_RANGE"]
+
+#: range of the AR(1) coefficient of the smooth structureless profiles
+SMOOTH_PHI_RANGE = (-0.9, 0.99)
+
+
+def profile_roughness(values) -> np.ndarray:
+    """Roughness ``sum_t (y_(t+1) - y_t)^2 / sum_t (y_t - mean y)^2`` along the last axis.
+
+    Invariant to offset and scale, so it is as blind to amplitude as the CMR distance: about 2
+    for white noise, near 0 for a random walk, up to about 4 for an alternating profile; a single
+    sharp peak (a strong induction head) scores about 2. Constant rows give NaN.
+    """
+    values = np.asarray(values, dtype=np.float64)
+    centred = values - values.mean(axis=-1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (np.diff(values, axis=-1) ** 2).sum(axis=-1) / (centred**2).sum(axis=-1)
+
+
+def structureless_profiles(n_profile: int, n_lag: int, rng=0, phi_range=SMOOTH_PHI_RANGE) -> np.ndarray:
+    """Stationary AR(1) profiles with a random coefficient each: no lag is special.
+
+    ``x_0 ~ N(0, 1 / (1 - phi^2))``, ``x_t = phi x_(t-1) + e_t`` with ``e_t ~ N(0, 1)`` and
+    ``phi ~ U(phi_range)`` per profile. Stationary and time-reversible, so forward and backward
+    lags are exchangeable in distribution. Returns shape (n_profile, n_lag).
+    """
+    n_profile = integer(n_profile, "n_profile")
+    n_lag = integer(n_lag, "n_lag", minimum=2)
+    low, high = (float(v) for v in phi_range)
+    if not (-1.0 < low <= high < 1.0):
+        raise ParameterError(f"phi_range must lie inside (-1, 1) with low <= high; got {phi_range!r}")
+    generator = as_generator(rng)
+    phi = generator.uniform(low, high, size=n_profile)
+    noise = generator.standard_normal((n_profile, n_lag))
+    out = np.empty((n_profile, n_lag))
+    out[:, 0] = noise[:, 0] / np.sqrt(1.0 - phi**2)
+    for t in range(1, n_lag):  # over lags (about 11), vectorised over profiles
+        out[:, t] = phi * out[:, t - 1] + noise[:, t]
+    return out
+
+
+def cmr_like_null(
+    profiles: xr.Dataset,
+    grid: xr.Dataset,
+    objective: str = "lsq",
+    lags=PAPER_LAGS,
+    n_null: int = 200,
+    rng=0,
+    alpha: float = 0.05,
+    refine: bool | None = None,
+    n_bank: int = 20_000,
+    renormalize="auto",
+    variable: str = "profile",
+) -> xr.Dataset:
+    """Per-unit p-values of the CMR distance against permuted-lag and smooth structureless nulls.
+
+    Parameters
+    ----------
+    profiles, grid, objective, lags, renormalize, variable
+        As for :func:`cmr.profile_fit.fit_profiles` (the same fit is applied to the unit and to
+        every null profile). Units with NaN lags or a constant profile get NaN results.
+    n_null : int
+        Null profiles per unit and per null (permutations; nearest-roughness smooth profiles).
+    rng : int or numpy.random.Generator
+        Seed of the permutations and of the smooth bank.
+    alpha : float
+        Level of the per-unit test and of the calibrated thresholds.
+    refine : None or bool
+        ``lsq`` only: refine between grid points (default True for ``lsq``, as ``fit_profiles``).
+    n_bank : int
+        Smooth structureless profiles drawn once; each unit uses the ``n_null`` nearest to it in
+        roughness (``n_bank`` must be at least ``n_null``).
+
+    Returns
+    -------
+    xarray.Dataset
+        A ``profile_null`` dataset (docs/schema.md): per unit ``distance``, ``roughness``,
+        ``p_permuted``, ``p_smooth``, ``p_value``, ``threshold_permuted``, ``threshold_smooth``,
+        ``threshold``, ``beyond_chance`` (0/1), ``null_cmr_like_permuted`` and
+        ``null_cmr_like_smooth`` (share of the unit's null profiles with ``d < 0.5``); attrs with
+        the shares over units and the pooled calibrated threshold.
+    """
+    if objective not in ("paper", "lsq"):
+        raise ParameterError(f"objective must be 'paper' or 'lsq'; got {objective!r}")
+    if refine is None:
+        refine = objective == "lsq"
+    if not isinstance(refine, (bool, np.bool_)):
+        raise ParameterError(f"refine must be None, True or False for a null; got {refine!r}")
+    if refine and objective == "paper":
+        raise ParameterError("refine applies to objective 'lsq' only; the 'paper' objective is the study's grid search")
+    n_null = integer(n_null, "n_null")
+    n_bank = integer(n_bank, "n_bank", minimum=n_null)
+    alpha = probability(alpha, "alpha", open_low=True, open_high=True)
+    seed = seed_of(rng)
+    window = fit_window(lags)
+    values = profiles_window(profiles, variable, window)
+    _, axes, grid_rows = grid_window(grid, window, renormalize)
+    unit_dims = batch_dims(values)
+    values = values.transpose(*unit_dims, "lag")
+    flat = np.asarray(values.values, dtype=np.float64).reshape(-1, len(window))
+    with np.errstate(invalid="ignore"):
+        good = np.isfinite(flat).all(axis=1) & (flat.var(axis=1) > 0)
+    y = flat[good]
+    n_unit, n_lag = y.shape
+    generator = np.random.default_rng(seed)
+
+    def distances(rows):
+        return kernels.fit_distances(np.ascontiguousarray(rows), grid_rows, axes, objective, bool(refine))
+
+    observed = distances(y) if n_unit else np.empty(0)
+    permuted = generator.permuted(np.repeat(y[:, None, :], n_null, axis=1), axis=-1)
+    null_perm = distances(permuted.reshape(-1, n_lag)).reshape(n_unit, n_null)
+    bank = structureless_profiles(n_bank, n_lag, generator)
+    bank_roughness = profile_roughness(bank)
+    order = np.argsort(bank_roughness)
+    bank_roughness, bank_distance = bank_roughness[order], distances(bank[order])
+    roughness = profile_roughness(y)
+    null_smooth = bank_distance[_nearest(bank_roughness, roughness, n_null)]
+
+    results = {
+        "distance": observed,
+        "roughness": roughness,
+        "p_permuted": _p_values(observed, null_perm),
+        "p_smooth": _p_values(observed, null_smooth),
+        "threshold_permuted": np.quantile(null_perm, alpha, axis=1) if n_unit else np.empty(0),
+        "threshold_smooth": np.quantile(null_smooth, alpha, axis=1) if n_unit else np.empty(0),
+        "null_cmr_like_permuted": (null_perm < CMR_LIKE_DISTANCE).mean(axis=1),
+        "null_cmr_like_smooth": (null_smooth < CMR_LIKE_DISTANCE).mean(axis=1),
+    }
+    results["p_value"] = np.maximum(results["p_permuted"], results["p_smooth"])
+    results["threshold"] = np.minimum(results["threshold_permuted"], results["threshold_smooth"])
+    shape = values.shape[:-1]
+    coords = {d: values[d] for d in unit_dims if d in values.coords}
+    out = xr.Dataset(coords=coords)
+    for name, column in results.items():
+        full = np.full(flat.shape[0], np.nan)
+        full[good] = column
+        out[name] = (unit_dims, full.reshape(shape))
+    beyond = np.zeros(flat.shape[0], dtype=np.int64)
+    beyond[good] = results["p_value"] <= alpha
+    out["beyond_chance"] = (unit_dims, beyond.reshape(shape))
+    for name, text in _DESCRIPTIONS.items():
+        out[name].attrs["long_name"] = text
+    pooled = (np.quantile(null_perm, alpha) if n_unit else np.nan, np.quantile(null_smooth, alpha) if n_unit else np.nan)
+    summary = dict(
+        objective=objective, refine=int(bool(refine)), alpha=float(alpha), n_null=n_null, n_bank=n_bank,
+        n_units=int(n_unit), cmr_like_distance=float(CMR_LIKE_DISTANCE),
+        share_cmr_like=float(np.mean(observed < CMR_LIKE_DISTANCE)) if n_unit else float("nan"),
+        share_beyond_chance=float(np.mean(results["p_value"] <= alpha)) if n_unit else float("nan"),
+        null_share_cmr_like_permuted=float(np.mean(null_perm < CMR_LIKE_DISTANCE)) if n_unit else float("nan"),
+        null_share_cmr_like_smooth=float(np.mean(null_smooth < CMR_LIKE_DISTANCE)) if n_unit else float("nan"),
+        calibrated_threshold=float(min(pooled)),
+        grid_renormalized=int(wants_renormalize(grid, renormalize)),
+    )
+    out.attrs.update(provenance_attrs("profile_null", "cmr.cmr_like_null", lags=list(window), seed=int(seed),
+                                      grid_provenance=grid.attrs.get("provenance", ""),
+                                      profiles_provenance=profiles.attrs.get("provenance", ""), **summary))
+    out.attrs.update(summary, unit_dims=" ".join(unit_dims))
+    for key in ("unit_kind", "profile_kind"):
+        if key in profiles.attrs:
+            out.attrs[key] = profiles.attrs[key]
+    return validate(out, "profile_null")
+
+
+def _p_values(observed, null):
+    """``(1 + #{null <= observed}) / (1 + n_null)`` per row: exact (conservative) permutation p."""
+    if observed.size == 0:
+        return np.empty(0)
+    return (1.0 + (null <= observed[:, None]).sum(axis=1)) / (1.0 + null.shape[1])
+
+
+def _nearest(sorted_values, targets, k):
+    """Indices (len(targets), k) of the ``k`` entries of ``sorted_values`` closest to each target."""
+    n = sorted_values.size
+    if targets.size == 0:
+        return np.empty((0, k), dtype=np.int64)
+    position = np.searchsorted(sorted_values, targets)
+    # the k nearest lie within k positions either side of the insertion point
+    start = np.clip(position - k, 0, n - min(n, 2 * k))
+    window = start[:, None] + np.arange(min(n, 2 * k))[None, :]
+    gap = np.abs(sorted_values[window] - targets[:, None])
+    pick = np.argpartition(gap, k - 1, axis=1)[:, :k] if window.shape[1] > k else np.arange(k)[None, :].repeat(
+        targets.size, axis=0)
+    return np.take_along_axis(window, pick, axis=1)
+
+
+_DESCRIPTIONS = {
+    "distance": "CMR distance of the unit (the same fit as its nulls)",
+    "roughness": "sum of squared lag-to-lag differences over the sum of squared deviations",
+    "p_permuted": "share of permuted-lag profiles fitting at least as well, (1 + k) / (1 + n_null)",
+    "p_smooth": "share of roughness-matched structureless AR(1) profiles fitting at least as well",
+    "p_value": "max(p_permuted, p_smooth): CMR-like beyond both nulls",
+    "threshold_permuted": "alpha quantile of the permuted-lag null distances",
+    "threshold_smooth": "alpha quantile of the smooth null distances",
+    "threshold": "calibrated threshold: min of the two alpha quantiles",
+    "null_cmr_like_permuted": "share of the permuted-lag null below the study's d < 0.5",
+    "null_cmr_like_smooth": "share of the smooth null below the study's d < 0.5",
+    "beyond_chance": "1 if p_value <= alpha",
+}
