@@ -2,13 +2,15 @@
 
 Each stage writes its outputs atomically (through :func:`cmr.io.save_dataset` or
 :func:`cmr.io.atomic_write`) and is then recorded in ``DIR/manifest.json`` (also written
-atomically) with its outputs and their sizes. With ``resume=True`` a stage whose manifest
-entry exists and whose outputs are all still present is skipped, so killing a run and
-starting it again with ``--resume`` redoes only unfinished stages (and every stage after
-the first one it redoes, whose inputs may have changed) and never reads a half-written file.
+atomically) with its outputs, their sizes and SHA-256 checksums. With ``resume=True`` a stage
+whose manifest entry exists and whose outputs are all still present with the recorded size
+and checksum is skipped, so killing a run and starting it again with ``--resume`` redoes only
+unfinished or damaged stages (and every stage after the first one it redoes, whose inputs may
+have changed) and never reads a half-written or altered file.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from dataclasses import dataclass, field
@@ -48,9 +50,12 @@ def read_manifest(out_dir: Path) -> dict:
     if not path.is_file():
         return {"stages": {}}
     try:
-        return json.loads(path.read_text())
-    except json.JSONDecodeError:
+        manifest = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError):
         return {"stages": {}}  # an unreadable manifest means: nothing is known to be finished
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("stages"), dict):
+        return {"stages": {}}
+    return manifest
 
 
 def write_manifest(out_dir: Path, manifest: dict) -> None:
@@ -58,15 +63,38 @@ def write_manifest(out_dir: Path, manifest: dict) -> None:
         tmp.write_text(json.dumps(manifest, indent=2))  # stage order kept
 
 
-def stage_is_done(out_dir: Path, manifest: dict, stage: Stage) -> bool:
+def file_digest(path: Path) -> str:
+    """SHA-256 of a file's bytes, as hex."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def output_record(path: Path) -> dict:
+    """What the manifest keeps of one stage output: its size in bytes and its SHA-256."""
+    return {"size": path.stat().st_size, "sha256": file_digest(path)}
+
+
+def damaged_outputs(out_dir: Path, manifest: dict, stage: Stage) -> list[str]:
+    """Outputs of ``stage`` that are missing, or differ in size or checksum from the manifest.
+
+    A stage without a finished manifest entry, or whose entry lacks an output or a
+    checksum, counts all its outputs as damaged.
+    """
     entry = manifest.get("stages", {}).get(stage.name)
-    if not entry or entry.get("status") != "done":
-        return False
-    for rel, size in entry.get("outputs", {}).items():
+    if not isinstance(entry, dict) or entry.get("status") != "done" or not isinstance(entry.get("outputs"), dict):
+        return list(stage.outputs)
+    damaged = []
+    for rel in stage.outputs:
         path = Path(out_dir) / rel
-        if not path.is_file() or path.stat().st_size != size:
-            return False
-    return True
+        recorded = entry["outputs"].get(rel)
+        if not isinstance(recorded, dict) or not path.is_file() or path.stat().st_size != recorded.get("size"):
+            damaged.append(rel)
+        elif file_digest(path) != recorded.get("sha256"):
+            damaged.append(rel)
+    return damaged
 
 
 def run_stages(stages, ctx: RunContext, resume: bool = False) -> dict:
@@ -80,10 +108,14 @@ def run_stages(stages, ctx: RunContext, resume: bool = False) -> dict:
     redone = False  # once a stage runs, every later stage runs too: its inputs may have changed
     for index, stage in enumerate(stages, 1):
         label = f"[{index}/{len(stages)}] {stage.name}"
-        if resume and not redone and stage_is_done(ctx.out_dir, manifest, stage):
-            ctx.summaries[stage.name] = manifest["stages"][stage.name].get("summary", {})
-            ctx.log(f"{label}: done in an earlier run, skipped")
-            continue
+        if resume and not redone:
+            damaged = damaged_outputs(ctx.out_dir, manifest, stage)
+            if not damaged:
+                ctx.summaries[stage.name] = manifest["stages"][stage.name].get("summary", {})
+                ctx.log(f"{label}: done in an earlier run, skipped")
+                continue
+            if stage.name in manifest["stages"]:
+                ctx.log(f"{label}: {', '.join(damaged)} missing or changed since the earlier run: redoing")
         redone = True
         ctx.log(f"{label}: {stage.description or 'running'}")
         start = time.perf_counter()
@@ -96,7 +128,7 @@ def run_stages(stages, ctx: RunContext, resume: bool = False) -> dict:
         manifest["stages"][stage.name] = {
             "status": "done",
             "seconds": round(elapsed, 2),
-            "outputs": {o: ctx.path(o).stat().st_size for o in stage.outputs},
+            "outputs": {o: output_record(ctx.path(o)) for o in stage.outputs},
             "summary": summary,
         }
         write_manifest(ctx.out_dir, manifest)

@@ -95,12 +95,17 @@ def check_output(path) -> Path:
     path = Path(path)
     if path.is_dir():
         raise OutputError(f"output {str(path)!r} is a directory; expected a file name such as {str(path / 'result.nc')!r}")
+    _check_parent(path)
+    return path
+
+
+def _check_parent(path: Path) -> None:
+    """The nearest existing ancestor of ``path`` must be a writable directory."""
     parent = next((p for p in (path.parent, *path.parent.parents) if p.exists()), Path("."))
     if not parent.is_dir():
         raise OutputError(f"cannot write {str(path)!r}: {str(parent)!r} is a file, not a directory")
     if not os.access(parent, os.W_OK | os.X_OK):
         raise OutputError(f"cannot write {str(path)!r}: directory {str(parent)!r} is not writable")
-    return path
 
 
 def _output_error(path: Path, exc: OSError) -> OutputError:
@@ -126,6 +131,7 @@ def output_lock(path):
         yield
         return
     path = Path(path)
+    _check_parent(path)
     lock = _lock_name(path.absolute())
     key = str(lock)
     if key in _HELD_LOCKS:
