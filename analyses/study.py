@@ -38,7 +38,7 @@ from icl_cmr.analyses.run_layout import (
     human_fit_files,
 )
 
-__all__ = ["run_study", "build_stages", "load_study_model"]
+__all__ = ["run_study", "build_stages", "load_study_model", "check_settings"]
 
 
 # --- stages --------------------------------------------------------------------------
@@ -239,6 +239,33 @@ def build_stages(settings: dict) -> list[Stage]:
     return stages
 
 
+def check_settings(settings: dict) -> None:
+    """Refuse settings a later stage would refuse, before the first stage runs.
+
+    Raises
+    ------
+    cmr.errors.ParameterError
+        A count below its minimum (``n_prompts``, ``n_words``, ``grid_trials``,
+        ``ablation_random`` >= 1; ``ablation_passages``, ``seed`` >= 0) or not an integer.
+    cmr.errors.DataSourceError
+        A recall CSV or the ``grid`` file that does not exist.
+    """
+    from cmr.errors import DataSourceError, ParameterError
+    from icl_cmr.adapters.recall_data import BUNDLED
+
+    minimum = {"n_prompts": 1, "n_words": 1, "grid_trials": 1, "ablation_random": 1, "ablation_passages": 0, "seed": 0}
+    for name, low in minimum.items():
+        value = settings[name]
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+            raise ParameterError(f"{name} (--{name.replace('_', '-')}) must be an integer >= {low}; got {value!r}")
+    for source in settings["recall"]:
+        if source not in BUNDLED and not Path(source).is_file():
+            raise DataSourceError(f"recall data {source!r} is neither a bundled name ({', '.join(BUNDLED)}) "
+                                  "nor an existing CSV file")
+    if settings.get("grid") and not Path(settings["grid"]).is_file():
+        raise DataSourceError(f"grid: no such file: {str(settings['grid'])!r}")
+
+
 def run_study(out_dir, recall=DEFAULT_RECALL, model=DEFAULT_MODEL, resume=False, log=print, **overrides) -> dict:
     """Run the study into ``out_dir``; return the manifest (stage timings and summaries).
 
@@ -252,6 +279,7 @@ def run_study(out_dir, recall=DEFAULT_RECALL, model=DEFAULT_MODEL, resume=False,
     from icl_cmr.adapters.transformer_lens import resolve_device, resolve_dtype
 
     # checked before the first stage, and stored by name (so "cuda" and "cuda:0" resume alike)
+    check_settings(settings)
     settings["device"] = resolve_device(settings["device"])
     settings["dtype"] = resolve_dtype(settings["dtype"])[0]
     ctx = RunContext(out_dir=Path(out_dir), settings=settings, log=log)
