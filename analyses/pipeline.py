@@ -10,14 +10,13 @@ have changed) and never reads a half-written or altered file.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from cmr.io import atomic_write
+from cmr.io import atomic_write, file_digest
 
 MANIFEST = "manifest.json"
 
@@ -61,15 +60,6 @@ def read_manifest(out_dir: Path) -> dict:
 def write_manifest(out_dir: Path, manifest: dict) -> None:
     with atomic_write(Path(out_dir) / MANIFEST) as tmp:
         tmp.write_text(json.dumps(manifest, indent=2))  # stage order kept
-
-
-def file_digest(path: Path) -> str:
-    """SHA-256 of a file's bytes, as hex."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def output_record(path: Path) -> dict:

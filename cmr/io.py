@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import glob
+import hashlib
 import importlib.util
 import os
 import shutil
@@ -39,6 +40,7 @@ __all__ = [
     "output_lock",
     "check_output",
     "remove_partial",
+    "file_digest",
     "PARTIAL",
     "write_result",
     "write_table",
@@ -171,6 +173,15 @@ def output_lock(path):
         with contextlib.suppress(FileNotFoundError):
             os.unlink(lock)
         os.close(fd)
+
+
+def file_digest(path) -> str:
+    """SHA-256 of a file's bytes, as 64 hex digits (read in 1 MiB blocks)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def remove_partial(path) -> list[Path]:
