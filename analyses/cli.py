@@ -90,6 +90,17 @@ def _outputs(args):
     return outputs
 
 
+def execute(args) -> int:
+    """Run a parsed command: refuse an output that is one of its inputs, hold a lock on each output.
+
+    Errors propagate (:func:`main` turns them into one line); tests call this to see their type.
+    """
+    with contextlib.ExitStack() as locks:  # a second process writing the same output stops at once
+        for output in _outputs(args):
+            locks.enter_context(output_lock(output))
+        return int(args.func(args) or 0)
+
+
 def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -97,10 +108,7 @@ def main(argv=None) -> int:
         parser.print_help()
         return 2
     try:
-        with contextlib.ExitStack() as locks:  # a second process writing the same output stops at once
-            for output in _outputs(args):
-                locks.enter_context(output_lock(output))
-            return int(args.func(args) or 0)
+        return execute(args)
     except ICLCMRError as exc:
         print(f"icl-cmr {args.command}: error: {exc}", file=sys.stderr)
         return 1

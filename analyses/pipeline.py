@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from cmr.io import atomic_write, file_digest
+from cmr.errors import OutputError
+from cmr.io import atomic_write, check_output, file_digest
 
 MANIFEST = "manifest.json"
 
@@ -89,6 +90,9 @@ def damaged_outputs(out_dir: Path, manifest: dict, stage: Stage) -> list[str]:
 
 def run_stages(stages, ctx: RunContext, resume: bool = False) -> dict:
     """Run ``stages`` in order; return the manifest. Skips finished stages when ``resume``."""
+    if ctx.out_dir.exists() and not ctx.out_dir.is_dir():
+        raise OutputError(f"output directory {str(ctx.out_dir)!r} is a file; expected a directory (new or of an earlier run)")
+    check_output(ctx.out_dir / MANIFEST)
     ctx.out_dir.mkdir(parents=True, exist_ok=True)
     manifest = read_manifest(ctx.out_dir) if resume else {"stages": {}}
     if resume and manifest.get("settings") not in (None, ctx.settings):
