@@ -70,9 +70,18 @@ def _inputs(args):
     for name, value in vars(args).items():
         if name in OUTPUT_ARGS or name == "func":
             continue
-        for item in value if isinstance(value, (list, tuple)) else [value]:
+        for item in _flat(value):
             if isinstance(item, (str, os.PathLike)) and os.path.exists(item):
                 yield name, item
+
+
+def _flat(value):
+    """The leaves of nested lists and tuples (``--with FILE:PREFIX`` parses to a tuple)."""
+    if isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _flat(item)
+    else:
+        yield value
 
 
 def _outputs(args):

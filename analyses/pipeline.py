@@ -88,11 +88,17 @@ def damaged_outputs(out_dir: Path, manifest: dict, stage: Stage) -> list[str]:
     return damaged
 
 
+def check_out_dir(out_dir: Path) -> None:
+    """Refuse a run directory that is a file or cannot be written (:class:`OutputError`)."""
+    out_dir = Path(out_dir)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise OutputError(f"output directory {str(out_dir)!r} is a file; expected a directory (new or of an earlier run)")
+    check_output(out_dir / MANIFEST)
+
+
 def run_stages(stages, ctx: RunContext, resume: bool = False) -> dict:
     """Run ``stages`` in order; return the manifest. Skips finished stages when ``resume``."""
-    if ctx.out_dir.exists() and not ctx.out_dir.is_dir():
-        raise OutputError(f"output directory {str(ctx.out_dir)!r} is a file; expected a directory (new or of an earlier run)")
-    check_output(ctx.out_dir / MANIFEST)
+    check_out_dir(ctx.out_dir)
     ctx.out_dir.mkdir(parents=True, exist_ok=True)
     manifest = read_manifest(ctx.out_dir) if resume else {"stages": {}}
     if resume and manifest.get("settings") not in (None, ctx.settings):

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from icl_cmr.analyses.pipeline import RunContext, Stage, run_stages
+from icl_cmr.analyses.pipeline import RunContext, Stage, check_out_dir, run_stages
 from icl_cmr.analyses.run_layout import (
     ABLATION_FILE,
     ATTENTION_FILE,
@@ -279,6 +279,7 @@ def run_study(out_dir, recall=DEFAULT_RECALL, model=DEFAULT_MODEL, resume=False,
     from icl_cmr.adapters.transformer_lens import resolve_device, resolve_dtype
 
     # checked before the first stage, and stored by name (so "cuda" and "cuda:0" resume alike)
+    check_out_dir(out_dir)
     check_settings(settings)
     settings["device"] = resolve_device(settings["device"])
     settings["dtype"] = resolve_dtype(settings["dtype"])[0]
