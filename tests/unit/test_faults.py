@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import errno
 import fcntl
-import gzip
 import hashlib
 import os
 import re
+import stat
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -360,3 +361,171 @@ def test_fault_ends_in_one_typed_error_and_leaves_nothing(tmp_path, monkeypatch,
         return  # cases of test_bad_input make their files their own way; they only read
     inputs = {str(p.relative_to(tmp_path)): digest for p, digest in _INPUTS.items()}
     assert after == inputs, f"written or changed: {sorted(set(after.items()) ^ set(inputs.items()))}"
+
+
+# --- what the faults above do not show: results that used to be silently wrong, the environment ---
+
+
+def test_cli_prints_one_line(tmp_path, capsys):
+    from icl_cmr.analyses.cli import main
+
+    source = _csv(tmp_path)
+    assert main(["lag-crp", str(source), "-o", str(source)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith("icl-cmr lag-crp: error: output ") and "is also an input" in err
+
+
+def test_cli_environment_fault_is_one_line(tmp_path, capsys, monkeypatch):
+    from icl_cmr.analyses.cli import main
+
+    source = _csv(tmp_path)
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(pd.DataFrame, "to_csv", full)  # the disk fills inside a third-party writer
+    assert main(["spc", str(source), "-o", str(tmp_path / "spc.csv")]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err and "No space left on device" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["recall.csv"]
+
+
+def test_subject_labels_kept_as_written(tmp_path):
+    one = _table().query("subject == 's1'")
+    table = pd.concat([one.assign(subject="01"), one.assign(subject="1")])
+    path = tmp_path / "labels.csv"
+    table.to_csv(path, index=False)
+    crp = cmr.lag_crp(load_recall_data(path))
+    assert sorted(crp["subject"].values.tolist()) == ["01", "1"]
+    mixed = pd.concat([one.assign(subject="7"), one.assign(subject="1")])
+    mixed.to_csv(path, index=False)
+    assert cmr.lag_crp(load_recall_data(path))["subject"].values.tolist() == [1, 7]  # plain integers stay numbers
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o002, 0o077])
+def test_outputs_honour_the_umask(tmp_path, umask):
+    old = os.umask(umask)
+    try:
+        nc = save_dataset(_crp(), tmp_path / "crp.nc")
+        csv = write_result(_crp(), tmp_path / "crp.csv")
+        from cmr.io import atomic_directory
+
+        with atomic_directory(tmp_path / "step") as tmp:
+            (tmp / "part").write_text("x")
+    finally:
+        os.umask(old)
+    for path in (nc, csv):
+        assert stat.S_IMODE(path.stat().st_mode) == 0o666 & ~umask
+    assert stat.S_IMODE((tmp_path / "step").stat().st_mode) == 0o777 & ~umask
+    os.chmod(nc, 0o640)
+    save_dataset(_crp(), nc)
+    assert stat.S_IMODE(nc.stat().st_mode) == 0o640  # a replaced file keeps its mode
+
+
+def test_leftovers_of_a_killed_write_are_removed_by_the_next_write(tmp_path):
+    from cmr.io import PARTIAL
+
+    (tmp_path / f".crp.nc{PARTIAL}abcd1234.tmp").write_bytes(b"CDF half")
+    (tmp_path / ".crp.nc.lock").write_bytes(b"")  # a dead writer's lock file: not held by anyone
+    (tmp_path / f".other.nc{PARTIAL}abcd1234.tmp").write_bytes(b"another output's")
+    save_dataset(_crp(), tmp_path / "crp.nc")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f".other.nc{PARTIAL}abcd1234.tmp", "crp.nc"]
+
+
+def _hold_lock_then_signal(path, ready, release):
+    from cmr.io import output_lock
+
+    with output_lock(path):
+        ready.set()
+        release.wait(30)
+
+
+def test_two_writers_one_output(tmp_path):
+    import multiprocessing
+
+    fork = multiprocessing.get_context("fork")
+    ready, release = fork.Event(), fork.Event()
+    holder = fork.Process(target=_hold_lock_then_signal, args=(tmp_path / "crp.nc", ready, release))
+    holder.start()
+    try:
+        assert ready.wait(30)
+        with pytest.raises(errors.OutputError, match="another process is writing"):
+            save_dataset(_crp(), tmp_path / "crp.nc")
+    finally:
+        release.set()
+        holder.join(30)
+    save_dataset(_crp(), tmp_path / "crp.nc")  # once the first writer is done, the next one writes
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["crp.nc"]
+
+
+_READ_ONLY_NUMBA = """
+import os, sys, warnings
+from numba.core import caching
+allowed = os.environ["ALLOWED"]
+real = caching._CacheLocator.ensure_cache_path
+def ensure(self):  # the installed package and HOME refuse writes; only the temporary directory takes them
+    if not os.path.abspath(self.get_cache_path()).startswith(allowed):
+        raise PermissionError(13, "Permission denied", self.get_cache_path())
+    return real(self)
+caching._CacheLocator.ensure_cache_path = ensure
+if sys.argv[1] == "bare":  # what numba does on its own in that place
+    import numba
+    code = "@numba.njit(cache=True)\\ndef f(x):\\n    return x\\n"
+    exec(compile(code, os.path.join(os.path.dirname(caching.__file__), "x.py"), "exec"), {"numba": numba})
+else:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        import cmr, numpy as np
+        crp = cmr.lag_crp(cmr.from_recall_matrix(np.array([[2, 1, 3]]), 3), by=None)
+    print(len(caught), caught[0].category.__name__ if caught else "", crp["actual"].values.tolist())
+"""
+
+
+def test_no_writable_numba_cache_falls_back_with_one_warning(tmp_path):
+    env = dict(os.environ, TMPDIR=str(tmp_path), ALLOWED=str(tmp_path), PYTHONPATH=str(REPO_ROOT))
+    env.pop("NUMBA_CACHE_DIR", None)
+    bare = subprocess.run([sys.executable, "-c", _READ_ONLY_NUMBA, "bare"], env=env, capture_output=True, text=True)
+    assert bare.returncode != 0 and "no locator available" in bare.stderr  # the fault is real
+    done = subprocess.run([sys.executable, "-c", _READ_ONLY_NUMBA, "cmr"], env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["1", "RuntimeWarning", "[0,", "1,", "0,", "0,", "1]"]
+    assert any((tmp_path / f"icl-cmr-numba-{os.getuid()}").rglob("*.nbi"))
+
+
+def test_unknown_model_fails_fast():
+    start = time.perf_counter()
+    with pytest.raises(ModelNotAvailableError, match="embedded default 'smollm2-135m'"):
+        _load_model("nosuch-org/nosuch-model")
+    assert time.perf_counter() - start < 1.0
+
+
+def test_converted_model_cache_is_verified_and_rebuilt(tmp_path, monkeypatch):
+    from icl_cmr.adapters import transformer_lens
+    from icl_cmr.adapters._model_files import SOURCE_RECORD, converted_problem
+
+    conversions = []
+
+    def convert(gguf, out):  # stands in for the 15-45 s GGUF conversion
+        conversions.append(out)
+        (out / "config.json").write_text('{"model_type": "llama"}')
+        (out / "model.safetensors").write_bytes(bytes(range(256)) * 64)
+
+    monkeypatch.setattr(transformer_lens, "_convert_gguf", convert)
+    gguf = tmp_path / "model.Q4.gguf"
+    gguf.write_bytes(b"GGUF")
+    first = transformer_lens._converted_dir("m", gguf, tmp_path / "cache")
+    assert converted_problem(first) is None and (first / SOURCE_RECORD).is_file()
+    assert transformer_lens._converted_dir("m", gguf, tmp_path / "cache") == first and len(conversions) == 1
+    weights = first / "model.safetensors"
+    data = bytearray(weights.read_bytes())
+    data[100:164] = bytes(64)  # same size, other bytes
+    weights.write_bytes(bytes(data))
+    assert "model.safetensors differs" in converted_problem(first)
+    with pytest.warns(RuntimeWarning, match=r"is damaged \(model.safetensors differs.*rebuilding it"):
+        again = transformer_lens._converted_dir("m", gguf, tmp_path / "cache")
+    assert again == first and len(conversions) == 2 and converted_problem(again) is None
+    (again / "config.json").unlink()
+    assert converted_problem(again) == "config.json is missing"
+    assert sorted(p.name for p in again.parent.iterdir()) == [again.name]  # nothing partial left
