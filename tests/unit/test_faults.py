@@ -476,9 +476,9 @@ if sys.argv[1] == "bare":  # what numba does on its own in that place
 else:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        import cmr, numpy as np
-        crp = cmr.lag_crp(cmr.from_recall_matrix(np.array([[2, 1, 3]]), 3), by=None)
-    print(len(caught), caught[0].category.__name__ if caught else "", crp["actual"].values.tolist())
+        import cmr  # defines every kernel (compiling one here would take seconds)
+        from numba.core import config
+    print(len(caught), caught[0].category.__name__ if caught else "", config.CACHE_DIR.startswith(allowed))
 """
 
 
@@ -490,8 +490,8 @@ def test_no_writable_numba_cache_falls_back_with_one_warning(tmp_path):
     done = subprocess.run([sys.executable, "-c", _READ_ONLY_NUMBA, "cmr"], env=env, capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["1", "RuntimeWarning", "[0,", "1,", "0,", "0,", "1]"]
-    assert any((tmp_path / f"icl-cmr-numba-{os.getuid()}").rglob("*.nbi"))
+    assert done.stdout.split() == ["1", "RuntimeWarning", "True"]
+    assert (tmp_path / f"icl-cmr-numba-{os.getuid()}").is_dir()
 
 
 def test_unknown_model_fails_fast():
