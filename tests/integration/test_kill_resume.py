@@ -86,11 +86,24 @@ def _single_threaded():
     numba.set_num_threads(1)
 
 
+def _one_figure(ctx) -> dict:
+    """The figures stage, cut to one small file written by the same atomic writer (matplotlib
+    rendering would be most of the cost of every attempt; the figures have their own tests)."""
+    from cmr.io import atomic_write
+
+    with atomic_write(ctx.path("figures/human_lag_crp.png"), suffix=".png") as tmp:
+        tmp.write_bytes(load_dataset(ctx.path("heads.nc"))["profile"].values.tobytes())
+    return {"figures": ["figures/human_lag_crp.png"]}
+
+
 def _study(out, recall, grid, kill=None):
     _single_threaded()
     if kill is not None:
         _kill_inside_write(*kill)
+    from icl_cmr.analyses import study
     from icl_cmr.analyses.study import run_study
+
+    study._figures = _one_figure
 
     run_study(out, recall=[str(recall)], model="tiny-llama", resume=True, log=lambda line: None, grid=str(grid),
               n_words=20, n_prompts=2, ablation_passages=0)
@@ -111,14 +124,21 @@ def _child(target, *args):
 
 def _comparable(path: Path) -> xr.Dataset:
     ds = load_dataset(path)
-    provenance = {k: v for k, v in json.loads(ds.attrs.get("provenance", "{}")).items() if k not in VOLATILE}
+    provenance = _stable(json.loads(ds.attrs.get("provenance", "{}")))
     return ds.assign_attrs(provenance=json.dumps(provenance, sort_keys=True))
+
+
+def _stable(value):
+    """``value`` without the entries that differ between any two runs."""
+    if isinstance(value, dict):
+        return {k: _stable(v) for k, v in value.items() if k not in VOLATILE}
+    return value
 
 
 def _results(out: Path) -> dict:
     manifest = json.loads((out / "manifest.json").read_text())
     return {
-        "stages": {name: entry["summary"] for name, entry in manifest["stages"].items()},
+        "stages": {name: _stable(entry["summary"]) for name, entry in manifest["stages"].items()},
         "files": sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()),
     }
 
