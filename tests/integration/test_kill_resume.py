@@ -124,14 +124,20 @@ def _child(target, *args):
 
 def _comparable(path: Path) -> xr.Dataset:
     ds = load_dataset(path)
-    provenance = _stable(json.loads(ds.attrs.get("provenance", "{}")))
-    return ds.assign_attrs(provenance=json.dumps(provenance, sort_keys=True))
+    ds.attrs = {k: json.dumps(_stable(v), sort_keys=True) if isinstance(v, str) else v
+                for k, v in ds.attrs.items() if k not in VOLATILE}
+    return ds
 
 
 def _stable(value):
-    """``value`` without the entries that differ between any two runs."""
+    """``value`` without the entries that differ between any two runs (also inside nested JSON text)."""
     if isinstance(value, dict):
         return {k: _stable(v) for k, v in value.items() if k not in VOLATILE}
+    if isinstance(value, str) and value.startswith("{"):
+        try:
+            return _stable(json.loads(value))
+        except json.JSONDecodeError:
+            return value
     return value
 
 
