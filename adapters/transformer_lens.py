@@ -54,10 +54,10 @@ from ._model_files import (
     describe_peak_memory,
     converted_problem,
     gguf_file,
-    hub_snapshot_exists,
     not_available,
     offline_mode,
     record_converted,
+    refuse_missing_hub_model,
     require_lm,
     with_run_record,
     word_vocabulary,
@@ -104,6 +104,7 @@ __all__ = [
     "with_run_record",
     "set_threads",
     "forward_passes",
+    "refuse_missing_hub_model",
 ]
 
 def _converted_dir(name: str, gguf: Path, cache_dir) -> Path:
@@ -284,8 +285,7 @@ def load_model(name: str = DEFAULT_MODEL, *, cache_dir=None, device=None, dtype=
     """
     if not isinstance(name, str) or not name:
         raise ModelNotAvailableError(f"model name must be a non-empty string; got {name!r}")
-    if name not in EMBEDDED_MODELS and "/" in name and not Path(name).exists() and not hub_snapshot_exists(name):
-        raise not_available(name)  # a hub id that is not on disk: refused before torch is imported
+    refuse_missing_hub_model(name)  # a hub id that is not on disk: refused before torch is imported
     require_lm()
     device = resolve_device(device)
     dtype_name, torch_dtype = resolve_dtype(dtype)

@@ -276,11 +276,12 @@ def run_study(out_dir, recall=DEFAULT_RECALL, model=DEFAULT_MODEL, resume=False,
     if unknown:
         raise TypeError(f"unknown settings {sorted(unknown)}; known: {sorted(DEMO_SETTINGS) + ['grid']}")
     settings = {**DEMO_SETTINGS, **overrides, "recall": list(recall), "model": model}
-    from icl_cmr.adapters.transformer_lens import resolve_device, resolve_dtype
+    from icl_cmr.adapters.transformer_lens import refuse_missing_hub_model, resolve_device, resolve_dtype
 
-    # checked before the first stage, and stored by name (so "cuda" and "cuda:0" resume alike)
     check_out_dir(out_dir)
     check_settings(settings)
+    refuse_missing_hub_model(model)  # a model not on disk fails in milliseconds, not after the first stages
+    # checked before the first stage, and stored by name (so "cuda" and "cuda:0" resume alike)
     settings["device"] = resolve_device(settings["device"])
     settings["dtype"] = resolve_dtype(settings["dtype"])[0]
     ctx = RunContext(out_dir=Path(out_dir), settings=settings, log=log)

@@ -263,6 +263,11 @@ FAULTS = [
     # --- models offline -----------------------------------------------------------------------
     ("unknown hub model offline", lambda t, m: _load_model("nosuch-org/nosuch-model"),
      ModelNotAvailableError, r"'nosuch-org/nosuch-model' is not available offline.*embedded default 'smollm2-135m'"),
+    ("cli: heads with a model not on disk", lambda t, m: cli("heads", "nosuch-org/nosuch-model", "-o", t / "heads.nc"),
+     ModelNotAvailableError, r"'nosuch-org/nosuch-model' is not available offline.*'smollm2-135m'"),
+    ("cli: run with a model not on disk", lambda t, m: cli("run", "--model", "nosuch-org/nosuch-model", "-o", t / "study",
+                                                            "--recall", _csv(t)),
+     ModelNotAvailableError, r"'nosuch-org/nosuch-model' is not available offline.*'smollm2-135m'"),
     ("empty model name", lambda t, m: _load_model(""),
      ModelNotAvailableError, r"model name must be a non-empty string"),
 ]
