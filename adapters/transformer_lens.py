@@ -42,7 +42,7 @@ from pathlib import Path
 
 import numpy as np
 
-from cmr.io import PARTIAL
+from cmr.io import PARTIAL, default_mode
 
 from . import head_profiles, prompts
 from ._model_files import (
@@ -136,6 +136,8 @@ def _converted_dir(name: str, gguf: Path, cache_dir) -> Path:
     try:
         _convert_gguf(gguf, tmp)
         record_converted(tmp, gguf=str(gguf), model=name)
+        for path in (tmp, *tmp.rglob("*")):  # safetensors and mkdtemp create owner-only files; honour the umask
+            os.chmod(path, default_mode(directory=path.is_dir()))
         try:
             os.replace(tmp, target)
         except OSError:  # another process finished first: keep theirs

@@ -41,6 +41,7 @@ __all__ = [
     "check_output",
     "remove_partial",
     "file_digest",
+    "default_mode",
     "PARTIAL",
     "write_result",
     "write_table",
@@ -77,12 +78,17 @@ def _umask() -> int:
     return mask
 
 
+def default_mode(directory: bool = False) -> int:
+    """The mode a new file (0666) or directory (0777) gets under the process umask."""
+    return (0o777 if directory else 0o666) & ~_umask()
+
+
 def _final_mode(path: Path, directory: bool) -> int:
-    """The mode a new output gets: the replaced file's mode, else 0666 (0777 for a directory) less the umask."""
+    """The mode a new output gets: the replaced file's mode, else :func:`default_mode`."""
     try:
         return stat.S_IMODE(path.stat().st_mode)
     except OSError:
-        return (0o777 if directory else 0o666) & ~_umask()
+        return default_mode(directory)
 
 
 def check_output(path) -> Path:

@@ -531,6 +531,7 @@ def test_converted_model_cache_is_verified_and_rebuilt(tmp_path, monkeypatch):
     with pytest.warns(RuntimeWarning, match=r"is damaged \(model.safetensors differs.*rebuilding it"):
         again = transformer_lens._converted_dir("m", gguf, tmp_path / "cache")
     assert again == first and len(conversions) == 2 and converted_problem(again) is None
+    assert stat.S_IMODE(again.stat().st_mode) == 0o777 & ~os.umask(os.umask(0o022))
     (again / "config.json").unlink()
     assert converted_problem(again) == "config.json is missing"
     assert sorted(p.name for p in again.parent.iterdir()) == [again.name]  # nothing partial left
