@@ -329,7 +329,8 @@ def load_dataset(path, kind: str | None = None) -> xr.Dataset:
             ds = handle.load()
     except (OSError, ValueError, RuntimeError, KeyError) as exc:
         raise FileFormatError(
-            f"{str(path)!r} is not a readable netCDF file ({type(exc).__name__}: {exc})"
+            f"{str(path)!r} is not a readable netCDF file: truncated, damaged (a checksum failed) or "
+            f"not netCDF at all ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})"
         ) from exc
     got = ds.attrs.get(KIND_ATTR)
     if kind is not None and got != kind:
