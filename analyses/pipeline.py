@@ -2,10 +2,11 @@
 
 Each stage writes its outputs atomically (through :func:`cmr.io.save_dataset` or
 :func:`cmr.io.atomic_write`) and is then recorded in ``DIR/manifest.json`` (also written
-atomically) with its outputs and their sizes. With ``resume=True`` a stage whose manifest
-entry exists and whose outputs are all still present is skipped, so killing a run and
-starting it again with ``--resume`` redoes only unfinished stages (and every stage after
-the first one it redoes, whose inputs may have changed) and never reads a half-written file.
+atomically) with its outputs, their sizes and SHA-256 checksums. With ``resume=True`` a stage
+whose manifest entry exists and whose outputs are all still present with the recorded size
+and checksum is skipped, so killing a run and starting it again with ``--resume`` redoes only
+unfinished or damaged stages (and every stage after the first one it redoes, whose inputs may
+have changed) and never reads a half-written or altered file.
 """
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from cmr.io import atomic_write
+from cmr.errors import OutputError
+from cmr.io import atomic_write, check_output, file_digest
 
 MANIFEST = "manifest.json"
 
@@ -48,9 +50,12 @@ def read_manifest(out_dir: Path) -> dict:
     if not path.is_file():
         return {"stages": {}}
     try:
-        return json.loads(path.read_text())
-    except json.JSONDecodeError:
+        manifest = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError):
         return {"stages": {}}  # an unreadable manifest means: nothing is known to be finished
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("stages"), dict):
+        return {"stages": {}}
+    return manifest
 
 
 def write_manifest(out_dir: Path, manifest: dict) -> None:
@@ -58,19 +63,42 @@ def write_manifest(out_dir: Path, manifest: dict) -> None:
         tmp.write_text(json.dumps(manifest, indent=2))  # stage order kept
 
 
-def stage_is_done(out_dir: Path, manifest: dict, stage: Stage) -> bool:
+def output_record(path: Path) -> dict:
+    """What the manifest keeps of one stage output: its size in bytes and its SHA-256."""
+    return {"size": path.stat().st_size, "sha256": file_digest(path)}
+
+
+def damaged_outputs(out_dir: Path, manifest: dict, stage: Stage) -> list[str]:
+    """Outputs of ``stage`` that are missing, or differ in size or checksum from the manifest.
+
+    A stage without a finished manifest entry, or whose entry lacks an output or a
+    checksum, counts all its outputs as damaged.
+    """
     entry = manifest.get("stages", {}).get(stage.name)
-    if not entry or entry.get("status") != "done":
-        return False
-    for rel, size in entry.get("outputs", {}).items():
+    if not isinstance(entry, dict) or entry.get("status") != "done" or not isinstance(entry.get("outputs"), dict):
+        return list(stage.outputs)
+    damaged = []
+    for rel in stage.outputs:
         path = Path(out_dir) / rel
-        if not path.is_file() or path.stat().st_size != size:
-            return False
-    return True
+        recorded = entry["outputs"].get(rel)
+        if not isinstance(recorded, dict) or not path.is_file() or path.stat().st_size != recorded.get("size"):
+            damaged.append(rel)
+        elif file_digest(path) != recorded.get("sha256"):
+            damaged.append(rel)
+    return damaged
+
+
+def check_out_dir(out_dir: Path) -> None:
+    """Refuse a run directory that is a file or cannot be written (:class:`OutputError`)."""
+    out_dir = Path(out_dir)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise OutputError(f"output directory {str(out_dir)!r} is a file; expected a directory (new or of an earlier run)")
+    check_output(out_dir / MANIFEST)
 
 
 def run_stages(stages, ctx: RunContext, resume: bool = False) -> dict:
     """Run ``stages`` in order; return the manifest. Skips finished stages when ``resume``."""
+    check_out_dir(ctx.out_dir)
     ctx.out_dir.mkdir(parents=True, exist_ok=True)
     manifest = read_manifest(ctx.out_dir) if resume else {"stages": {}}
     if resume and manifest.get("settings") not in (None, ctx.settings):
@@ -80,10 +108,14 @@ def run_stages(stages, ctx: RunContext, resume: bool = False) -> dict:
     redone = False  # once a stage runs, every later stage runs too: its inputs may have changed
     for index, stage in enumerate(stages, 1):
         label = f"[{index}/{len(stages)}] {stage.name}"
-        if resume and not redone and stage_is_done(ctx.out_dir, manifest, stage):
-            ctx.summaries[stage.name] = manifest["stages"][stage.name].get("summary", {})
-            ctx.log(f"{label}: done in an earlier run, skipped")
-            continue
+        if resume and not redone:
+            damaged = damaged_outputs(ctx.out_dir, manifest, stage)
+            if not damaged:
+                ctx.summaries[stage.name] = manifest["stages"][stage.name].get("summary", {})
+                ctx.log(f"{label}: done in an earlier run, skipped")
+                continue
+            if stage.name in manifest["stages"]:
+                ctx.log(f"{label}: {', '.join(damaged)} missing or changed since the earlier run: redoing")
         redone = True
         ctx.log(f"{label}: {stage.description or 'running'}")
         start = time.perf_counter()
@@ -96,7 +128,7 @@ def run_stages(stages, ctx: RunContext, resume: bool = False) -> dict:
         manifest["stages"][stage.name] = {
             "status": "done",
             "seconds": round(elapsed, 2),
-            "outputs": {o: ctx.path(o).stat().st_size for o in stage.outputs},
+            "outputs": {o: output_record(ctx.path(o)) for o in stage.outputs},
             "summary": summary,
         }
         write_manifest(ctx.out_dir, manifest)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from icl_cmr.analyses.pipeline import RunContext, Stage, run_stages
+from icl_cmr.analyses.pipeline import RunContext, Stage, check_out_dir, run_stages
 from icl_cmr.analyses.run_layout import (
     ABLATION_FILE,
     ATTENTION_FILE,
@@ -38,7 +38,7 @@ from icl_cmr.analyses.run_layout import (
     human_fit_files,
 )
 
-__all__ = ["run_study", "build_stages", "load_study_model"]
+__all__ = ["run_study", "build_stages", "load_study_model", "check_settings"]
 
 #: null profiles per unit and null behind the report's "beyond chance" share (about 15 s for 270 heads)
 NULL_PROFILES = 200
@@ -249,6 +249,33 @@ def build_stages(settings: dict) -> list[Stage]:
     return stages
 
 
+def check_settings(settings: dict) -> None:
+    """Refuse settings a later stage would refuse, before the first stage runs.
+
+    Raises
+    ------
+    cmr.errors.ParameterError
+        A count below its minimum (``n_prompts``, ``n_words``, ``grid_trials``,
+        ``ablation_random`` >= 1; ``ablation_passages``, ``seed`` >= 0) or not an integer.
+    cmr.errors.DataSourceError
+        A recall CSV or the ``grid`` file that does not exist.
+    """
+    from cmr.errors import DataSourceError, ParameterError
+    from icl_cmr.adapters.recall_data import BUNDLED
+
+    minimum = {"n_prompts": 1, "n_words": 1, "grid_trials": 1, "ablation_random": 1, "ablation_passages": 0, "seed": 0}
+    for name, low in minimum.items():
+        value = settings[name]
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+            raise ParameterError(f"{name} (--{name.replace('_', '-')}) must be an integer >= {low}; got {value!r}")
+    for source in settings["recall"]:
+        if source not in BUNDLED and not Path(source).is_file():
+            raise DataSourceError(f"recall data {source!r} is neither a bundled name ({', '.join(BUNDLED)}) "
+                                  "nor an existing CSV file")
+    if settings.get("grid") and not Path(settings["grid"]).is_file():
+        raise DataSourceError(f"grid: no such file: {str(settings['grid'])!r}")
+
+
 def run_study(out_dir, recall=DEFAULT_RECALL, model=DEFAULT_MODEL, resume=False, log=print, **overrides) -> dict:
     """Run the study into ``out_dir``; return the manifest (stage timings and summaries).
 
@@ -259,8 +286,11 @@ def run_study(out_dir, recall=DEFAULT_RECALL, model=DEFAULT_MODEL, resume=False,
     if unknown:
         raise TypeError(f"unknown settings {sorted(unknown)}; known: {sorted(DEMO_SETTINGS) + ['grid']}")
     settings = {**DEMO_SETTINGS, **overrides, "recall": list(recall), "model": model}
-    from icl_cmr.adapters.transformer_lens import resolve_device, resolve_dtype
+    from icl_cmr.adapters.transformer_lens import refuse_missing_hub_model, resolve_device, resolve_dtype
 
+    check_out_dir(out_dir)
+    check_settings(settings)
+    refuse_missing_hub_model(model)  # a model not on disk fails in milliseconds, not after the first stages
     # checked before the first stage, and stored by name (so "cuda" and "cuda:0" resume alike)
     settings["device"] = resolve_device(settings["device"])
     settings["dtype"] = resolve_dtype(settings["dtype"])[0]

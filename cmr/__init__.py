@@ -22,7 +22,11 @@ transformer_lens or matplotlib). Where things live (for reading the source):
 """
 from importlib import metadata as _metadata
 
-from . import errors as errors
+from . import _numba_cache
+
+_numba_cache.ensure_cache_location()  # before any kernel is defined: a read-only install still imports
+
+from . import errors as errors  # noqa: E402
 from .constants import CMR_LIKE_DISTANCE as CMR_LIKE_DISTANCE
 from .constants import PAPER_LAGS as PAPER_LAGS
 from .constants import RECALL_LAGS as RECALL_LAGS

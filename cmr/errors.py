@@ -17,6 +17,7 @@ __all__ = [
     "ParameterError",
     "ProfileError",
     "OptionalDependencyError",
+    "OutputError",
 ]
 
 
@@ -51,3 +52,8 @@ class ProfileError(ICLCMRError, ValueError):
 
 class OptionalDependencyError(ICLCMRError, ImportError):
     """An optional dependency (an extra of icl-cmr) is needed but not installed."""
+
+
+class OutputError(ICLCMRError, OSError):
+    """An output cannot be written where asked: the name is a directory or one of the inputs,
+    the directory is not writable, or another process is writing the same output."""

@@ -3,7 +3,10 @@
 Every file or directory the toolkit writes goes through :func:`atomic_write` or
 :func:`atomic_directory`: the content is written to a temporary name in the target directory,
 flushed to disk, then renamed over the target (``os.replace`` is atomic on POSIX), so an
-interrupted run never leaves a half-written file under the final name.
+interrupted run never leaves a half-written file under the final name. A write holds a lock on
+its output (two writers of one output: the second gets :class:`~cmr.errors.OutputError`), removes
+what an interrupted earlier write of that output left, and honours the umask. netCDF arrays are
+stored with Fletcher-32 checksums, so :func:`load_dataset` refuses a damaged file.
 
 :func:`write_result` writes a result by the output's extension: ``.nc`` (netCDF, exact round
 trip), ``.csv`` or ``.parquet`` (the tidy table of :func:`cmr.to_dataframe`, written by
@@ -12,9 +15,12 @@ trip), ``.csv`` or ``.parquet`` (the tidy table of :func:`cmr.to_dataframe`, wri
 from __future__ import annotations
 
 import contextlib
+import glob
+import hashlib
 import importlib.util
 import os
 import shutil
+import stat
 import tempfile
 from pathlib import Path
 
@@ -22,7 +28,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from .errors import DataSourceError, FileFormatError, OptionalDependencyError, SchemaError
+from .errors import DataSourceError, FileFormatError, OptionalDependencyError, OutputError, SchemaError
 from .schema import KIND_ATTR, validate
 from .tables import LAYOUTS, to_dataframe
 
@@ -31,6 +37,12 @@ __all__ = [
     "load_dataset",
     "atomic_write",
     "atomic_directory",
+    "output_lock",
+    "check_output",
+    "remove_partial",
+    "file_digest",
+    "default_mode",
+    "PARTIAL",
     "write_result",
     "write_table",
     "result_format",
@@ -45,51 +57,230 @@ RESULT_FORMATS = {
 }
 
 
+#: what a temporary file or directory of an unfinished write is called: ``.NAME.partial-XXXXXXXX``
+PARTIAL = ".partial-"
+
+# locks this process holds: resolved lock path -> [file descriptor, depth] (output_lock is re-entrant)
+_HELD_LOCKS: dict[str, list] = {}
+
+
+def _umask() -> int:
+    """The process umask, read without changing it where the platform allows."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)  # elsewhere: read it by setting it, and put it back at once
+    os.umask(mask)
+    return mask
+
+
+def default_mode(directory: bool = False) -> int:
+    """The mode a new file (0666) or directory (0777) gets under the process umask."""
+    return (0o777 if directory else 0o666) & ~_umask()
+
+
+def _final_mode(path: Path, directory: bool) -> int:
+    """The mode a new output gets: the replaced file's mode, else :func:`default_mode`."""
+    try:
+        return stat.S_IMODE(path.stat().st_mode)
+    except OSError:
+        return default_mode(directory)
+
+
+def check_output(path) -> Path:
+    """Refuse an output path that cannot be written, before any work starts.
+
+    Raises
+    ------
+    OutputError
+        ``path`` is an existing directory, its parent is a file, or the parent directory
+        exists but is not writable.
+    """
+    path = Path(path)
+    if path.is_dir():
+        raise OutputError(f"output {str(path)!r} is a directory; expected a file name such as {str(path / 'result.nc')!r}")
+    _check_parent(path)
+    return path
+
+
+def _check_parent(path: Path) -> None:
+    """The nearest existing ancestor of ``path`` must be a writable directory."""
+    parent = next((p for p in (path.parent, *path.parent.parents) if p.exists()), Path("."))
+    if not parent.is_dir():
+        raise OutputError(f"cannot write {str(path)!r}: {str(parent)!r} is a file, not a directory")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise OutputError(f"cannot write {str(path)!r}: directory {str(parent)!r} is not writable")
+
+
+def _output_error(path: Path, exc: OSError) -> OutputError:
+    return OutputError(f"cannot write {str(path)!r}: {exc.strerror or exc} ({type(exc).__name__})")
+
+
+def _lock_name(path: Path) -> Path:
+    return path.parent / f".{path.name}.lock"
+
+
+@contextlib.contextmanager
+def output_lock(path):
+    """Hold an exclusive lock on the output ``path`` (a file or a directory) while the block runs.
+
+    A second process asking for the same output while the lock is held gets an
+    :class:`OutputError` at once, so two writers never both report success. The lock is the
+    file ``.NAME.lock`` next to ``path``, removed on release; re-entrant within a process.
+    Where the platform has no ``fcntl`` (Windows) no lock is taken.
+    """
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        yield
+        return
+    path = Path(path)
+    _check_parent(path)
+    lock = _lock_name(path.absolute())
+    key = str(lock)
+    if key in _HELD_LOCKS:
+        _HELD_LOCKS[key][1] += 1
+        try:
+            yield
+        finally:
+            _HELD_LOCKS[key][1] -= 1
+        return
+    try:
+        lock.parent.mkdir(parents=True, exist_ok=True)
+        while True:
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666 & ~_umask())
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                raise OutputError(
+                    f"another process is writing {str(path)!r} (lock {str(lock)!r}); wait for it to finish "
+                    "or choose another output"
+                ) from None
+            try:  # the holder before us may have removed the lock file: then lock the new one
+                if os.fstat(fd).st_ino == os.stat(lock).st_ino:
+                    break
+            except FileNotFoundError:
+                pass
+            os.close(fd)
+    except OSError as exc:
+        if isinstance(exc, OutputError):
+            raise
+        raise _output_error(path, exc) from exc
+    _HELD_LOCKS[key] = [fd, 1]
+    try:
+        yield
+    finally:
+        del _HELD_LOCKS[key]
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(lock)
+        os.close(fd)
+
+
+def file_digest(path) -> str:
+    """SHA-256 of a file's bytes, as 64 hex digits (read in 1 MiB blocks)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def remove_partial(path) -> list[Path]:
+    """Remove what interrupted writes of ``path`` left behind (``.NAME.partial-*``); return what was removed.
+
+    Only call it while holding :func:`output_lock` on ``path`` (every writer of ``path`` holds
+    it, so what is left then belongs to a process that died).
+    """
+    path = Path(path)
+    removed = []
+    if not path.parent.is_dir():
+        return removed
+    for leftover in path.parent.glob(f".{glob.escape(path.name)}{PARTIAL}*"):
+        if leftover.is_dir() and not leftover.is_symlink():
+            shutil.rmtree(leftover, ignore_errors=True)
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                leftover.unlink()
+        removed.append(leftover)
+    return removed
+
+
 @contextlib.contextmanager
 def atomic_write(path, suffix=".tmp"):
     """Yield a temporary path next to ``path``; on success rename it over ``path``.
 
-    On any exception the temporary file is removed and ``path`` is left untouched.
+    The write holds :func:`output_lock` on ``path`` and first removes what an interrupted
+    earlier write of ``path`` left behind. The file is flushed to disk before the rename and
+    gets the mode of the file it replaces, or 0666 less the umask. On any exception the
+    temporary file is removed and ``path`` is left untouched.
+
+    Raises
+    ------
+    OutputError
+        ``path`` is a directory, its directory is not writable, or another process is
+        writing it.
     """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix, dir=path.parent)
-    os.close(fd)
-    try:
-        yield Path(tmp)
-        with open(tmp, "rb+") as fh:  # flush to disk before the rename makes it visible
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+    path = check_output(path)
+    with output_lock(path):
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            remove_partial(path)
+            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}{PARTIAL}", suffix=suffix, dir=path.parent)
+            os.close(fd)
+        except OSError as exc:
+            raise _output_error(path, exc) from exc
+        try:
+            yield Path(tmp)
+            try:
+                with open(tmp, "rb+") as fh:  # flush to disk before the rename makes it visible
+                    os.fsync(fh.fileno())
+                os.chmod(tmp, _final_mode(path, directory=False))
+                os.replace(tmp, path)
+            except OSError as exc:
+                raise _output_error(path, exc) from exc
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+            raise
 
 
 @contextlib.contextmanager
 def atomic_directory(path, *, replace: bool = True):
     """Yield a temporary directory next to ``path``; on success rename it to ``path``.
 
-    The files written into it are flushed to disk before the rename. With ``replace=False`` an
-    existing ``path`` wins (another process finished first) and the new copy is discarded.
-    On any exception the temporary directory is removed and ``path`` is left untouched.
+    The files written into it are flushed to disk before the rename; the directory gets 0777
+    less the umask. With ``replace=False`` an existing ``path`` wins (another process finished
+    first) and the new copy is discarded. Holds :func:`output_lock` on ``path`` and removes
+    what interrupted earlier writes left. On any exception the temporary directory is removed
+    and ``path`` is left untouched.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
-    try:
-        yield tmp
-        for file in tmp.rglob("*"):
-            if file.is_file():
-                with open(file, "rb") as handle:
-                    os.fsync(handle.fileno())
-        if path.exists():
-            if not replace:
-                return
-            shutil.rmtree(path)
-        os.replace(tmp, path)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    with output_lock(path):
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            remove_partial(path)
+            tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}{PARTIAL}", dir=path.parent))
+        except OSError as exc:
+            raise _output_error(path, exc) from exc
+        try:
+            yield tmp
+            for file in tmp.rglob("*"):
+                if file.is_file():
+                    with open(file, "rb") as handle:
+                        os.fsync(handle.fileno())
+            os.chmod(tmp, _final_mode(path, directory=True))
+            if path.exists():
+                if not replace:
+                    return
+                shutil.rmtree(path)
+            os.replace(tmp, path)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def save_dataset(ds: xr.Dataset, path, *, check: bool = True) -> Path:
@@ -103,8 +294,21 @@ def save_dataset(ds: xr.Dataset, path, *, check: bool = True) -> Path:
         validate(ds)
     path = Path(path)
     with atomic_write(path) as tmp:
-        ds.to_netcdf(tmp, engine="netcdf4", format="NETCDF4")
+        _with_checksums(ds).to_netcdf(tmp, engine="netcdf4", format="NETCDF4")
     return path
+
+
+def _with_checksums(ds: xr.Dataset) -> xr.Dataset:
+    """A shallow copy whose numeric arrays are stored with HDF5 Fletcher-32 checksums.
+
+    Reading a damaged chunk then fails instead of returning flipped numbers (HDF5 checks the
+    checksum on every read); text and scalar variables cannot carry one.
+    """
+    out = ds.copy(deep=False)
+    for var in out.variables.values():
+        if var.dtype.kind in "biufc" and var.ndim > 0 and var.size > 0:
+            var.encoding = {**var.encoding, "fletcher32": True, "contiguous": False}
+    return out
 
 
 def load_dataset(path, kind: str | None = None) -> xr.Dataset:
@@ -125,7 +329,8 @@ def load_dataset(path, kind: str | None = None) -> xr.Dataset:
             ds = handle.load()
     except (OSError, ValueError, RuntimeError, KeyError) as exc:
         raise FileFormatError(
-            f"{str(path)!r} is not a readable netCDF file ({type(exc).__name__}: {exc})"
+            f"{str(path)!r} is not a readable netCDF file: truncated, damaged (a checksum failed) or "
+            f"not netCDF at all ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})"
         ) from exc
     got = ds.attrs.get(KIND_ATTR)
     if kind is not None and got != kind:
@@ -141,12 +346,15 @@ def result_format(path) -> str:
 
     Raises
     ------
+    OutputError
+        ``path`` cannot be written (:func:`check_output`).
     FileFormatError
         The extension is not one of :data:`RESULT_FORMATS`.
     OptionalDependencyError
         ``.parquet`` without pyarrow installed.
     """
     suffix = Path(path).suffix.lower()
+    check_output(path)
     if suffix not in RESULT_FORMATS:
         known = ", ".join(RESULT_FORMATS)
         raise FileFormatError(

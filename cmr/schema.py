@@ -39,6 +39,8 @@ __all__ = [
     "batch_dims",
     "require_variables",
     "require_dims",
+    "check_range",
+    "check_counts",
 ]
 
 KIND_ATTR = "icl_cmr_kind"
@@ -169,6 +171,59 @@ def validate_lag_profile(ds: xr.Dataset) -> None:
                 f"lag_profile dataset: {name!r} must have the dims of 'profile' {ds['profile'].dims}; "
                 f"got {ds[name].dims}"
             )
+    for name in ds.data_vars:
+        if name == "sem" or name.endswith("_sem") or name.startswith("sem_") or name in LAG_PROFILE_COUNTS:
+            check_range(ds, name, 0.0, np.inf, kind)
+        elif name in LAG_PROFILE_PROBABILITIES:
+            check_range(ds, name, 0.0, 1.0, kind)
+    # a lag-CRP made from counts is a probability (one labelled so by hand, without counts, is left alone)
+    profile_kind = ds.attrs.get("profile_kind")
+    if profile_kind in PROBABILITY_PROFILES and (profile_kind not in ("lag_crp", "lag_crp_compound") or "possible" in ds):
+        check_range(ds, "profile", 0.0, 1.0, kind)
+    if "copying_score" in ds:
+        check_range(ds, "copying_score", -1.0, 1.0, kind)
+    for actual, possible in (("actual", "possible"), ("soft_actual", "soft_possible")):
+        if actual in ds and possible in ds:
+            check_counts(ds, actual, possible, kind)
+
+
+#: profile kinds whose ``profile`` is a probability (a lag-CRP, a distribution over lags)
+PROBABILITY_PROFILES = ("lag_crp", "lag_crp_compound", "cmr_mc_crp", "cmr_tf_prob", "attention_prob", "soft_lag_crp")
+#: lag-profile variables that are counts or sums of non-negative numbers
+LAG_PROFILE_COUNTS = ("actual", "possible", "n_samples", "soft_actual", "soft_possible")
+#: lag-profile variables that are probabilities
+LAG_PROFILE_PROBABILITIES = (
+    "prob_profile", "soft_crp", "induction_score", "duplicate_token_score", "previous_token_score",
+)
+# float32 forward passes (softmax, sums of attention) can overshoot a bound by a few ulps
+_BOUND_SLACK = 1e-6
+
+
+def check_range(ds: xr.Dataset, name: str, low: float, high: float, kind: str) -> None:
+    """Every non-NaN value of ``ds[name]`` must lie in ``[low, high]``; a :class:`SchemaError` otherwise."""
+    values = np.asarray(ds[name].values)
+    if values.dtype.kind not in "biuf" or values.size == 0:
+        return
+    slack = _BOUND_SLACK * max(1.0, abs(low) if np.isfinite(low) else 1.0, abs(high) if np.isfinite(high) else 1.0)
+    with np.errstate(invalid="ignore"):
+        outside = (values < low - slack) | (values > high + slack)
+    if bool(outside.any()):
+        bad = values[outside]
+        raise SchemaError(
+            f"{kind} dataset: {name!r} must lie in [{low:g}, {high:g}]; got {int(outside.sum())} values outside, "
+            f"e.g. {bad.flat[0]!r} (a damaged or hand-edited file?)"
+        )
+
+
+def check_counts(ds: xr.Dataset, actual: str, possible: str, kind: str) -> None:
+    """``0 <= ds[actual] <= ds[possible]`` wherever both are defined."""
+    with np.errstate(invalid="ignore"):
+        over = np.asarray(ds[actual].values > ds[possible].values * (1 + _BOUND_SLACK))
+    if bool(over.any()):
+        raise SchemaError(
+            f"{kind} dataset: {actual!r} must not exceed {possible!r}; got {int(over.sum())} cells where it does "
+            "(a damaged or hand-edited file?)"
+        )
 
 
 def validate_profile_fit(ds: xr.Dataset) -> None:
@@ -182,6 +237,7 @@ def validate_profile_fit(ds: xr.Dataset) -> None:
         raise SchemaError(f"profile_fit dataset: 'parameters' needs dim 'parameter'; got {ds['parameters'].dims}")
     if ds.attrs.get("objective") not in ("paper", "lsq"):
         raise SchemaError(f"profile_fit dataset needs attr objective 'paper' or 'lsq'; got {ds.attrs.get('objective')!r}")
+    check_range(ds, "distance", 0.0, np.inf, kind)
 
 
 def validate_recall_stat(ds: xr.Dataset) -> None:
@@ -199,6 +255,8 @@ def validate_recall_stat(ds: xr.Dataset) -> None:
             raise SchemaError(f"recall_stat dataset: counts must be integers; got {actual.dtype} and {possible.dtype}")
         if bool((actual.values < 0).any()) or bool((actual.values > possible.values).any()):
             raise SchemaError("recall_stat dataset: counts must satisfy 0 <= actual <= possible")
+    if "prob" in ds:
+        check_range(ds, "prob", 0.0, 1.0, "recall_stat")
 
 
 def validate_recall_fit(ds: xr.Dataset) -> None:

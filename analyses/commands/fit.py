@@ -128,8 +128,8 @@ def fitting_lags(profiles, lags, variable: str, name):
 
 
 def run(args) -> int:
-    from cmr import CMR_LIKE_DISTANCE, fit_profiles, load_dataset, write_result
-    from cmr.errors import ParameterError
+    from cmr import CMR_LIKE_DISTANCE, fit_profiles, lag_window, load_dataset, write_result
+    from cmr.errors import ParameterError, ProfileError
     from cmr.io import result_format
 
     result_format(args.output)
@@ -144,11 +144,17 @@ def run(args) -> int:
         gaussian=False if args.no_gaussian or args.gaussian == "none" else args.gaussian, n_bootstrap=args.bootstrap, rng=args.seed,
         invalid=args.invalid, variable=args.variable,
     )
-    path = write_result(fits, args.output)
     distance = fits["distance"]
     n_units = int(distance.notnull().sum())
+    if n_units == 0:  # --invalid nan on data where every unit is invalid: nothing was fitted
+        raise ProfileError(
+            f"no unit of {args.profiles} could be fitted: all {distance.size} have NaN lags or a constant "
+            f"profile in the lag window {lag_window(lags)}; nothing was written"
+        )
+    path = write_result(fits, args.output)
     below = float((distance < CMR_LIKE_DISTANCE).sum()) / max(n_units, 1)
-    line = (f"wrote {path}: {args.objective} fits of {n_units} units against {grid_name}; "
+    skipped = f" ({distance.size - n_units} of {distance.size} invalid units left NaN)" if n_units < distance.size else ""
+    line = (f"wrote {path}: {args.objective} fits of {n_units} units{skipped} against {grid_name}; "
             f"median CMR distance {float(distance.median()):.3f}, {100 * below:.0f}% below {CMR_LIKE_DISTANCE}")
     if "gaussian_aic" in fits:
         wins = int((fits["gaussian_aic"] < fits["aic"]).sum())

@@ -107,7 +107,9 @@ def _run_model(args):
     from icl_cmr.adapters.head_profiles import lag_range
     from cmr.errors import DataSourceError
     from icl_cmr.adapters.errors import PromptError
-    from icl_cmr.adapters.transformer_lens import DEFAULT_MODEL, extract_heads, load_model, resolve_device, resolve_dtype
+    from icl_cmr.adapters.transformer_lens import (
+        DEFAULT_MODEL, extract_heads, load_model, refuse_missing_hub_model, resolve_device, resolve_dtype,
+    )
 
     if args.published_model is not None:
         raise DataSourceError("--model NAME goes with --published PATH; to run a model give it as MODEL")
@@ -118,6 +120,7 @@ def _run_model(args):
     if args.n_prompts < 1:
         raise PromptError(f"--n-prompts must be >= 1; got {args.n_prompts}")
     name = args.model_name or DEFAULT_MODEL
+    refuse_missing_hub_model(name)  # before torch is imported for the device
     device, (dtype, _) = resolve_device(args.device), resolve_dtype(args.dtype)
     print(f"loading {name} on {device} in {dtype} ...", flush=True)
     model = load_model(name, cache_dir=args.cache_dir, device=device, dtype=dtype)

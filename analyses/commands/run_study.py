@@ -19,7 +19,8 @@ def register(sub):
             "ablation test of the top 10% CMR-like heads against random head sets. "
             f"Defaults: model {DEFAULT_MODEL} (embedded, offline), recall data "
             f"{', '.join(DEFAULT_RECALL)}. Every stage writes its outputs atomically and is "
-            "recorded in DIR/manifest.json; with --resume, finished stages are skipped."
+            "recorded in DIR/manifest.json with the SHA-256 of each output; with --resume, finished stages "
+            "whose outputs still match are skipped and a damaged or missing output is redone."
         ),
     )
     p.add_argument("-o", "--out", required=True, metavar="DIR", help="output directory")
@@ -44,7 +45,7 @@ def register(sub):
                    help="ablation modes (default: zero)")
     p.add_argument("--seed", type=int, default=D["seed"], help="seed of prompts, grid, passages and random sets")
     add_device(p, D["device"], D["dtype"])
-    p.add_argument("--resume", action="store_true", help="skip stages finished by an earlier run in DIR")
+    p.add_argument("--resume", action="store_true", help="skip stages finished by an earlier run in DIR (outputs verified by checksum)")
     p.set_defaults(func=run)
 
 
