@@ -71,7 +71,7 @@ def posterior_predictive(
     seed = seed_of(rng) if rng is not None else seed_of(np.random.default_rng())
     table = simulate_experiment(events, params, n_rep=reps, rng=seed, patterns=patterns, pool_size=pool_size)
     model = from_table(table, source="cmr.posterior_predictive")
-    data_vars, coords = {}, {}
+    data_vars = {}
     curves = {
         "crp": lambda ev: lag_crp(ev, by="subject", lags=lags)["profile"],
         "spc": lambda ev: spc(ev, by="subject")["prob"],

@@ -12,7 +12,7 @@ import cmr
 from icl_cmr.analyses.cli import main
 from icl_cmr.analyses.commands.options import parse_lags
 from tests.conftest import require
-from tests.unit.test_tables import heads_dataset, read_csv_back
+from tests.unit.test_tables import heads_dataset
 
 
 def run_cli(capsys, *argv):

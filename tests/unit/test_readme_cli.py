@@ -8,7 +8,6 @@ import subprocess
 import sys
 
 import pandas as pd
-import pytest
 
 from icl_cmr.analyses.cli import build_parser, main
 from tests.conftest import REPO_ROOT, require

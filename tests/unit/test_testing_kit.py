@@ -9,7 +9,7 @@ import sys
 
 import numpy as np
 import pytest
-from hypothesis import find, given, settings
+from hypothesis import given, settings
 
 import cmr
 from cmr.errors import ParameterError
