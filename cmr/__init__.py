@@ -28,6 +28,9 @@ from .constants import PAPER_LAGS as PAPER_LAGS
 from .constants import RECALL_LAGS as RECALL_LAGS
 from .crp import lag_counts as lag_counts
 from .crp import lag_crp as lag_crp
+from .category import category_clustering as category_clustering
+from .category import category_crp as category_crp
+from .crp import input_crp as input_crp
 from .crp import lag_crp_compound as lag_crp_compound
 from .events import from_recall_matrix as from_recall_matrix
 from .events import from_table as from_table
@@ -99,6 +102,9 @@ __all__ = [
     "lag_crp",
     "lag_counts",
     "lag_crp_compound",
+    "input_crp",
+    "category_crp",
+    "category_clustering",
     "lag_rank",
     "spc",
     "pnr",

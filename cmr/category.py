@@ -1,0 +1,140 @@
+"""Category organisation of free recall, psifr-exact: category CRP and category clustering.
+
+* :func:`category_crp` - probability of a within-category transition when one was possible
+  (psifr ``fr.category_crp``; Polyn, Norman & Kahana 2009).
+* :func:`category_clustering` - list-based clustering (LBC; Stricker, Brown, Wixted, Baldo &
+  Delis 2002) and the adjusted ratio of clustering (ARC; Roenker, Thompson & Brown 1971),
+  averaged over lists (psifr ``fr.category_clustering``).
+
+Both take an events dataset or a psifr long table with a category column on the study rows.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from . import _category
+from ._numeric import ratio
+from .errors import RecallDataError
+from .events import as_events, group_index, to_recall_matrix, unit_coordinates
+from .masks import study_values, transition_mask
+from .schema import provenance_attrs, validate
+
+__all__ = ["category_crp", "category_clustering"]
+
+
+def _category_codes(events, category_key, lengths):
+    """int64 code of each studied item's category, in sorted order of the labels (-1 for missing)."""
+    values = study_values(events, category_key)
+    studied = np.arange(values.shape[1])[None, :] < lengths[:, None]
+    labels = pd.Series(values[studied].tolist(), dtype=object)
+    missing = labels.isna().to_numpy() | (labels.astype(str) == "").to_numpy()
+    codes = np.full(values.shape, -1, dtype=np.int64)
+    if (~missing).any():
+        unique, inverse = np.unique(labels[~missing].astype(str).to_numpy(), return_inverse=True)
+        flat = np.full(labels.size, -1, dtype=np.int64)
+        flat[~missing] = inverse
+        codes[studied] = flat
+    else:
+        unique = np.array([], dtype=str)
+    return codes, unique.size, int(missing.sum())
+
+
+def _stat(events, by, labels, stat_kind, created_by, variables, **provenance):
+    unit_dims, unit_coords = unit_coordinates(events, by, labels)
+    ds = xr.Dataset(
+        {name: (unit_dims, value[0] if by is None else value, attrs) for name, (value, attrs) in variables.items()},
+        coords=unit_coords,
+        attrs={
+            **provenance_attrs("recall_stat", created_by, by="pooled" if by is None else by, **provenance),
+            "stat_kind": stat_kind,
+            "unit_kind": "pooled" if by is None else by,
+        },
+    )
+    return validate(ds, "recall_stat")
+
+
+def category_crp(events, category_key="category", by="subject", *, item_query=None, test_key=None,
+                 test=None) -> xr.Dataset:
+    """Within-category transition probability (psifr's ``category_crp``).
+
+    For each valid transition (both recalls correct and first-time, as the lag-CRP),
+    ``actual`` counts it when both items share a category and ``possible`` counts it when an
+    item of the "from" item's category was still available.
+
+    Parameters
+    ----------
+    events : xarray.Dataset or pandas.DataFrame
+    category_key : str
+        Column with each studied item's category.
+    by : {"subject", "trial", None}
+    item_query, test_key, test
+        As :func:`cmr.lag_crp` (see :mod:`cmr.masks`).
+
+    Returns
+    -------
+    xarray.Dataset
+        Kind ``"recall_stat"``, ``stat_kind="category_crp"``; dims ``(unit,)``; ``prob``,
+        ``actual``, ``possible`` (int64).
+    """
+    events = as_events(events)
+    recalls, lengths = to_recall_matrix(events)
+    group, labels = group_index(events, by)
+    codes, _, _ = _category_codes(events, category_key, lengths)
+    mask = transition_mask(events, item_query, test_key, test)
+    actual, possible = _category.count_category(recalls, lengths, group, int(group.max()) + 1, codes,
+                                                mask.in_pool, mask.code, mask.allowed)
+    return _stat(events, by, labels, "category_crp", "cmr.category_crp", {
+        "prob": (ratio(actual, possible), {"long_name": "within-category transition probability"}),
+        "actual": (actual, {"long_name": "within-category transitions made"}),
+        "possible": (possible, {"long_name": "transitions with a same-category item available"}),
+    }, category_key=category_key, item_query=item_query or "", test_key=test_key or "")
+
+
+def category_clustering(events, category_key="category", by="subject") -> xr.Dataset:
+    """Category clustering: LBC and ARC per list, averaged per unit (psifr's ``category_clustering``).
+
+    Intrusions and repeats are removed from each recall sequence first, as psifr does. ARC is
+    undefined (NaN) for a list whose maximum clustering equals the expected one (one category
+    recalled, or fewer than two recalls); such lists are left out of the mean. Lists without a
+    correct recall count for LBC (observed 0, expected ``-(m - 1)/(n - 1)``), as in psifr.
+
+    Parameters
+    ----------
+    events : xarray.Dataset or pandas.DataFrame
+    category_key : str
+        Column with each studied item's category; every studied item needs one.
+    by : {"subject", "trial", None}
+        ``None`` averages over every list.
+
+    Returns
+    -------
+    xarray.Dataset
+        Kind ``"recall_stat"``, ``stat_kind="category_clustering"``; dims ``(unit,)``;
+        ``lbc``, ``arc`` (float64), ``n_lists`` and ``n_lists_arc`` (lists averaged).
+    """
+    events = as_events(events)
+    recalls, lengths = to_recall_matrix(events)
+    group, labels = group_index(events, by)
+    codes, n_categories, n_missing = _category_codes(events, category_key, lengths)
+    if n_missing:
+        raise RecallDataError(
+            f"category clustering needs a category for every studied item; {n_missing} studied item(s) have "
+            f"none in {category_key!r}"
+        )
+    if (lengths < 2).any():
+        raise RecallDataError("category clustering needs lists of at least two items (LBC divides by n - 1)")
+    lbc, arc = _category.cluster_lists(recalls, lengths, codes, max(n_categories, 1))
+    n_groups = int(group.max()) + 1
+    defined = ~np.isnan(arc)
+    n_lists = np.bincount(group, minlength=n_groups).astype(np.int64)
+    n_arc = np.bincount(group, weights=defined, minlength=n_groups).astype(np.int64)
+    lbc_mean = ratio(np.bincount(group, weights=lbc, minlength=n_groups), n_lists)
+    arc_mean = ratio(np.bincount(group, weights=np.where(defined, arc, 0.0), minlength=n_groups), n_arc)
+    return _stat(events, by, labels, "category_clustering", "cmr.category_clustering", {
+        "lbc": (lbc_mean, {"long_name": "list-based clustering (observed - expected same-category transitions)"}),
+        "arc": (arc_mean, {"long_name": "adjusted ratio of clustering"}),
+        "n_lists": (n_lists, {"long_name": "lists averaged for lbc"}),
+        "n_lists_arc": (n_arc, {"long_name": "lists averaged for arc (arc defined)"}),
+    }, category_key=category_key)
