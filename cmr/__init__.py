@@ -31,6 +31,11 @@ from .crp import lag_crp as lag_crp
 from .category import category_clustering as category_clustering
 from .category import category_crp as category_crp
 from .crp import input_crp as input_crp
+from .distance import distance_crp as distance_crp
+from .distance import distance_rank as distance_rank
+from .distance import distance_rank_shifted as distance_rank_shifted
+from .distance import distance_rank_window as distance_rank_window
+from .distance import distance_rank_window_asym as distance_rank_window_asym
 from .crp import lag_crp_compound as lag_crp_compound
 from .events import from_recall_matrix as from_recall_matrix
 from .events import from_table as from_table
@@ -105,6 +110,11 @@ __all__ = [
     "input_crp",
     "category_crp",
     "category_clustering",
+    "distance_crp",
+    "distance_rank",
+    "distance_rank_shifted",
+    "distance_rank_window",
+    "distance_rank_window_asym",
     "lag_rank",
     "spc",
     "pnr",

@@ -28,17 +28,18 @@ def _category_codes(events, category_key, lengths):
     """int64 code of each studied item's category, in sorted order of the labels (-1 for missing)."""
     values = study_values(events, category_key)
     studied = np.arange(values.shape[1])[None, :] < lengths[:, None]
-    labels = pd.Series(values[studied].tolist(), dtype=object)
-    missing = labels.isna().to_numpy() | (labels.astype(str) == "").to_numpy()
+    flat, uniques = pd.factorize(values[studied], use_na_sentinel=True)  # hashing: fast on text
+    uniques = np.asarray(uniques, dtype=object)
+    keep = np.array([u != "" for u in uniques.tolist()], dtype=bool)  # '' is a missing text cell
+    try:
+        order = np.argsort(uniques[keep].astype(np.float64), kind="stable")
+    except (TypeError, ValueError):
+        order = np.argsort(uniques[keep].astype(str), kind="stable")
+    rank = np.full(uniques.size + 1, -1, dtype=np.int64)  # last entry: psifr's NaN code -1
+    rank[np.nonzero(keep)[0][order]] = np.arange(order.size)
     codes = np.full(values.shape, -1, dtype=np.int64)
-    if (~missing).any():
-        unique, inverse = np.unique(labels[~missing].astype(str).to_numpy(), return_inverse=True)
-        flat = np.full(labels.size, -1, dtype=np.int64)
-        flat[~missing] = inverse
-        codes[studied] = flat
-    else:
-        unique = np.array([], dtype=str)
-    return codes, unique.size, int(missing.sum())
+    codes[studied] = rank[flat]
+    return codes, int(order.size), int((codes[studied] < 0).sum())
 
 
 def _stat(events, by, labels, stat_kind, created_by, variables, **provenance):
