@@ -13,12 +13,25 @@ from ._transitions import is_end, start_pool, step_transition
 
 
 @njit(cache=True, nogil=True, inline="always")
+def _count_below(edges, value, strict):
+    """Number of edges < value (``strict``) or <= value, by bisection (edges increasing)."""
+    lo = 0
+    hi = edges.size
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if edges[mid] < value or (not strict and edges[mid] == value):
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@njit(cache=True, nogil=True, inline="always")
 def _cut_bin(value, edges):
     """Bin of ``value`` in right-closed bins (edges[k], edges[k+1]] as pandas.cut; -1 outside or NaN."""
-    k = np.searchsorted(edges, value, side="left") - 1
-    if k < 0 or k >= edges.size - 1 or value != value:
+    if value != value or value <= edges[0] or value > edges[-1]:
         return -1
-    return k
+    return _count_below(edges, value, True) - 1
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -28,7 +41,7 @@ def _histogram_bin(value, edges):
         return -1
     if value == edges[-1]:
         return edges.size - 2
-    return np.searchsorted(edges, value, side="right") - 1
+    return _count_below(edges, value, False) - 1
 
 
 @njit(cache=True, nogil=True)
