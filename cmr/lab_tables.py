@@ -44,7 +44,8 @@ def raw_from_merged(table: pd.DataFrame) -> pd.DataFrame:
     """psifr's raw long table from its merged one (``fr.merge_free_recall`` output).
 
     Study rows are the rows with ``study`` true (``position`` = ``input``); recall rows those
-    with ``recall`` true (``position`` = ``output``). Other columns are kept on both.
+    with ``recall`` true (``position`` = ``output``), once per output position (psifr writes
+    a prior-list intrusion once per earlier list that had the item). Other columns are kept.
     """
     for flag in ("study", "recall"):
         if not pd.api.types.is_bool_dtype(table[flag].dtype):
@@ -56,6 +57,8 @@ def raw_from_merged(table: pd.DataFrame) -> pd.DataFrame:
     recall = table.loc[table["recall"].to_numpy(), keep].assign(
         trial_type="recall", position=table.loc[table["recall"], "output"]
     )
+    # psifr repeats an intrusion's row once per earlier list that studied the item
+    recall = recall.drop_duplicates(["subject", "list", "position"])
     return pd.concat([study, recall], ignore_index=True)
 
 

@@ -1,0 +1,248 @@
+"""psifr's analyses beyond the plain lag-CRP: exact against psifr, and psifr's own hand-worked cases.
+
+Each psifr result is computed once per module (psifr takes seconds per analysis); the fast
+tests use a few subjects of each bundled data set, the slow test every subject.
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import cmr
+from cmr.errors import RecallDataError
+from tests.conftest import require
+
+
+
+def _same(a, b):
+    return a == b
+
+
+def _psifr(call, *args, **kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # psifr's nanmean over subjects without transitions warns
+        return call(*args, **kwargs)
+
+
+def _morton(n_subjects):
+    fr = require("psifr.fr")
+    raw = fr.sample_data("Morton2013")
+    if n_subjects:
+        raw = raw[raw["subject"].isin(np.unique(raw["subject"])[:n_subjects])]
+    raw = raw.assign(item_index=raw["item_number"] - 1,
+                     block=np.where(raw["trial_type"] == "study", (raw["position"] - 1) // 3 + 1, np.nan))
+    merged = fr.merge_free_recall(raw, study_keys=["category", "item_index", "block"])
+    return raw, merged, fr.sample_distances("Morton2013")[1]
+
+
+@pytest.fixture(scope="module")
+def morton():
+    """A few subjects of psifr's Morton2013 (categories, distances, sessions): raw, merged, distances."""
+    return _morton(4)
+
+
+def _to_array(frame, index, column):
+    return frame.set_index(index)[column].to_xarray().values
+
+
+def _equal_counts(ours, ref, index, transpose=None):
+    actual, possible = (_to_array(ref, index, c).astype(np.int64) for c in ("actual", "possible"))
+    if transpose:
+        actual, possible = actual.transpose(transpose), possible.transpose(transpose)
+    assert np.array_equal(ours["actual"].values, actual)
+    assert np.array_equal(ours["possible"].values, possible)
+
+
+def _close(ours, ref, atol=1e-12):
+    np.testing.assert_allclose(ours, ref, atol=atol, rtol=0, equal_nan=True)
+
+
+# --- every analysis against psifr on Morton2013 -------------------------------------------
+
+
+def check_masked_lag_crps(raw, merged):
+    fr = require("psifr.fr")
+    events = cmr.from_table(raw)
+    for options in ({"test_key": "category", "test": _same},
+                    {"item_query": "input <= 12 or category == 'obj'"},
+                    {"lag_key": "block"}, {"lag_key": "block", "count_unique": True}):
+        ours = cmr.lag_crp(events, **options)
+        ref = _psifr(fr.lag_crp, merged, **options)
+        ours = ours.sel(lag=np.unique(ref["lag"]).astype(np.int64))
+        _equal_counts(ours, ref, ["subject", "lag"])
+        _close(ours["profile"].values, _to_array(ref, ["subject", "lag"], "prob"))
+
+
+def check_category_and_input(raw, merged):
+    fr = require("psifr.fr")
+    events = cmr.from_table(raw)
+    ours = cmr.category_crp(events, "category")
+    ref = _psifr(fr.category_crp, merged, "category")
+    _equal_counts(ours, ref, ["subject"])
+    _close(ours["prob"].values, ref["prob"].to_numpy())
+    ours = cmr.category_crp(events, "category", item_query="input > 4", test_key="input", test=lambda a, b: b > a)
+    ref = _psifr(fr.category_crp, merged, "category", item_query="input > 4", test_key="input", test=lambda a, b: b > a)
+    _equal_counts(ours, ref, ["subject"])
+    clustering = cmr.category_clustering(events, "category")
+    ref = _psifr(fr.category_clustering, merged, "category")
+    _close(clustering["lbc"].values, ref["lbc"].to_numpy())
+    _close(clustering["arc"].values, ref["arc"].to_numpy())
+    # psifr 0.10 labels its input-CRP table transposed (row previous=i, current=j counts j -> i)
+    _equal_counts(cmr.input_crp(events), _psifr(fr.input_crp, merged), ["subject", "previous", "current"],
+                  transpose=(0, 2, 1))
+
+
+def check_distances(raw, merged, distances):
+    fr = require("psifr.fr")
+    events = cmr.from_table(raw)
+    upper = distances[np.triu_indices_from(distances, 1)]
+    edges = np.percentile(upper, np.linspace(1, 99, 10))
+    for count_unique in (False, True):
+        ours = cmr.distance_crp(events, "item_index", distances, edges, count_unique=count_unique)
+        ref = _psifr(fr.distance_crp, merged, "item_index", distances, edges, count_unique=count_unique)
+        _equal_counts(ours, ref, ["subject", "center"])
+        _close(ours["prob"].values, _to_array(ref, ["subject", "center"], "prob"))
+    _close(cmr.distance_rank(events, "item_index", distances)["rank"].values,
+           _psifr(fr.distance_rank, merged, "item_index", distances)["rank"].to_numpy())
+    ours = cmr.distance_rank_shifted(events, "item_index", distances, 3)
+    ref = _psifr(fr.distance_rank_shifted, merged, "item_index", distances, 3)
+    _close(ours["rank"].values, _to_array(ref, ["subject", "shift"], "rank"))
+    ours = cmr.distance_rank_window(events, "item_index", distances, [-1, 0, 1])
+    ref = _psifr(fr.distance_rank_window, merged, "item_index", distances, [-1, 0, 1])
+    _close(ours["rank"].values, _to_array(ref, ["subject", "lag"], "rank"))
+    assert np.array_equal(ours["n"].values, _to_array(ref, ["subject", "lag"], "n"))
+    ours = cmr.distance_rank_window_asym(events, "item_index", distances, exclude_prev_window=True)
+    ref = _psifr(fr.distance_rank_window_asym, merged, "item_index", distances, exclude_prev_window=True)
+    _close(ours["asym"].values, ref["asym"].to_numpy())
+    assert np.array_equal(ours["n"].values, ref["n"].to_numpy())
+
+
+def check_peers(raw, merged):
+    fr = require("psifr.fr")
+    events = cmr.from_table(raw)
+    for options in ({"item_query": "input <= 8"}, {"test_key": "input", "test": lambda a, b: (a <= 8) == (b <= 8)}):
+        ours = cmr.lag_crp(events, **options)
+        _equal_counts(ours, _psifr(fr.lag_crp, merged, **options), ["subject", "lag"])
+    _equal_counts(cmr.input_crp(events), _psifr(fr.input_crp, merged), ["subject", "previous", "current"],
+                  transpose=(0, 2, 1))
+
+
+def test_masked_lag_crps_equal_psifr(morton):
+    check_masked_lag_crps(*morton[:2])
+
+
+def test_category_and_input_crps_equal_psifr(morton):
+    check_category_and_input(*morton[:2])
+
+
+def test_distance_analyses_equal_psifr(morton):
+    check_distances(*morton)
+
+
+def test_peers_masks_equal_psifr():
+    fr = require("psifr.fr")
+    raw = fr.sample_data("peers_notask")
+    raw = raw[raw["subject"].isin(np.unique(raw["subject"])[:6])]
+    check_peers(raw, fr.merge_free_recall(raw))
+
+
+@pytest.mark.slow
+def test_every_analysis_equals_psifr_on_the_full_bundled_data():
+    fr = require("psifr.fr")
+    raw, merged, distances = _morton(None)
+    check_masked_lag_crps(raw, merged)
+    check_category_and_input(raw, merged)
+    check_distances(raw, merged, distances)
+    peers = fr.sample_data("peers_notask")
+    check_peers(peers, fr.merge_free_recall(peers))
+
+
+# --- psifr's hand-worked cases (its tests and docstrings) ---------------------------------
+
+
+def _one_list(study, recalled, **columns):
+    rows = [(1, 1, "study", i + 1, str(item)) for i, item in enumerate(study)]
+    rows += [(1, 1, "recall", i + 1, str(item)) for i, item in enumerate(recalled)]
+    table = pd.DataFrame(rows, columns=["subject", "list", "trial_type", "position", "item"])
+    for name, values in columns.items():
+        table[name] = list(values) + [np.nan] * len(recalled)
+    return table
+
+
+def test_psifr_lag_count_with_a_category_test():
+    # psifr tests/test_lag_crp.py: 8 items in two categories, recalled 1 3 4 8 5 4 7 6
+    table = _one_list(range(1, 9), [1, 3, 4, 8, 5, 4, 7, 6], category=[1, 1, 1, 1, 2, 2, 2, 2])
+    plain = cmr.lag_crp(table, by=None)
+    assert plain["actual"].values.tolist() == [0, 0, 0, 0, 1, 0, 1, 0, 1, 1, 0, 1, 0, 0, 0]
+    assert plain["possible"].values.tolist() == [0, 1, 1, 0, 1, 2, 3, 0, 3, 3, 3, 3, 2, 1, 1]
+    within = cmr.lag_crp(table, by=None, test_key="category", test=_same)
+    assert within["actual"].values.tolist() == [0, 0, 0, 0, 1, 0, 1, 0, 1, 1, 0, 0, 0, 0, 0]
+    assert within["possible"].values.tolist() == [0, 0, 0, 0, 1, 1, 3, 0, 2, 1, 1, 0, 0, 0, 0]
+
+
+def test_psifr_category_count():
+    # psifr tests/test_category_crp.py: six transitions, five with a same-category item available
+    table = _one_list(range(1, 9), [1, 3, 4, 8, 5, 4, 2, 7, 6], category=[1, 1, 1, 1, 2, 2, 2, 2])
+    crp = cmr.category_crp(table, "category", by=None)
+    assert (int(crp["actual"]), int(crp["possible"])) == (4, 5)
+
+
+def test_psifr_distance_docstring_examples():
+    # psifr stats.count_distance / rank_distance / rank_distance_shifted docstrings
+    distances = np.array([[0, 1, 2, 2, 2], [1, 0, 2, 2, 2], [2, 2, 0, 3, 3], [2, 2, 3, 0, 2], [2, 2, 3, 2, 0]], float)
+    four = _one_list(range(1, 5), [4, 2, 3, 1], index=[0, 1, 2, 3])
+    crp = cmr.distance_crp(four, "index", distances[:4, :4], [0.5, 1.5, 2.5, 3.5], by=None)
+    assert crp["actual"].values.tolist() == [0, 3, 0] and crp["possible"].values.tolist() == [1, 4, 1]
+    rank = cmr.distance_rank(four, "index", distances[:4, :4], by=None)
+    assert float(rank["rank"]) == pytest.approx((0.75 + 0.0) / 2) and int(rank["n_transitions"]) == 2
+    five = _one_list(range(1, 6), [4, 2, 3, 1], index=[0, 1, 2, 3, 4])
+    shifted = cmr.distance_rank_shifted(five, "index", distances, 2, by=None)
+    assert shifted["rank"].values.tolist() == [0.5, 0.625]  # psifr rows [0, 0.25] and [1, 1], averaged
+    assert shifted["shift"].values.tolist() == [-2, -1]
+
+
+def test_psifr_input_crp_docstring_example_with_previous_first():
+    table = _one_list(range(1, 5), [4, 2, 3, 1])
+    crp = cmr.input_crp(table, by=None)
+    made = {(p, c) for p, c in zip(*np.nonzero(crp["actual"].values))}
+    assert made == {(3, 1), (1, 2), (2, 0)}  # 4 -> 2, 2 -> 3, 3 -> 1 (0-based)
+    assert crp["possible"].values[3].tolist() == [1, 1, 1, 0]
+
+
+# --- lab exports ----------------------------------------------------------------------------
+
+
+def _lab_export(raw):
+    """Morton2013 as a lab might export it: lists numbered again per session, distractor rows,
+    recalls typed in lower case with a trailing space."""
+    messy = raw.copy()
+    first = messy.groupby(["subject", "session"])["list"].transform("min")
+    messy["list"] = messy["list"] - first + 1
+    recall = messy["trial_type"] == "recall"
+    messy.loc[recall, "item"] = messy.loc[recall, "item"].str.lower() + " "
+    distractor = messy.drop_duplicates(["subject", "session", "list"]).assign(trial_type="distractor", item="7+4",
+                                                                              position=1)
+    return pd.concat([distractor, messy], ignore_index=True)
+
+
+def test_lab_export_with_options_equals_psifr_on_the_clean_table(morton):
+    fr = require("psifr.fr")
+    raw, merged, _ = morton
+    messy = _lab_export(raw)
+    with pytest.raises(RecallDataError, match=r"normalize_items=True.*--normalize-items"):
+        cmr.from_table(messy, list_keys=["session"])
+    with pytest.raises(RecallDataError, match=r"duplicate study position.*list_keys"):
+        cmr.from_table(messy, normalize_items=True)
+    events = cmr.from_table(messy, list_keys=["session"], normalize_items=True)
+    assert events.attrs["ignored_trial_types"] == '{"distractor": %d}' % (4 * 48)
+    assert events["session"].dims == ("trial",)
+    ours = cmr.lag_crp(events)
+    _equal_counts(ours, _psifr(fr.lag_crp, merged), ["subject", "lag"])
+    _equal_counts(cmr.category_crp(events), _psifr(fr.category_crp, merged, "category"), ["subject"])
+    # psifr's merged (scored) table reads as its raw one
+    again = cmr.lag_crp(cmr.from_table(merged))
+    assert np.array_equal(again["actual"].values, ours["actual"].values)
+    assert np.array_equal(again["possible"].values, ours["possible"].values)
