@@ -38,6 +38,8 @@ from .distance import distance_rank_window as distance_rank_window
 from .distance import distance_rank_window_asym as distance_rank_window_asym
 from .crp import lag_crp_compound as lag_crp_compound
 from .events import from_recall_matrix as from_recall_matrix
+from .intrusions import intrusion_rates as intrusion_rates
+from .intrusions import pli_list_lag as pli_list_lag
 from .events import from_table as from_table
 from .events import to_recall_matrix as to_recall_matrix
 from .events import to_table as to_table
@@ -115,6 +117,8 @@ __all__ = [
     "distance_rank_shifted",
     "distance_rank_window",
     "distance_rank_window_asym",
+    "pli_list_lag",
+    "intrusion_rates",
     "lag_rank",
     "spc",
     "pnr",

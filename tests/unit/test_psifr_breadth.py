@@ -246,3 +246,49 @@ def test_lab_export_with_options_equals_psifr_on_the_clean_table(morton):
     again = cmr.lag_crp(cmr.from_table(merged))
     assert np.array_equal(again["actual"].values, ours["actual"].values)
     assert np.array_equal(again["possible"].values, ours["possible"].values)
+
+
+# --- intrusions -------------------------------------------------------------------------------
+
+
+def _pli_equal(ours, ref):
+    ref = ref.set_index(["subject", "list_lag"])
+    assert np.array_equal(ours["count"].values, ref["count"].to_xarray().values)
+    _close(ours["per_list"].values, ref["per_list"].to_xarray().values)
+    _close(ours["prob"].values, ref["prob"].to_xarray().values)
+
+
+def _once(merged):
+    """psifr's merged table with each intrusion once, at its most recent earlier list."""
+    return merged.sort_values("prior_list", na_position="first").drop_duplicates(
+        ["subject", "list", "item", "output", "input"], keep="last").sort_values(["subject", "list", "input"])
+
+
+def test_pli_list_lag_equals_psifr_counting_each_intrusion_once(morton):
+    fr = require("psifr.fr")
+    peers = fr.sample_data("peers_notask")
+    peers = peers[peers["subject"].isin(np.unique(peers["subject"])[:20])]
+    _pli_equal(cmr.pli_list_lag(peers, 3), _psifr(fr.pli_list_lag, _once(fr.merge_free_recall(peers)), 3))
+    raw = morton[0]
+    merged = fr.merge_free_recall(raw)
+    ours = cmr.pli_list_lag(raw, 3)
+    _pli_equal(ours, _psifr(fr.pli_list_lag, _once(merged), 3))
+    # psifr itself writes an intrusion once per list that studied the item and counts every copy
+    repeated = _psifr(fr.pli_list_lag, merged, 3).set_index(["subject", "list_lag"])["prob"].to_xarray().values
+    assert not np.allclose(repeated, ours["prob"].values, rtol=0, atol=1e-12, equal_nan=True)
+
+
+def test_intrusion_rates_hand_worked():
+    table = pd.DataFrame(
+        [(1, 1, "study", 1, "a"), (1, 1, "study", 2, "b"), (1, 1, "recall", 1, "b"), (1, 1, "recall", 2, "z"),
+         (1, 2, "study", 1, "c"), (1, 2, "study", 2, "d"), (1, 2, "recall", 1, "a"), (1, 2, "recall", 2, "d"),
+         (1, 2, "recall", 3, "d"), (1, 2, "recall", 4, "q")],
+        columns=["subject", "list", "trial_type", "position", "item"])
+    rates = cmr.intrusion_rates(table, by=None)
+    counts = {name: int(rates[name]) for name in ("n_lists", "n_recalls", "n_correct", "n_repeats", "n_prior_list",
+                                                  "n_extra_list")}
+    assert counts == {"n_lists": 2, "n_recalls": 6, "n_correct": 2, "n_repeats": 1, "n_prior_list": 1,
+                      "n_extra_list": 2}
+    assert float(rates["intrusion_share"]) == 0.5
+    lags = cmr.pli_list_lag(table, 1, by=None)
+    assert lags["count"].values.tolist() == [1] and lags["prob"].values.tolist() == [0.5]
