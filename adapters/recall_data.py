@@ -20,7 +20,7 @@ from pathlib import Path
 
 from cmr.errors import DataSourceError, FileFormatError, OptionalDependencyError
 
-__all__ = ["BUNDLED", "load_recall_data", "read_recall_table"]
+__all__ = ["BUNDLED", "BUNDLED_DISTANCES", "load_recall_data", "read_recall_table", "load_item_distances"]
 
 # name -> (package, file inside the package)
 BUNDLED = {
@@ -89,14 +89,18 @@ def read_recall_table(source):
     )
 
 
-def load_recall_data(source):
+def load_recall_data(source, *, list_keys=None, normalize_items=False, max_intrusion_share=None):
     """Events dataset (kind ``"events"``) from a bundled name, a CSV path or a DataFrame.
 
     Parameters
     ----------
     source : str, os.PathLike or pandas.DataFrame
-        A bundled name (see :data:`BUNDLED`), a psifr-format CSV file, or a psifr-format
-        DataFrame (not modified).
+        A bundled name (see :data:`BUNDLED`), a psifr-format CSV file (raw or merged), or a
+        psifr-format DataFrame (not modified).
+    list_keys, normalize_items, max_intrusion_share
+        As :func:`cmr.from_table`: columns that with subject and list identify a list (e.g.
+        ``["session"]`` when list numbers start again per session); match recalls ignoring
+        case and surrounding spaces; the share of intrusions above which a table is refused.
 
     Returns
     -------
@@ -118,11 +122,75 @@ def load_recall_data(source):
 
     from cmr.events import from_table
 
+    options = {"list_keys": list_keys, "normalize_items": normalize_items}
+    if max_intrusion_share is not None:
+        options["max_intrusion_share"] = max_intrusion_share
     if isinstance(source, pd.DataFrame):
-        return from_table(source, source="DataFrame")
+        return from_table(source, source="DataFrame", **options)
     table = read_recall_table(source)
     if isinstance(source, str) and source in BUNDLED:
         label = source
     else:
         label = str(Path(source).resolve())
-    return from_table(table, source=label)
+    return from_table(table, source=label, **options)
+
+
+# name -> (package, file inside the package): psifr's item distance matrices (.npz: items, distances)
+BUNDLED_DISTANCES = {
+    "psifr:Morton2013": ("psifr", "distances/Morton2013.npz"),
+}
+
+
+def load_item_distances(source):
+    """Item-by-item distances as a DataArray whose ``item`` coordinate names the rows.
+
+    Parameters
+    ----------
+    source : str or os.PathLike
+        A bundled name (``"psifr:Morton2013"``: 768 x 768 semantic distances of the Morton &
+        Polyn 2016 item pool, from psifr) or an ``.npz`` file with arrays ``items`` (n,) and
+        ``distances`` (n, n), psifr's format.
+
+    Returns
+    -------
+    xarray.DataArray
+        dims ``(item, other_item)``, float64; pass it to :func:`cmr.distance_crp` and the
+        other distance analyses with ``index_key=None`` (items are matched by name).
+    """
+    import numpy as np
+    import xarray as xr
+
+    def _read(path, label):
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                items, matrix = data["items"], data["distances"]
+        except FileNotFoundError as exc:
+            raise DataSourceError(f"no such distance file: {label!r}") from exc
+        except (KeyError, ValueError, OSError) as exc:
+            raise FileFormatError(
+                f"{label!r} is not a distance file (expected an .npz with arrays 'items' and 'distances'): {exc}"
+            ) from exc
+        if matrix.ndim != 2 or matrix.shape != (items.size, items.size):
+            raise FileFormatError(
+                f"{label!r}: distances must be items x items ({items.size} x {items.size}); got {matrix.shape}")
+        return xr.DataArray(matrix.astype(np.float64), dims=("item", "other_item"),
+                            coords={"item": items.astype(str), "other_item": items.astype(str)},
+                            attrs={"source": label})
+
+    if isinstance(source, str) and source in BUNDLED_DISTANCES:
+        package, inner = BUNDLED_DISTANCES[source]
+        try:
+            root = resources.files(package)
+        except ModuleNotFoundError as exc:
+            raise OptionalDependencyError(
+                f"bundled distances {source!r} are read from the {package!r} package, which is not installed; "
+                f"install it with `pip install {package}`"
+            ) from exc
+        with resources.as_file(root.joinpath(inner)) as path:
+            return _read(path, source)
+    if isinstance(source, str) and ":" in source and not os.path.exists(source):
+        raise DataSourceError(f"unknown bundled distances {source!r}; known: {', '.join(BUNDLED_DISTANCES)} "
+                              "(or give an .npz path)")
+    if isinstance(source, (str, os.PathLike)):
+        return _read(source, str(source))
+    raise DataSourceError(f"distances must be a bundled name or an .npz path; got {type(source).__name__}")
