@@ -177,5 +177,9 @@ def analyses_table(events, analyses="all", **options) -> pd.DataFrame:
     settings = {**defaults, **options}
     _, results = _results(events, analyses, by, *(settings[k] for k in keys))
     tables = [to_dataframe(result, layout="long").assign(analysis=name) for name, result in results.items()]
+    integers = {c for t in tables for c in t.columns if pd.api.types.is_integer_dtype(t[c].dtype)}
+    integers -= {c for t in tables for c in t.columns if not pd.api.types.is_integer_dtype(t[c].dtype)}
     table = pd.concat(tables, ignore_index=True)
+    for column in integers:  # counts and labels stay integers where an analysis lacks them
+        table[column] = table[column].astype("Int64")
     return table[["analysis"] + [c for c in table.columns if c != "analysis"]]

@@ -11,6 +11,8 @@ __all__ = [
     "add_output",
     "add_device",
     "add_recall_source",
+    "add_table_options",
+    "table_options",
     "add_grouping",
     "grouping",
     "describe_units",
@@ -79,9 +81,27 @@ def add_output(parser, metavar: str = "OUT.nc") -> None:
 
 
 def add_recall_source(parser) -> None:
-    """The SOURCE argument of the commands that read free-recall data."""
+    """The SOURCE argument of the commands that read free-recall data, and how to read lab exports."""
     parser.add_argument("source", metavar="SOURCE",
                         help="bundled data set name (e.g. psifr:Morton2013) or a psifr-format CSV file")
+    add_table_options(parser)
+
+
+def add_table_options(parser) -> None:
+    """``--list-keys`` and ``--normalize-items``: reading lab exports (as cmr.from_table)."""
+    parser.add_argument("--list-keys", default=None, metavar="COL[,COL]",
+                        help="columns that with subject and list identify a studied list, e.g. session when "
+                        "list numbers start again in each session")
+    parser.add_argument("--normalize-items", action="store_true",
+                        help="match recalled to studied words ignoring case and surrounding spaces (default: "
+                        "exactly as written)")
+
+
+def table_options(args) -> dict:
+    """The keyword arguments of load_recall_data for ``--list-keys`` / ``--normalize-items``."""
+    keys = getattr(args, "list_keys", None)
+    return {"list_keys": [k.strip() for k in keys.split(",") if k.strip()] if keys else None,
+            "normalize_items": bool(getattr(args, "normalize_items", False))}
 
 
 def add_grouping(parser, what: str) -> None:
@@ -126,7 +146,7 @@ def write_recall_analysis(args, analysis, **options):
     from icl_cmr.adapters.recall_data import load_recall_data
 
     result_format(args.output)
-    events = load_recall_data(args.source)
+    events = load_recall_data(args.source, **table_options(args))
     result = analysis(events, by=grouping(args), **options)
     return result, events, write_result(result, args.output)
 
