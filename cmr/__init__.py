@@ -65,6 +65,9 @@ from .recall_stats import spc as spc
 from .schema import validate as validate
 from .tables import to_dataframe as to_dataframe
 from .tables import unit_table as unit_table
+from .timing import irt as irt
+from .timing import lag_crl as lag_crl
+from .timing import stop_probability as stop_probability
 from .textbook import MODEL_PARAMETER_NAMES as MODEL_PARAMETER_NAMES
 from .textbook import PARAMETER_NAMES as PARAMETER_NAMES
 from .textbook import SEMANTIC_PARAMETER_NAMES as SEMANTIC_PARAMETER_NAMES
@@ -119,6 +122,9 @@ __all__ = [
     "distance_rank_window_asym",
     "pli_list_lag",
     "intrusion_rates",
+    "irt",
+    "lag_crl",
+    "stop_probability",
     "lag_rank",
     "spc",
     "pnr",

@@ -24,10 +24,11 @@ from .intrusions import intrusion_rates, pli_list_lag
 from .recall_stats import lag_rank, pfr, pnr, spc
 from .schema import provenance_attrs, validate
 from .tables import to_dataframe
+from .timing import irt, lag_crl, stop_probability
 
-__all__ = ["ANALYSES", "run_analyses", "analyses_table", "split_analyses"]
+__all__ = ["ANALYSES", "run_analyses", "analyses_table", "split_analyses", "available_analyses"]
 
-#: name -> (function, what it needs beyond the events: "category", "distances" or "")
+#: name -> (function, what it needs beyond the events: "category", "distances", "time" or "")
 ANALYSES = {
     "lag_crp": (lag_crp, ""),
     "lag_rank": (lag_rank, ""),
@@ -37,6 +38,9 @@ ANALYSES = {
     "input_crp": (input_crp, ""),
     "intrusion_rates": (intrusion_rates, ""),
     "pli_list_lag": (pli_list_lag, ""),
+    "stop_probability": (stop_probability, ""),
+    "irt": (irt, "time"),
+    "lag_crl": (lag_crl, "time"),
     "category_crp": (category_crp, "category"),
     "category_clustering": (category_clustering, "category"),
     "distance_crp": (distance_crp, "distances"),
@@ -54,8 +58,11 @@ def _percentile_edges(distances, n_bins):
     return np.percentile(upper[np.isfinite(upper)], np.linspace(1, 99, n_bins + 1))
 
 
-def _one(name, events, by, lags, category_key, distances, index_key, edges, max_lag, max_shift, window_lags):
+def _one(name, events, by, lags, category_key, distances, index_key, edges, max_lag, max_shift, window_lags,
+         time_key):
     function, _ = ANALYSES[name]
+    if name in ("irt", "lag_crl"):
+        return function(events, time_key, by=by)
     if name == "lag_crp":
         return function(events, by=by, lags=lags)
     if name == "pli_list_lag":
@@ -73,18 +80,23 @@ def _one(name, events, by, lags, category_key, distances, index_key, edges, max_
     return function(events, by=by)
 
 
-def available_analyses(events, category_key="category", distances=None) -> list[str]:
-    """The analyses the data support: category ones need the column, distance ones a matrix."""
-    has_category = f"study_{category_key}" in events
-    return [name for name, (_, needs) in ANALYSES.items()
-            if not needs or (needs == "category" and has_category) or (needs == "distances" and distances is not None)]
+def _has_time(events, time_key):
+    return f"recall_{time_key}" in events and events[f"recall_{time_key}"].dtype.kind == "f"
 
 
-def split_analyses(events, analyses, *, category_key="category", distances=None) -> list[str]:
+def available_analyses(events, category_key="category", distances=None, time_key="rt") -> list[str]:
+    """The analyses the data support: category ones need the column, distance ones a matrix,
+    latency ones a recall-time column."""
+    has = {"": True, "category": f"study_{category_key}" in events, "distances": distances is not None,
+           "time": _has_time(events, time_key)}
+    return [name for name, (_, needs) in ANALYSES.items() if has[needs]]
+
+
+def split_analyses(events, analyses, *, category_key="category", distances=None, time_key="rt") -> list[str]:
     """The analysis names of ``analyses`` (a list, a comma string or ``"all"``), checked."""
     if isinstance(analyses, str):
         if analyses == "all":
-            return available_analyses(events, category_key, distances)
+            return available_analyses(events, category_key, distances, time_key)
         analyses = [part.strip() for part in analyses.split(",") if part.strip()]
     names = list(analyses)
     unknown = [n for n in names if n not in ANALYSES]
@@ -96,21 +108,24 @@ def split_analyses(events, analyses, *, category_key="category", distances=None)
             raise ParameterError(f"{name} needs a category column {category_key!r} on the study rows")
         if needs == "distances" and distances is None:
             raise ParameterError(f"{name} needs an item distance matrix (distances=...)")
+        if needs == "time" and not _has_time(events, time_key):
+            raise ParameterError(f"{name} needs a numeric recall-time column {time_key!r} on the recall rows")
     return names
 
 
 def _results(events, analyses, by, lags, category_key, distances, index_key, edges, max_lag, max_shift,
-             window_lags):
+             window_lags, time_key):
     events = as_events(events)
-    names = split_analyses(events, analyses, category_key=category_key, distances=distances)
+    names = split_analyses(events, analyses, category_key=category_key, distances=distances, time_key=time_key)
     if distances is not None and (edges is None or np.ndim(edges) == 0):
         edges = _percentile_edges(distances, 10 if edges is None else int(edges))
     return events, {name: _one(name, events, by, lags, category_key, distances, index_key, edges, max_lag,
-                               max_shift, window_lags) for name in names}
+                               max_shift, window_lags, time_key) for name in names}
 
 
 def run_analyses(events, analyses="all", *, by="subject", lags=None, category_key="category", distances=None,
-                 index_key=None, edges=None, max_lag=3, max_shift=3, window_lags=(-1, 0, 1)) -> xr.Dataset:
+                 index_key=None, edges=None, max_lag=3, max_shift=3, window_lags=(-1, 0, 1),
+                 time_key="rt") -> xr.Dataset:
     """Run several analyses of one data set into one dataset.
 
     Parameters
@@ -129,6 +144,7 @@ def run_analyses(events, analyses="all", *, by="subject", lags=None, category_ke
         pairs' distances (default 10, as psifr's documentation does).
     max_lag, max_shift, window_lags
         Of ``pli_list_lag``, ``distance_rank_shifted`` and ``distance_rank_window``.
+    time_key : recall-time column of ``irt`` and ``lag_crl``.
 
     Returns
     -------
@@ -137,7 +153,7 @@ def run_analyses(events, analyses="all", *, by="subject", lags=None, category_ke
         dims and coordinates prefixed with its name; ``attrs["analyses"]`` lists them.
     """
     events, results = _results(events, analyses, by, lags, category_key, distances, index_key, edges, max_lag,
-                               max_shift, window_lags)
+                               max_shift, window_lags, time_key)
     parts = []
     unit_dims = {"subject", "trial"}
     for name, result in results.items():
@@ -168,9 +184,10 @@ def analyses_table(events, analyses="all", **options) -> pd.DataFrame:
     lacks are empty.
     """
     by = options.pop("by", "subject")
-    keys = ("lags", "category_key", "distances", "index_key", "edges", "max_lag", "max_shift", "window_lags")
+    keys = ("lags", "category_key", "distances", "index_key", "edges", "max_lag", "max_shift", "window_lags",
+            "time_key")
     defaults = {"lags": None, "category_key": "category", "distances": None, "index_key": None, "edges": None,
-                "max_lag": 3, "max_shift": 3, "window_lags": (-1, 0, 1)}
+                "max_lag": 3, "max_shift": 3, "window_lags": (-1, 0, 1), "time_key": "rt"}
     unknown = set(options) - set(keys)
     if unknown:
         raise ParameterError(f"unknown option(s) {sorted(unknown)}; known: by, {', '.join(keys)}")

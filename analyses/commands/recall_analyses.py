@@ -10,6 +10,8 @@ Run a chosen set of free-recall analyses of one data set, with psifr's names and
 
   lag_crp, lag_rank, spc, pfr, pnr, input_crp   temporal organisation and serial position
   intrusion_rates, pli_list_lag                 intrusions (prior-list ones by list lag)
+  stop_probability, irt, lag_crl                when recall stops; inter-response times
+                                                (irt, lag_crl need --time-key)
   category_crp, category_clustering             category organisation (needs --category-key)
   distance_crp, distance_rank,                  semantic organisation (needs --distances)
   distance_rank_shifted, distance_rank_window,
@@ -45,6 +47,8 @@ def register(sub):
     parser.add_argument("--max-lag", type=int, default=3, metavar="K", help="largest list lag of pli_list_lag (3)")
     parser.add_argument("--max-shift", type=int, default=3, metavar="K",
                         help="recalls back of distance_rank_shifted (default 3)")
+    parser.add_argument("--time-key", default="rt", metavar="COL",
+                        help="column with each recall's onset time, for irt and lag_crl (default rt)")
     add_lags(parser, None, "lags of lag_crp to keep")
 
 
@@ -60,7 +64,8 @@ def run(args) -> int:
     events = load_recall_data(args.source, **table_options(args))
     distances = None if args.distances is None else load_item_distances(args.distances)
     options = dict(by=grouping(args), lags=args.lags, category_key=args.category_key, distances=distances,
-                   index_key=args.index_key, edges=args.bins, max_lag=args.max_lag, max_shift=args.max_shift)
+                   index_key=args.index_key, edges=args.bins, max_lag=args.max_lag, max_shift=args.max_shift,
+                   time_key=args.time_key)
     if suffix == ".nc":
         result = run_analyses(events, args.analyses, **options)
         path = write_result(result, args.output)

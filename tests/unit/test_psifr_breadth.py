@@ -292,3 +292,56 @@ def test_intrusion_rates_hand_worked():
     assert float(rates["intrusion_share"]) == 0.5
     lags = cmr.pli_list_lag(table, 1, by=None)
     assert lags["count"].values.tolist() == [1] and lags["prob"].values.tolist() == [0.5]
+
+
+# --- beyond psifr: latencies and stopping -------------------------------------------------------
+
+
+def _timed():
+    rows = [(1, 1, "study", 1, "a", np.nan), (1, 1, "study", 2, "b", np.nan), (1, 1, "study", 3, "c", np.nan),
+            (1, 1, "recall", 1, "b", 1.0), (1, 1, "recall", 2, "c", 2.5), (1, 1, "recall", 3, "z", 3.0),
+            (1, 1, "recall", 4, "a", 4.0), (1, 2, "study", 1, "d", np.nan), (1, 2, "study", 2, "e", np.nan),
+            (1, 2, "study", 3, "f", np.nan)]
+    return pd.DataFrame(rows, columns=["subject", "list", "trial_type", "position", "item", "rt"])
+
+
+def test_latencies_and_stopping_hand_worked():
+    table = _timed()
+    # only b -> c joins two correct first recalls: 1.5 s at output 2, lag +1
+    np.testing.assert_array_equal(cmr.irt(table, by=None)["irt"].values, [np.nan, 1.5, np.nan, np.nan])
+    crl = cmr.lag_crl(table, by=None)
+    assert crl["crl"].sel(lag=1).item() == 1.5 and int(crl["n_transitions"].sum()) == 1
+    stop = cmr.stop_probability(table, by=None)
+    assert stop["actual"].values.tolist() == [1, 0, 0, 0, 1]  # list 2 stops at once, list 1 after 4 recalls
+    assert stop["possible"].values.tolist() == [2, 1, 1, 1, 1]
+    with pytest.raises(cmr.errors.ParameterError, match="no numeric recall-time column 'onset'.*rt"):
+        cmr.irt(table, "onset")
+
+
+def test_run_analyses_in_one_dataset_and_table(morton):
+    from cmr.analysis_set import analyses_table, run_analyses
+
+    raw, _, distances = morton
+    combined = run_analyses(raw, "lag_crp,category_crp,distance_rank", distances=distances, index_key="item_index")
+    direct = cmr.category_crp(raw)
+    assert np.array_equal(combined["category_crp_actual"].values, direct["actual"].values)
+    assert combined.sizes["lag_crp_lag"] == 47
+    table = analyses_table(raw, ["category_crp", "pli_list_lag"])
+    assert set(table["analysis"]) == {"category_crp", "pli_list_lag"}
+    assert str(table["count"].dtype) == "Int64"
+    with pytest.raises(cmr.errors.ParameterError, match="distance_crp needs an item distance matrix"):
+        run_analyses(raw, ["distance_crp"])
+
+
+def test_cli_recall_analyses_reads_a_lab_export(tmp_path, morton):
+    from icl_cmr.analyses.cli import main
+
+    raw = morton[0]
+    path = tmp_path / "lab.csv"
+    _lab_export(raw).to_csv(path, index=False)
+    assert main(["recall-analyses", str(path), "-o", str(tmp_path / "x.csv"), "--analyses", "lag_crp"]) == 1
+    out = tmp_path / "lab.nc"
+    assert main(["recall-analyses", str(path), "--list-keys", "session", "--normalize-items", "--analyses",
+                 "lag_crp,category_crp,stop_probability", "-o", str(out)]) == 0
+    result = cmr.load_dataset(out)
+    assert np.array_equal(result["category_crp_actual"].values, cmr.category_crp(raw)["actual"].values)
