@@ -345,3 +345,17 @@ def test_cli_recall_analyses_reads_a_lab_export(tmp_path, morton):
                  "lag_crp,category_crp,stop_probability", "-o", str(out)]) == 0
     result = cmr.load_dataset(out)
     assert np.array_equal(result["category_crp_actual"].values, cmr.category_crp(raw)["actual"].values)
+
+
+def test_docs_page_examples_run(capsys):
+    import re
+
+    from tests.conftest import REPO_ROOT
+
+    require("psifr")
+    text = (REPO_ROOT / "docs" / "recall-analyses.md").read_text()
+    namespace: dict = {}
+    for block in re.findall(r"```python\n(.*?)```", text, flags=re.S):
+        exec(compile(block, "recall-analyses.md", "exec"), namespace)  # noqa: S102 - our own documentation
+    printed = [float(line) for line in capsys.readouterr().out.split()]
+    assert printed[0] == pytest.approx(0.78, abs=0.005) and printed[1] == pytest.approx(0.63, abs=0.005)
