@@ -359,3 +359,30 @@ def test_docs_page_examples_run(capsys):
         exec(compile(block, "recall-analyses.md", "exec"), namespace)  # noqa: S102 - our own documentation
     printed = [float(line) for line in capsys.readouterr().out.split()]
     assert printed[0] == pytest.approx(0.78, abs=0.005) and printed[1] == pytest.approx(0.63, abs=0.005)
+
+
+def test_every_figure_draws(morton):
+    import io
+
+    from icl_cmr.analyses import plots
+
+    raw, _, distances = morton
+    events = cmr.from_table(raw)
+    stats = {
+        "distance_crp": cmr.distance_crp(events, "item_index", distances, np.linspace(0.3, 1.0, 8)),
+        "distance_rank_shifted": cmr.distance_rank_shifted(events, "item_index", distances, 3),
+        "distance_rank_window": cmr.distance_rank_window(events, "item_index", distances, [-1, 1]),
+        "pli_list_lag": cmr.pli_list_lag(events, 3),
+        "stop_probability": cmr.stop_probability(events, by=None),
+        "category_crp": {"by subject": cmr.category_crp(events), "by list": cmr.category_crp(events, by="trial")},
+        "category_clustering": cmr.category_clustering(events),
+        "distance_rank": cmr.distance_rank(events, "item_index", distances),
+        "input_crp": cmr.input_crp(events),
+        "irt": cmr.irt(_timed(), by=None),
+        "lag_crl": cmr.lag_crl(_timed()),
+    }
+    for name, stat in stats.items():
+        fig = getattr(plots, name)(stat)
+        fig.savefig(io.BytesIO(), format="png")
+    with pytest.raises(cmr.errors.SchemaError, match="expected stat_kind 'distance_crp'"):
+        plots.distance_crp(stats["distance_rank"])
