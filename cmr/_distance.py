@@ -12,52 +12,21 @@ from numba import njit
 from ._transitions import is_end, start_pool, step_transition
 
 
-@njit(cache=True, nogil=True, inline="always")
-def _count_below(edges, value, strict):
-    """Number of edges < value (``strict``) or <= value, by bisection (edges increasing)."""
-    lo = 0
-    hi = edges.size
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if edges[mid] < value or (not strict and edges[mid] == value):
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _cut_bin(value, edges):
-    """Bin of ``value`` in right-closed bins (edges[k], edges[k+1]] as pandas.cut; -1 outside or NaN."""
-    if value != value or value <= edges[0] or value > edges[-1]:
-        return -1
-    return _count_below(edges, value, True) - 1
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _histogram_bin(value, edges):
-    """Bin of ``value`` in bins [edges[k], edges[k+1]) with the last one closed, as numpy.histogram."""
-    if value != value or value < edges[0] or value > edges[-1]:
-        return -1
-    if value == edges[-1]:
-        return edges.size - 2
-    return _count_below(edges, value, False) - 1
-
-
 @njit(cache=True, nogil=True)
-def count_distance(recalls, list_length, group, n_groups, index, distances, edges, in_pool, code, allowed,
-                   count_unique):
+def count_distance(recalls, list_length, group, n_groups, index, cut_bin, histogram_bin, in_pool, code, allowed,
+                   n_bins, count_unique):
     """Transitions made and possible per distance bin (psifr ``count_distance``).
 
-    With ``count_unique`` a bin counts once per transition however many available items fall
-    in it; psifr then bins with numpy.histogram (left-closed), so the same is done here.
+    ``cut_bin[a, b]`` is the bin of the distance between items a and b in right-closed bins
+    (pandas.cut, as psifr bins actual and possible transitions), ``histogram_bin`` the same in
+    left-closed bins (numpy.histogram, as psifr bins them with ``count_unique``); -1 outside.
+    With ``count_unique`` a bin counts once per transition however many items fall in it.
 
     Returns
     -------
     actual, possible : int64 (n_groups, n_bins)
     """
     n_trials, n_outputs = recalls.shape
-    n_bins = edges.size - 1
     actual = np.zeros((n_groups, n_bins), dtype=np.int64)
     possible = np.zeros((n_groups, n_bins), dtype=np.int64)
     recalled = np.zeros(index.shape[1] + 2, dtype=np.bool_)
@@ -78,21 +47,20 @@ def count_distance(recalls, list_length, group, n_groups, index, distances, edge
             if not allowed[c_prev, code[t, curr]]:
                 continue
             row = index[t, prev]
-            b = _cut_bin(distances[row, index[t, curr]], edges)
+            b = cut_bin[row, index[t, curr]]
             if b >= 0:
                 actual[g, b] += 1
             stamp += 1
             for j in range(length):
                 if recalled[j + 1] or not allowed[c_prev, code[t, j]]:
                     continue
-                value = distances[row, index[t, j]]
                 if count_unique:
-                    b = _histogram_bin(value, edges)
+                    b = histogram_bin[row, index[t, j]]
                     if b < 0 or seen[b] == stamp:
                         continue
                     seen[b] = stamp
                 else:
-                    b = _cut_bin(value, edges)
+                    b = cut_bin[row, index[t, j]]
                     if b < 0:
                         continue
                 possible[g, b] += 1
@@ -264,3 +232,35 @@ def _window_rank(row, made, recalled, length, allowed, code, index, distances, w
     if n_possible < 2:
         return np.nan
     return 1.0 - (n_less + (n_equal - 1) / 2.0) / (n_possible - 1)
+
+
+@njit(cache=True, nogil=True)
+def bin_distances(matrix, edges):
+    """Bin of every distance, -1 outside: right-closed as pandas.cut and left-closed as numpy.histogram.
+
+    Returns
+    -------
+    cut_bin, histogram_bin : int64, shape of ``matrix``
+    """
+    n_bins = edges.size - 1
+    cut_bin = np.full(matrix.shape, -1, dtype=np.int64)
+    histogram_bin = np.full(matrix.shape, -1, dtype=np.int64)
+    for a in range(matrix.shape[0]):
+        for b in range(matrix.shape[1]):
+            value = matrix[a, b]
+            if not (edges[0] <= value <= edges[n_bins]):
+                continue  # outside, or NaN
+            lo = 0  # bisection: below = number of edges < value
+            hi = n_bins + 1
+            while lo < hi:
+                mid = (lo + hi) >> 1
+                if edges[mid] < value:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            below = lo
+            at_or_below = below + 1 if below <= n_bins and edges[below] == value else below
+            if below > 0:
+                cut_bin[a, b] = below - 1
+            histogram_bin[a, b] = min(at_or_below - 1, n_bins - 1)
+    return cut_bin, histogram_bin

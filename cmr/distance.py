@@ -63,14 +63,20 @@ def _prepared(events, index_key, distances, by, item_query=None, test_key=None, 
                 f"{int((rows < 0).sum())} studied item(s) are not in the distance matrix (e.g. {missing[0]!r})")
         index[studied] = rows
     else:
-        values = pd.to_numeric(pd.Series(study_values(events, index_key)[studied].tolist()), errors="coerce")
-        values = values.to_numpy(dtype=np.float64)
+        values = study_values(events, index_key)[studied]
+        if values.dtype.kind not in "iuf":
+            values = pd.to_numeric(pd.Series(values.tolist()), errors="coerce").to_numpy()
+        values = values.astype(np.float64)
         if not (np.isfinite(values) & (values == np.round(values)) & (values >= 0) & (values < matrix.shape[0])).all():
             raise ParameterError(
                 f"index_key {index_key!r} must give each studied item's row in distances: whole numbers "
                 f"0..{matrix.shape[0] - 1}"
             )
         index[studied] = values.astype(np.int64)
+    # only the studied items' rows and columns: small, so the kernels' lookups stay in cache
+    used, compact = np.unique(index[studied], return_inverse=True)
+    index[studied] = compact.reshape(-1)
+    matrix = np.ascontiguousarray(matrix[np.ix_(used, used)])
     mask = transition_mask(events, item_query, test_key, test)
     return events, recalls, lengths, group, labels, index, matrix, mask
 
@@ -125,8 +131,10 @@ def distance_crp(events, index_key, distances, edges, centers=None, count_unique
     centers = edges[:-1] + np.diff(edges) / 2 if centers is None else np.asarray(centers, dtype=np.float64)
     if centers.shape != (edges.size - 1,):
         raise ParameterError(f"centers needs one value per bin ({edges.size - 1}); got shape {centers.shape}")
-    actual, possible = _distance.count_distance(recalls, lengths, group, int(group.max()) + 1, index, matrix,
-                                                edges, mask.in_pool, mask.code, mask.allowed, bool(count_unique))
+    cut, histogram = _distance.bin_distances(matrix, edges)
+    actual, possible = _distance.count_distance(recalls, lengths, group, int(group.max()) + 1, index, cut, histogram,
+                                                mask.in_pool, mask.code, mask.allowed, edges.size - 1,
+                                                bool(count_unique))
     return _dataset(events, by, labels, "distance_crp", ("center",),
                     {"center": centers, "bin_left": ("center", edges[:-1]), "bin_right": ("center", edges[1:])}, {
                         "prob": (ratio(actual, possible), {"long_name": "conditional response probability"}),
