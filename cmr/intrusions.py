@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from . import _intrusions
 from ._checks import integer
 from ._numeric import ratio
 from .errors import ParameterError
@@ -38,24 +39,16 @@ def intrusion_list_lags(events) -> np.ndarray:
     events = as_events(events)
     recalls, lengths = to_recall_matrix(events)
     normalize = bool(events.attrs.get("normalize_items", 0))
-    subject_group, _ = group_index(events, "subject")
-    ordinal = pd.Series(subject_group).groupby(subject_group).cumcount().to_numpy() + 1  # list number in subject
+    subject, _ = group_index(events, "subject")
+    ordinal = pd.Series(subject).groupby(subject).cumcount().to_numpy() + 1  # list number in the subject
     study = events["study_item"].transpose("trial", "study_position").values
-    s_trial, s_col = np.nonzero(np.arange(study.shape[1])[None, :] < lengths[:, None])
-    studied = pd.DataFrame({"subject": subject_group[s_trial], "item": item_keys(study[s_trial, s_col], normalize),
-                            "prior": ordinal[s_trial]})
-    r_trial, r_col = np.nonzero(recalls == -1)
-    recall_item = events["recall_item"].transpose("trial", "output_position").values
-    intruded = pd.DataFrame({"event": np.arange(r_trial.size), "subject": subject_group[r_trial],
-                             "item": item_keys(recall_item[r_trial, r_col], normalize), "list": ordinal[r_trial]})
-    pairs = intruded.merge(studied, on=["subject", "item"])
-    pairs = pairs[pairs["prior"] < pairs["list"]]
-    latest = pairs.groupby("event")["prior"].max()
-    lag = np.full(r_trial.size, -1, dtype=np.int64)
-    lag[latest.index.to_numpy()] = intruded["list"].to_numpy()[latest.index.to_numpy()] - latest.to_numpy()
-    out = np.zeros(recalls.shape, dtype=np.int64)
-    out[r_trial, r_col] = lag
-    return out
+    recalled = events["recall_item"].transpose("trial", "output_position").values
+    codes, uniques = pd.factorize(np.concatenate([item_keys(study.ravel(), normalize),
+                                                  item_keys(recalled.ravel(), normalize)]))
+    study_code = np.ascontiguousarray(codes[:study.size].reshape(study.shape), dtype=np.int64)
+    recall_code = np.ascontiguousarray(codes[study.size:].reshape(recalled.shape), dtype=np.int64)
+    return _intrusions.intrusion_lags(recalls, lengths, subject, ordinal.astype(np.int64), study_code, recall_code,
+                                      len(uniques))
 
 
 def _by_subject_or_pooled(by):
