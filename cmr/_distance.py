@@ -19,8 +19,9 @@ def count_distance(recalls, list_length, group, n_groups, index, cut_bin, histog
 
     ``cut_bin[a, b]`` is the bin of the distance between items a and b in right-closed bins
     (pandas.cut, as psifr bins actual and possible transitions), ``histogram_bin`` the same in
-    left-closed bins (numpy.histogram, as psifr bins them with ``count_unique``); -1 outside.
-    With ``count_unique`` a bin counts once per transition however many items fall in it.
+    left-closed bins (numpy.histogram, as psifr bins possible ones with ``count_unique``; only
+    read then); -1 outside. With ``count_unique`` a bin counts once per transition however
+    many items fall in it.
 
     Returns
     -------
@@ -235,22 +236,20 @@ def _window_rank(row, made, recalled, length, allowed, code, index, distances, w
 
 
 @njit(cache=True, nogil=True)
-def bin_distances(matrix, edges):
-    """Bin of every distance, -1 outside: right-closed as pandas.cut and left-closed as numpy.histogram.
+def bin_distances(matrix, edges, left_closed):
+    """Bin of every distance, -1 outside or NaN, int16.
 
-    Returns
-    -------
-    cut_bin, histogram_bin : int64, shape of ``matrix``
+    Right-closed bins ``(edges[k], edges[k+1]]`` as pandas.cut, or with ``left_closed``
+    ``[edges[k], edges[k+1])`` with the last one closed, as numpy.histogram.
     """
     n_bins = edges.size - 1
-    cut_bin = np.full(matrix.shape, -1, dtype=np.int64)
-    histogram_bin = np.full(matrix.shape, -1, dtype=np.int64)
+    out = np.full(matrix.shape, -1, dtype=np.int16)
     for a in range(matrix.shape[0]):
         for b in range(matrix.shape[1]):
             value = matrix[a, b]
             if not (edges[0] <= value <= edges[n_bins]):
                 continue  # outside, or NaN
-            lo = 0  # bisection: below = number of edges < value
+            lo = 0  # bisection: lo = number of edges < value
             hi = n_bins + 1
             while lo < hi:
                 mid = (lo + hi) >> 1
@@ -258,9 +257,9 @@ def bin_distances(matrix, edges):
                     lo = mid + 1
                 else:
                     hi = mid
-            below = lo
-            at_or_below = below + 1 if below <= n_bins and edges[below] == value else below
-            if below > 0:
-                cut_bin[a, b] = below - 1
-            histogram_bin[a, b] = min(at_or_below - 1, n_bins - 1)
-    return cut_bin, histogram_bin
+            if left_closed:
+                at_or_below = lo + 1 if lo <= n_bins and edges[lo] == value else lo
+                out[a, b] = min(at_or_below - 1, n_bins - 1)
+            elif lo > 0:
+                out[a, b] = lo - 1
+    return out

@@ -131,7 +131,8 @@ def distance_crp(events, index_key, distances, edges, centers=None, count_unique
     centers = edges[:-1] + np.diff(edges) / 2 if centers is None else np.asarray(centers, dtype=np.float64)
     if centers.shape != (edges.size - 1,):
         raise ParameterError(f"centers needs one value per bin ({edges.size - 1}); got shape {centers.shape}")
-    cut, histogram = _distance.bin_distances(matrix, edges)
+    cut = _distance.bin_distances(matrix, edges, False)
+    histogram = _distance.bin_distances(matrix, edges, True) if count_unique else cut
     actual, possible = _distance.count_distance(recalls, lengths, group, int(group.max()) + 1, index, cut, histogram,
                                                 mask.in_pool, mask.code, mask.allowed, edges.size - 1,
                                                 bool(count_unique))
