@@ -15,6 +15,7 @@ name                         contents                                     packag
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
 
@@ -58,18 +59,25 @@ def _read_csv(path, label: str):
         ) from exc
 
 
+@contextmanager
+def _bundled_file(source: str, table: dict, what: str):
+    """The path of a bundled file inside the installed package that ships it."""
+    package, inner = table[source]
+    try:
+        root = resources.files(package)
+    except ModuleNotFoundError as exc:
+        raise OptionalDependencyError(
+            f"bundled {what} {source!r} is read from the {package!r} package, which is not "
+            f"installed; install it with `pip install {package}`"
+        ) from exc
+    with resources.as_file(root.joinpath(inner)) as path:
+        yield path
+
+
 def read_recall_table(source):
     """The psifr long table (pandas DataFrame) of a bundled name or a CSV path."""
     if isinstance(source, str) and source in BUNDLED:
-        package, inner = BUNDLED[source]
-        try:
-            root = resources.files(package)
-        except ModuleNotFoundError as exc:
-            raise OptionalDependencyError(
-                f"bundled data set {source!r} is read from the {package!r} package, which is not "
-                f"installed; install it with `pip install {package}`"
-            ) from exc
-        with resources.as_file(root.joinpath(inner)) as path:
+        with _bundled_file(source, BUNDLED, "data set") as path:
             return _read_csv(path, source)
     if isinstance(source, str) and ":" in source and not os.path.exists(source) and not Path(source).suffix:
         raise DataSourceError(
@@ -178,15 +186,7 @@ def load_item_distances(source):
                             attrs={"source": label})
 
     if isinstance(source, str) and source in BUNDLED_DISTANCES:
-        package, inner = BUNDLED_DISTANCES[source]
-        try:
-            root = resources.files(package)
-        except ModuleNotFoundError as exc:
-            raise OptionalDependencyError(
-                f"bundled distances {source!r} are read from the {package!r} package, which is not installed; "
-                f"install it with `pip install {package}`"
-            ) from exc
-        with resources.as_file(root.joinpath(inner)) as path:
+        with _bundled_file(source, BUNDLED_DISTANCES, "distances") as path:
             return _read(path, source)
     if isinstance(source, str) and ":" in source and not os.path.exists(source):
         raise DataSourceError(f"unknown bundled distances {source!r}; known: {', '.join(BUNDLED_DISTANCES)} "

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._transitions import is_end, start_pool, start_trial, step_recall, step_transition
+from ._transitions import is_end, start_pool, start_trial, step_masked_transition, step_recall
 
 
 @njit(cache=True, nogil=True)
@@ -31,13 +31,11 @@ def count_category(recalls, list_length, group, n_groups, category, in_pool, cod
         for o in range(n_outputs - 1):
             if is_end(recalls, t, o):
                 break
-            if not step_transition(recalls, t, o, recalled):
+            if not step_masked_transition(recalls, t, o, recalled, code, allowed):
                 continue
             prev = recalls[t, o] - 1
             curr = recalls[t, o + 1] - 1
             c_prev = code[t, prev]
-            if not allowed[c_prev, code[t, curr]]:
-                continue
             cat = category[t, prev]
             if cat < 0:
                 continue  # a missing category equals nothing

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._transitions import is_end, start_pool, start_trial, step_transition
+from ._transitions import is_end, start_pool, start_trial, step_masked_transition, step_transition
 
 
 @njit(cache=True, nogil=True)
@@ -138,12 +138,10 @@ def count_lags_masked(recalls, list_length, group, n_groups, max_lag, labels, in
         for o in range(n_outputs - 1):
             if is_end(recalls, t, o):
                 break
-            if not step_transition(recalls, t, o, recalled):
+            if not step_masked_transition(recalls, t, o, recalled, code, allowed):
                 continue
             prev = recalls[t, o] - 1
             c_prev = code[t, prev]
-            if not allowed[c_prev, code[t, recalls[t, o + 1] - 1]]:
-                continue
             origin = max_lag - labels[t, prev]
             actual[g, origin + labels[t, recalls[t, o + 1] - 1]] += 1
             stamp += 1
@@ -179,12 +177,10 @@ def count_input_pairs(recalls, list_length, group, n_groups, n_positions, in_poo
         for o in range(n_outputs - 1):
             if is_end(recalls, t, o):
                 break
-            if not step_transition(recalls, t, o, recalled):
+            if not step_masked_transition(recalls, t, o, recalled, code, allowed):
                 continue
             prev = recalls[t, o] - 1
             c_prev = code[t, prev]
-            if not allowed[c_prev, code[t, recalls[t, o + 1] - 1]]:
-                continue
             actual[g, prev, recalls[t, o + 1] - 1] += 1
             for j in range(length):
                 if not recalled[j + 1] and allowed[c_prev, code[t, j]]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._transitions import is_end, start_pool, step_transition
+from ._transitions import is_end, start_pool, step_masked_transition, step_transition
 
 
 @njit(cache=True, nogil=True)
@@ -40,13 +40,11 @@ def count_distance(recalls, list_length, group, n_groups, index, cut_bin, histog
         for o in range(n_outputs - 1):
             if is_end(recalls, t, o):
                 break
-            if not step_transition(recalls, t, o, recalled):
+            if not step_masked_transition(recalls, t, o, recalled, code, allowed):
                 continue
             prev = recalls[t, o] - 1
             curr = recalls[t, o + 1] - 1
             c_prev = code[t, prev]
-            if not allowed[c_prev, code[t, curr]]:
-                continue
             row = index[t, prev]
             b = cut_bin[row, index[t, curr]]
             if b >= 0:
@@ -69,16 +67,24 @@ def count_distance(recalls, list_length, group, n_groups, index, cut_bin, histog
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _closeness_rank(row, made, recalled, length, allowed, code, c_test, index, distances, t):
+def _rank_among(distances, index, row, made, recalled, length, allowed, code, t, testers, exclude_testers):
     """1 - percentile rank of distance ``made`` among the available items' distances from ``row``.
 
-    Ties take the average rank (scipy.stats.rankdata); NaN when a single item was possible.
+    An available item j counts when the test allows the transition from every position in
+    ``testers`` (1-based) to it, and, with ``exclude_testers``, when it is not one of them.
+    Ties take the average rank (scipy.stats.rankdata, as psifr); NaN when a single item counts.
     """
     n_possible = 0
     n_less = 0
     n_equal = 0
     for j in range(length):
-        if recalled[j + 1] or not allowed[c_test, code[t, j]]:
+        if recalled[j + 1]:
+            continue
+        keep = True
+        for w in range(testers.size):
+            if (exclude_testers and testers[w] == j + 1) or not allowed[code[t, testers[w] - 1], code[t, j]]:
+                keep = False
+        if not keep:
             continue
         d = distances[row, index[t, j]]
         n_possible += 1
@@ -110,6 +116,7 @@ def rank_distance(recalls, list_length, group, n_groups, index, distances, in_po
     n_ranked = np.zeros((n_groups, max_shift), dtype=np.int64)
     recalled = np.zeros(index.shape[1] + 2, dtype=np.bool_)
     history = np.zeros(max_shift, dtype=np.int64)  # "from" positions of the current run, newest last
+    tester = np.zeros(1, dtype=np.int64)  # the test runs from the last transition's "from" item
     for t in range(n_trials):
         length = list_length[t]
         g = group[t]
@@ -119,24 +126,22 @@ def rank_distance(recalls, list_length, group, n_groups, index, distances, in_po
         for o in range(n_outputs - 1):
             if is_end(recalls, t, o):
                 break
-            if not step_transition(recalls, t, o, recalled):
+            if not step_masked_transition(recalls, t, o, recalled, code, allowed):
                 continue
             prev = recalls[t, o] - 1
             curr = recalls[t, o + 1] - 1
-            c_prev = code[t, prev]
-            if not allowed[c_prev, code[t, curr]]:
-                continue
             run = run + 1 if last_valid == o - 1 else 1
             last_valid = o
             history[:-1] = history[1:]
             history[-1] = prev
+            tester[0] = prev + 1
             if run < max_shift:
                 continue
             for k in range(1, max_shift + 1):
                 source = history[max_shift - k]
                 row = index[t, source]
-                rank = _closeness_rank(row, distances[row, index[t, curr]], recalled, length, allowed, code,
-                                       c_prev, index, distances, t)
+                rank = _rank_among(distances, index, row, distances[row, index[t, curr]], recalled, length, allowed,
+                                   code, t, tester, False)
                 if rank == rank:
                     rank_sum[g, max_shift - k] += rank
                     n_ranked[g, max_shift - k] += 1
@@ -197,8 +202,8 @@ def rank_distance_window(recalls, list_length, group, n_groups, index, distances
                 continue
             for w in range(n_window):
                 row = index[t, window[w] - 1]
-                ranks[w] = _window_rank(row, distances[row, index[t, curr - 1]], recalled, length, allowed, code,
-                                        index, distances, window, t)
+                ranks[w] = _rank_among(distances, index, row, distances[row, index[t, curr - 1]], recalled, length,
+                                       allowed, code, t, window, True)
                 if ranks[w] == ranks[w]:
                     rank_sum[g, w] += ranks[w]
                     n_ranked[g, w] += 1
@@ -207,32 +212,6 @@ def rank_distance_window(recalls, list_length, group, n_groups, index, distances
                 asym_sum[g] += difference
                 n_asym[g] += 1
     return rank_sum, n_ranked, asym_sum, n_asym
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _window_rank(row, made, recalled, length, allowed, code, index, distances, window, t):
-    """:func:`_closeness_rank` over available items outside the window that pass the test with every window item."""
-    n_possible = 0
-    n_less = 0
-    n_equal = 0
-    for j in range(length):
-        if recalled[j + 1]:
-            continue
-        keep = True
-        for w in range(window.size):
-            if window[w] == j + 1 or not allowed[code[t, window[w] - 1], code[t, j]]:
-                keep = False
-        if not keep:
-            continue
-        d = distances[row, index[t, j]]
-        n_possible += 1
-        if d < made:
-            n_less += 1
-        elif d == made:
-            n_equal += 1
-    if n_possible < 2:
-        return np.nan
-    return 1.0 - (n_less + (n_equal - 1) / 2.0) / (n_possible - 1)
 
 
 @njit(cache=True, nogil=True)

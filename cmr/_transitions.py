@@ -130,3 +130,15 @@ def start_pool(recalled, length, in_pool, t):
     recalled[0] = False
     for j in range(length):
         recalled[j + 1] = not in_pool[t, j]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def step_masked_transition(recalls, t, o, recalled, code, allowed):
+    """:func:`step_transition`, then psifr's ``test`` on the pair: whether the transition counts.
+
+    ``code[t, j]`` is the test-value code of study position j + 1 and ``allowed[a, b]`` the
+    tabulated test (cmr/masks.py). A transition failing the test still marks its "from" recall.
+    """
+    if not step_transition(recalls, t, o, recalled):
+        return False
+    return allowed[code[t, recalls[t, o] - 1], code[t, recalls[t, o + 1] - 1]]

@@ -17,9 +17,9 @@ import xarray as xr
 from . import _category
 from ._numeric import ratio
 from .errors import RecallDataError
-from .events import as_events, group_index, to_recall_matrix, unit_coordinates
+from ._stat import stat_dataset
+from .events import as_events, group_index, to_recall_matrix
 from .masks import study_values, transition_mask
-from .schema import provenance_attrs, validate
 
 __all__ = ["category_crp", "category_clustering"]
 
@@ -40,20 +40,6 @@ def _category_codes(events, category_key, lengths):
     codes = np.full(values.shape, -1, dtype=np.int64)
     codes[studied] = rank[flat]
     return codes, int(order.size), int((codes[studied] < 0).sum())
-
-
-def _stat(events, by, labels, stat_kind, created_by, variables, **provenance):
-    unit_dims, unit_coords = unit_coordinates(events, by, labels)
-    ds = xr.Dataset(
-        {name: (unit_dims, value[0] if by is None else value, attrs) for name, (value, attrs) in variables.items()},
-        coords=unit_coords,
-        attrs={
-            **provenance_attrs("recall_stat", created_by, by="pooled" if by is None else by, **provenance),
-            "stat_kind": stat_kind,
-            "unit_kind": "pooled" if by is None else by,
-        },
-    )
-    return validate(ds, "recall_stat")
 
 
 def category_crp(events, category_key="category", by="subject", *, item_query=None, test_key=None,
@@ -86,7 +72,7 @@ def category_crp(events, category_key="category", by="subject", *, item_query=No
     mask = transition_mask(events, item_query, test_key, test)
     actual, possible = _category.count_category(recalls, lengths, group, int(group.max()) + 1, codes,
                                                 mask.in_pool, mask.code, mask.allowed)
-    return _stat(events, by, labels, "category_crp", "cmr.category_crp", {
+    return stat_dataset(events, by, labels, "category_crp", (), {}, {
         "prob": (ratio(actual, possible), {"long_name": "within-category transition probability"}),
         "actual": (actual, {"long_name": "within-category transitions made"}),
         "possible": (possible, {"long_name": "transitions with a same-category item available"}),
@@ -133,7 +119,7 @@ def category_clustering(events, category_key="category", by="subject") -> xr.Dat
     n_arc = np.bincount(group, weights=defined, minlength=n_groups).astype(np.int64)
     lbc_mean = ratio(np.bincount(group, weights=lbc, minlength=n_groups), n_lists)
     arc_mean = ratio(np.bincount(group, weights=np.where(defined, arc, 0.0), minlength=n_groups), n_arc)
-    return _stat(events, by, labels, "category_clustering", "cmr.category_clustering", {
+    return stat_dataset(events, by, labels, "category_clustering", (), {}, {
         "lbc": (lbc_mean, {"long_name": "list-based clustering (observed - expected same-category transitions)"}),
         "arc": (arc_mean, {"long_name": "adjusted ratio of clustering"}),
         "n_lists": (n_lists, {"long_name": "lists averaged for lbc"}),

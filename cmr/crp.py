@@ -19,6 +19,7 @@ import xarray as xr
 from . import _crp
 from ._checks import lag_window, recall_arrays
 from ._numeric import ratio, sem_across
+from ._stat import stat_dataset
 from .errors import ParameterError, RecallDataError
 from .events import as_events, group_index, to_recall_matrix, unit_coordinates
 from .masks import study_values, transition_mask
@@ -259,23 +260,10 @@ def input_crp(events, by="subject", *, item_query=None, test_key=None, test=None
     n_pos = int(lengths.max())
     actual, possible = _crp.count_input_pairs(recalls, lengths, group, int(group.max()) + 1, n_pos,
                                               mask.in_pool, mask.code, mask.allowed)
-    if by is None:
-        actual, possible = actual[0], possible[0]
-    unit_dims, unit_coords = unit_coordinates(events, by, labels)
     positions = np.arange(1, n_pos + 1, dtype=np.int64)
-    dims = unit_dims + ("previous", "current")
-    ds = xr.Dataset(
-        {
-            "prob": (dims, ratio(actual, possible), {"long_name": "conditional response probability"}),
-            "actual": (dims, actual, {"long_name": "transitions made from previous to current"}),
-            "possible": (dims, possible, {"long_name": "transitions from previous with current available"}),
-        },
-        coords={**unit_coords, "previous": positions, "current": positions},
-        attrs={
-            **provenance_attrs("recall_stat", "cmr.input_crp", by="pooled" if by is None else by,
-                               item_query=item_query or "", test_key=test_key or ""),
-            "stat_kind": "input_crp",
-            "unit_kind": "pooled" if by is None else by,
-        },
-    )
-    return validate(ds, "recall_stat")
+    return stat_dataset(events, by, labels, "input_crp", ("previous", "current"),
+                        {"previous": positions, "current": positions}, {
+                            "prob": (ratio(actual, possible), {"long_name": "conditional response probability"}),
+                            "actual": (actual, {"long_name": "transitions made from previous to current"}),
+                            "possible": (possible, {"long_name": "transitions from previous with current available"}),
+                        }, item_query=item_query or "", test_key=test_key or "")

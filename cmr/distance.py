@@ -26,9 +26,9 @@ import xarray as xr
 from . import _distance
 from ._numeric import ratio
 from .errors import ParameterError
-from .events import as_events, group_index, to_recall_matrix, unit_coordinates
+from ._stat import stat_dataset
+from .events import as_events, group_index, to_recall_matrix
 from .masks import study_values, transition_mask
-from .schema import provenance_attrs, validate
 
 __all__ = [
     "distance_crp",
@@ -81,21 +81,6 @@ def _prepared(events, index_key, distances, by, item_query=None, test_key=None, 
     return events, recalls, lengths, group, labels, index, matrix, mask
 
 
-def _dataset(events, by, labels, stat_kind, dims, coords, variables, **provenance):
-    unit_dims, unit_coords = unit_coordinates(events, by, labels)
-    ds = xr.Dataset(
-        {name: (unit_dims + dims, value[0] if by is None else value, attrs)
-         for name, (value, attrs) in variables.items()},
-        coords={**unit_coords, **coords},
-        attrs={
-            **provenance_attrs("recall_stat", f"cmr.{stat_kind}", by="pooled" if by is None else by, **provenance),
-            "stat_kind": stat_kind,
-            "unit_kind": "pooled" if by is None else by,
-        },
-    )
-    return validate(ds, "recall_stat")
-
-
 def distance_crp(events, index_key, distances, edges, centers=None, count_unique=False, *, by="subject",
                  item_query=None, test_key=None, test=None) -> xr.Dataset:
     """Conditional response probability by distance bin (psifr's ``distance_crp``).
@@ -136,7 +121,7 @@ def distance_crp(events, index_key, distances, edges, centers=None, count_unique
     actual, possible = _distance.count_distance(recalls, lengths, group, int(group.max()) + 1, index, cut, histogram,
                                                 mask.in_pool, mask.code, mask.allowed, edges.size - 1,
                                                 bool(count_unique))
-    return _dataset(events, by, labels, "distance_crp", ("center",),
+    return stat_dataset(events, by, labels, "distance_crp", ("center",),
                     {"center": centers, "bin_left": ("center", edges[:-1]), "bin_right": ("center", edges[1:])}, {
                         "prob": (ratio(actual, possible), {"long_name": "conditional response probability"}),
                         "actual": (actual, {"long_name": "transitions made in the distance bin"}),
@@ -168,7 +153,7 @@ def distance_rank(events, index_key, distances, *, by="subject", item_query=None
         ``n_transitions``.
     """
     events, labels, rank, n = _ranks(events, index_key, distances, 1, by, item_query, test_key, test)
-    return _dataset(events, by, labels, "distance_rank", (), {}, {
+    return stat_dataset(events, by, labels, "distance_rank", (), {}, {
         "rank": (rank[:, 0], {"long_name": "mean distance percentile rank (1 = closest)"}),
         "n_transitions": (n[:, 0], {"long_name": "transitions ranked"}),
     }, index_key=index_key or "item", item_query=item_query or "", test_key=test_key or "")
@@ -191,7 +176,7 @@ def distance_rank_shifted(events, index_key, distances, max_shift, *, by="subjec
     if not isinstance(max_shift, (int, np.integer)) or isinstance(max_shift, bool) or max_shift < 1:
         raise ParameterError(f"max_shift must be an integer >= 1; got {max_shift!r}")
     events, labels, rank, n = _ranks(events, index_key, distances, int(max_shift), by, item_query, test_key, test)
-    return _dataset(events, by, labels, "distance_rank_shifted", ("shift",),
+    return stat_dataset(events, by, labels, "distance_rank_shifted", ("shift",),
                     {"shift": np.arange(-int(max_shift), 0, dtype=np.int64)}, {
                         "rank": (rank, {"long_name": "mean distance percentile rank (1 = closest)"}),
                         "n_transitions": (n, {"long_name": "transitions ranked"}),
@@ -226,7 +211,7 @@ def distance_rank_window(events, index_key, distances, window_lags, *, by="subje
     """
     events, labels, window, (rank_sum, n, _, _) = _window(events, index_key, distances, window_lags, by,
                                                            test_key, test, exclude_prev_window)
-    return _dataset(events, by, labels, "distance_rank_window", ("lag",), {"lag": window}, {
+    return stat_dataset(events, by, labels, "distance_rank_window", ("lag",), {"lag": window}, {
         "rank": (ratio(rank_sum, n), {"long_name": "mean distance percentile rank (1 = closest)"}),
         "n": (n, {"long_name": "transitions ranked"}),
     }, index_key=index_key or "item", window_lags=window.tolist(), exclude_prev_window=int(bool(exclude_prev_window)))
@@ -247,7 +232,7 @@ def distance_rank_window_asym(events, index_key, distances, *, by="subject", tes
     """
     events, labels, _, (_, _, asym_sum, n) = _window(events, index_key, distances, [-1, 1], by, test_key, test,
                                                      exclude_prev_window)
-    return _dataset(events, by, labels, "distance_rank_window_asym", (), {}, {
+    return stat_dataset(events, by, labels, "distance_rank_window_asym", (), {}, {
         "asym": (ratio(asym_sum, n), {"long_name": "mean rank from the next minus from the previous study item"}),
         "n": (n, {"long_name": "transitions with both ranks defined"}),
     }, index_key=index_key or "item", exclude_prev_window=int(bool(exclude_prev_window)))

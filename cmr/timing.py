@@ -24,25 +24,10 @@ import xarray as xr
 from . import _timing
 from ._numeric import ratio
 from .errors import ParameterError
-from .events import as_events, group_index, to_recall_matrix, unit_coordinates
-from .schema import provenance_attrs, validate
+from ._stat import stat_dataset
+from .events import as_events, group_index, to_recall_matrix
 
 __all__ = ["irt", "lag_crl", "stop_probability"]
-
-
-def _stat(events, by, labels, stat_kind, dims, coords, variables, **provenance):
-    unit_dims, unit_coords = unit_coordinates(events, by, labels)
-    ds = xr.Dataset(
-        {name: (unit_dims + dims, value[0] if by is None else value, attrs)
-         for name, (value, attrs) in variables.items()},
-        coords={**unit_coords, **coords},
-        attrs={
-            **provenance_attrs("recall_stat", f"cmr.{stat_kind}", by="pooled" if by is None else by, **provenance),
-            "stat_kind": stat_kind,
-            "unit_kind": "pooled" if by is None else by,
-        },
-    )
-    return validate(ds, "recall_stat")
 
 
 def _latencies(events, time_key, by):
@@ -79,7 +64,7 @@ def irt(events, time_key="rt", by="subject") -> xr.Dataset:
         and where no transition counted) and ``n_transitions``.
     """
     events, labels, _, (total, n, _, _) = _latencies(events, time_key, by)
-    return _stat(events, by, labels, "irt", ("output_position",),
+    return stat_dataset(events, by, labels, "irt", ("output_position",),
                  {"output_position": np.arange(1, total.shape[1] + 1, dtype=np.int64)}, {
                      "irt": (ratio(total, n), {"long_name": "mean inter-response time", "units": time_key}),
                      "n_transitions": (n, {"long_name": "transitions timed"}),
@@ -96,7 +81,7 @@ def lag_crl(events, time_key="rt", by="subject") -> xr.Dataset:
         inter-response time of transitions at the lag) and ``n_transitions``.
     """
     events, labels, max_lag, (_, _, total, n) = _latencies(events, time_key, by)
-    return _stat(events, by, labels, "lag_crl", ("lag",), {"lag": np.arange(-max_lag, max_lag + 1, dtype=np.int64)}, {
+    return stat_dataset(events, by, labels, "lag_crl", ("lag",), {"lag": np.arange(-max_lag, max_lag + 1, dtype=np.int64)}, {
         "crl": (ratio(total, n), {"long_name": "mean inter-response time at the lag", "units": time_key}),
         "n_transitions": (n, {"long_name": "transitions timed"}),
     }, time_key=time_key)
@@ -125,7 +110,7 @@ def stop_probability(events, by="subject") -> xr.Dataset:
     possible = np.zeros_like(actual)
     np.add.at(actual, (group, n_made), 1)
     np.add.at(possible, group, (positions[None, :] <= n_made[:, None]).astype(np.int64))
-    return _stat(events, by, labels, "stop_probability", ("output_position",), {"output_position": positions}, {
+    return stat_dataset(events, by, labels, "stop_probability", ("output_position",), {"output_position": positions}, {
         "prob": (ratio(actual, possible), {"long_name": "probability of stopping after the output"}),
         "actual": (actual, {"long_name": "lists whose last recall is at the output"}),
         "possible": (possible, {"long_name": "lists that reached the output"}),
