@@ -38,17 +38,25 @@ def intrusion_list_lags(events) -> np.ndarray:
     """
     events = as_events(events)
     recalls, lengths = to_recall_matrix(events)
-    normalize = bool(events.attrs.get("normalize_items", 0))
     subject, _ = group_index(events, "subject")
-    ordinal = pd.Series(subject).groupby(subject).cumcount().to_numpy() + 1  # list number in the subject
+    return _list_lags(events, recalls, lengths, subject, _list_numbers(subject))
+
+
+def _list_numbers(subject):
+    """Number 1..n of each trial within its subject (trials come grouped by subject, in order)."""
+    return (pd.Series(subject).groupby(subject).cumcount().to_numpy() + 1).astype(np.int64)
+
+
+def _list_lags(events, recalls, lengths, subject, ordinal):
+    normalize = bool(events.attrs.get("normalize_items", 0))
     study = events["study_item"].transpose("trial", "study_position").values
-    recalled = events["recall_item"].transpose("trial", "output_position").values
-    codes, uniques = pd.factorize(np.concatenate([item_keys(study.ravel(), normalize),
-                                                  item_keys(recalled.ravel(), normalize)]))
+    r_trial, r_col = np.nonzero(recalls == -1)  # only intrusions need a code
+    intruded = events["recall_item"].transpose("trial", "output_position").values[r_trial, r_col]
+    codes, uniques = pd.factorize(np.concatenate([item_keys(study.ravel(), normalize), item_keys(intruded, normalize)]))
     study_code = np.ascontiguousarray(codes[:study.size].reshape(study.shape), dtype=np.int64)
-    recall_code = np.ascontiguousarray(codes[study.size:].reshape(recalled.shape), dtype=np.int64)
-    return _intrusions.intrusion_lags(recalls, lengths, subject, ordinal.astype(np.int64), study_code, recall_code,
-                                      len(uniques))
+    recall_code = np.full(recalls.shape, -1, dtype=np.int64)
+    recall_code[r_trial, r_col] = codes[study.size:]
+    return _intrusions.intrusion_lags(recalls, lengths, subject, ordinal, study_code, recall_code, len(uniques))
 
 
 def _by_subject_or_pooled(by):
@@ -80,10 +88,10 @@ def pli_list_lag(events, max_lag, by="subject") -> xr.Dataset:
     _by_subject_or_pooled(by)
     max_lag = integer(max_lag, "max_lag")
     events = as_events(events)
-    lags = intrusion_list_lags(events)
-    recalls, _ = to_recall_matrix(events)
+    recalls, lengths = to_recall_matrix(events)
     group, labels = group_index(events, "subject")
-    ordinal = pd.Series(group).groupby(group).cumcount().to_numpy() + 1
+    ordinal = _list_numbers(group)
+    lags = _list_lags(events, recalls, lengths, group, ordinal)
     n_groups = int(group.max()) + 1
     counted = ordinal > max_lag
     n_lists = np.bincount(group[counted], minlength=n_groups).astype(np.int64)
@@ -130,8 +138,9 @@ def intrusion_rates(events, by="subject") -> xr.Dataset:
         ``extra_list_per_list`` and ``intrusion_share`` (intrusions / recalls).
     """
     events = as_events(events)
-    lags = intrusion_list_lags(events)
-    recalls, _ = to_recall_matrix(events)
+    recalls, lengths = to_recall_matrix(events)
+    subject, _ = group_index(events, "subject")
+    lags = _list_lags(events, recalls, lengths, subject, _list_numbers(subject))
     group, labels = group_index(events, by)
     n_groups = int(group.max()) + 1
     positive = np.where(recalls > 0, recalls, 0)
