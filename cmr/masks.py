@@ -28,7 +28,7 @@ import xarray as xr
 
 from .errors import ParameterError
 
-__all__ = ["TransitionMask", "transition_mask", "study_values", "study_frame"]
+__all__ = ["TransitionMask", "transition_mask", "item_mask", "study_values", "study_frame"]
 
 
 class TransitionMask(NamedTuple):
@@ -142,3 +142,33 @@ def transition_mask(events: xr.Dataset, item_query=None, test_key=None, test=Non
     code = np.zeros((n_trials, n_study), np.int64)
     code[studied] = codes
     return TransitionMask(in_pool, np.ascontiguousarray(code), np.ascontiguousarray(allowed))
+
+
+def item_mask(events: xr.Dataset, item_query=None, test_key=None, test=None):
+    """Pool, codes and ``passes[code]`` for a test of single items, ``test(value) -> bool`` (psifr's pnr).
+
+    Returns
+    -------
+    in_pool : bool (n_trials, n_study)
+    code : int64 (n_trials, n_study)
+    passes : bool (n_codes,)
+    """
+    pool = transition_mask(events, item_query)
+    if (test_key is None) != (test is None):
+        raise ParameterError("test_key and test go together: give both (a column and a function) or neither")
+    if test is None:
+        return pool.in_pool, pool.code, np.ones(1, dtype=bool)
+    if not callable(test):
+        raise ParameterError(f"test must be a function test(value) -> bool; got {type(test).__name__}")
+    length = events["list_length"].values
+    values = study_values(events, test_key)
+    studied = np.arange(values.shape[1])[None, :] < length[:, None]
+    codes, uniques = pd.factorize(pd.Series(values[studied].tolist(), dtype=object), use_na_sentinel=False)
+    typed = np.asarray(np.asarray(uniques, dtype=object).tolist())
+    try:
+        passes = np.broadcast_to(np.asarray(test(typed), dtype=bool), typed.shape).copy()
+    except Exception as exc:
+        raise ParameterError(f"test(value) failed on values of {test_key!r}: {type(exc).__name__}: {exc}") from exc
+    code = np.zeros(values.shape, np.int64)
+    code[studied] = codes
+    return pool.in_pool, np.ascontiguousarray(code), passes

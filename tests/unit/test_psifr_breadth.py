@@ -74,6 +74,9 @@ def check_masked_lag_crps(raw, merged):
         ours = ours.sel(lag=np.unique(ref["lag"]).astype(np.int64))
         _equal_counts(ours, ref, ["subject", "lag"])
         _close(ours["profile"].values, _to_array(ref, ["subject", "lag"], "prob"))
+    query = "input <= 12 or category == 'obj'"
+    _equal_counts(cmr.pnr(events, item_query=query), _psifr(fr.pnr, merged, item_query=query),
+                  ["subject", "output", "input"])
 
 
 def check_category_and_input(raw, merged):
@@ -386,3 +389,14 @@ def test_every_figure_draws(morton):
         fig.savefig(io.BytesIO(), format="png")
     with pytest.raises(cmr.errors.SchemaError, match="expected stat_kind 'distance_crp'"):
         plots.distance_crp(stats["distance_rank"])
+
+
+def test_pnr_with_a_test_of_single_items_where_psifr_fails():
+    fr = require("psifr.fr")
+    table = _one_list(["a", "b", "c"], ["c", "b", "a"], category=["x", "y", "x"])
+    with pytest.raises(IndexError):  # psifr 0.10 indexes the pool after removing the recalled item
+        fr.pnr(fr.merge_free_recall(table, study_keys=["category"]), test_key="category", test=lambda v: v == "x")
+    nth = cmr.pnr(table, by=None, test_key="category", test=lambda v: v == "x")
+    # c at output 1 (a and c possible), b fails the test but takes output 2, a at output 3
+    assert nth["actual"].values.tolist() == [[0, 0, 1], [0, 0, 0], [1, 0, 0]]
+    assert nth["possible"].values.tolist() == [[1, 0, 1], [0, 0, 0], [1, 0, 0]]
