@@ -21,7 +21,8 @@ from pathlib import Path
 
 from cmr.errors import DataSourceError, FileFormatError, OptionalDependencyError
 
-__all__ = ["BUNDLED", "BUNDLED_DISTANCES", "load_recall_data", "read_recall_table", "load_item_distances"]
+__all__ = ["BUNDLED", "BUNDLED_DISTANCES", "load_recall_data", "read_recall_table", "load_item_distances",
+           "load_recall_matrix"]
 
 # name -> (package, file inside the package)
 BUNDLED = {
@@ -97,7 +98,7 @@ def read_recall_table(source):
     )
 
 
-def load_recall_data(source, *, list_keys=None, normalize_items=False, max_intrusion_share=None):
+def load_recall_data(source, *, list_keys=None, normalize_items=False, max_intrusion_share=None, list_length=None):
     """Events dataset (kind ``"events"``) from a bundled name, a CSV path or a DataFrame.
 
     Parameters
@@ -109,6 +110,8 @@ def load_recall_data(source, *, list_keys=None, normalize_items=False, max_intru
         As :func:`cmr.from_table`: columns that with subject and list identify a list (e.g.
         ``["session"]`` when list numbers start again per session); match recalls ignoring
         case and surrounding spaces; the share of intrusions above which a table is refused.
+    list_length : int, optional
+        For a recall matrix file (``.npy``/``.npz``, see :func:`load_recall_matrix`).
 
     Returns
     -------
@@ -135,6 +138,8 @@ def load_recall_data(source, *, list_keys=None, normalize_items=False, max_intru
         options["max_intrusion_share"] = max_intrusion_share
     if isinstance(source, pd.DataFrame):
         return from_table(source, source="DataFrame", **options)
+    if isinstance(source, (str, os.PathLike)) and Path(source).suffix in (".npy", ".npz"):
+        return load_recall_matrix(source, list_length)
     table = read_recall_table(source)
     if isinstance(source, str) and source in BUNDLED:
         label = source
@@ -194,3 +199,68 @@ def load_item_distances(source):
     if isinstance(source, (str, os.PathLike)):
         return _read(source, str(source))
     raise DataSourceError(f"distances must be a bundled name or an .npz path; got {type(source).__name__}")
+
+
+def load_recall_matrix(path, list_length=None):
+    """Events dataset from a recall matrix file (EMBAM / jaxcmr convention).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        ``.npy``: one integer array (trials x outputs) of 1-based serial positions, ``-1``
+        intrusions, ``0`` padding after the last recall. ``.npz``: array ``recalls`` as that,
+        and optionally ``list_length`` (one per trial or one for all) and ``subject``.
+    list_length : int, optional
+        Items per list; needed unless the ``.npz`` holds it.
+
+    Raises
+    ------
+    cmr.errors.RecallDataError
+        A malformed matrix; when positions look 0-based (a 0 before a later recall, or no
+        position as large as the list), the message says so.
+    """
+    import numpy as np
+
+    from cmr.errors import RecallDataError
+    from cmr.events import from_recall_matrix
+
+    label = str(path)
+    try:
+        with np.load(path, allow_pickle=False) if Path(path).suffix == ".npz" else _opened(np.load(path)) as data:
+            arrays = {"recalls": data} if isinstance(data, np.ndarray) else {k: data[k] for k in data.files}
+    except FileNotFoundError as exc:
+        raise DataSourceError(f"no such recall-matrix file: {label!r}") from exc
+    except (ValueError, OSError) as exc:
+        raise FileFormatError(f"{label!r} is not a readable .npy/.npz recall matrix: {exc}") from exc
+    if "recalls" not in arrays:
+        raise FileFormatError(f"{label!r}: a .npz recall matrix needs an array 'recalls'; got {sorted(arrays)}")
+    recalls = arrays["recalls"]
+    lengths = arrays.get("list_length", list_length)
+    if lengths is None:
+        raise RecallDataError(f"{label!r}: give the list length (list_length=..., command line --list-length), "
+                              "or store an array 'list_length' in the .npz")
+    matrix = np.asarray(recalls)
+    if matrix.ndim == 2 and matrix.size and matrix.dtype.kind in "iu":
+        zero_first = ((np.cumsum(matrix == 0, axis=1) > 0) & (matrix > 0)).any()
+        if zero_first:
+            raise RecallDataError(
+                f"{label!r}: a 0 comes before a later recall; 0 is padding after the last recall, so the "
+                "positions look 0-based: add 1 to every serial position (keep -1 for intrusions and 0 for padding)"
+            )
+    try:
+        return from_recall_matrix(matrix, lengths, subject=arrays.get("subject"), source=label)
+    except RecallDataError as exc:
+        raise RecallDataError(f"{label!r}: {exc}") from exc
+
+
+class _opened:
+    """A plain array in a ``with`` statement, like the NpzFile of a .npz."""
+
+    def __init__(self, array):
+        self.array = array
+
+    def __enter__(self):
+        return self.array
+
+    def __exit__(self, *exc):
+        return False

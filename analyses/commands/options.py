@@ -92,6 +92,8 @@ def add_table_options(parser) -> None:
     parser.add_argument("--list-keys", default=None, metavar="COL[,COL]",
                         help="columns that with subject and list identify a studied list, e.g. session when "
                         "list numbers start again in each session")
+    parser.add_argument("--list-length", type=int, default=None, metavar="N",
+                        help="items per list, for a recall-matrix SOURCE (.npy/.npz of 1-based serial positions)")
     parser.add_argument("--normalize-items", action="store_true",
                         help="match recalled to studied words ignoring case and surrounding spaces (default: "
                         "exactly as written)")
@@ -101,7 +103,8 @@ def table_options(args) -> dict:
     """The keyword arguments of load_recall_data for ``--list-keys`` / ``--normalize-items``."""
     keys = getattr(args, "list_keys", None)
     return {"list_keys": [k.strip() for k in keys.split(",") if k.strip()] if keys else None,
-            "normalize_items": bool(getattr(args, "normalize_items", False))}
+            "normalize_items": bool(getattr(args, "normalize_items", False)),
+            "list_length": getattr(args, "list_length", None)}
 
 
 def add_grouping(parser, what: str) -> None:

@@ -400,3 +400,20 @@ def test_pnr_with_a_test_of_single_items_where_psifr_fails():
     # c at output 1 (a and c possible), b fails the test but takes output 2, a at output 3
     assert nth["actual"].values.tolist() == [[0, 0, 1], [0, 0, 0], [1, 0, 0]]
     assert nth["possible"].values.tolist() == [[1, 0, 1], [0, 0, 0], [1, 0, 0]]
+
+
+def test_recall_matrix_files_through_the_loader_and_the_cli(tmp_path, capsys):
+    from icl_cmr.adapters.recall_data import load_recall_data
+    from icl_cmr.analyses.cli import main
+
+    np.save(tmp_path / "ok.npy", np.array([[2, 1, 3, 0], [1, -1, 0, 0]]))
+    events = load_recall_data(tmp_path / "ok.npy", list_length=3)
+    assert events["recalls"].values.tolist() == [[2, 1, 3], [1, -1, 0]]
+    np.savez(tmp_path / "ok.npz", recalls=np.array([[2, 1, 3]]), list_length=np.array([3]))
+    assert load_recall_data(tmp_path / "ok.npz").sizes["trial"] == 1
+    with pytest.raises(RecallDataError, match="give the list length"):
+        load_recall_data(tmp_path / "ok.npy")
+    np.save(tmp_path / "zero.npy", np.array([[0, 1, 2], [1, 0, 2]]))
+    assert main(["lag-crp", str(tmp_path / "zero.npy"), "--list-length", "3", "-o", str(tmp_path / "x.csv")]) == 1
+    assert "positions look 0-based: add 1" in capsys.readouterr().err
+    assert main(["lag-crp", str(tmp_path / "ok.npy"), "--list-length", "3", "-o", str(tmp_path / "x.csv")]) == 0
