@@ -12,7 +12,10 @@ transformer_lens or matplotlib). Where things live (for reading the source):
 
 * data model: :mod:`cmr.events` (psifr tables, recall matrices), :mod:`cmr.schema`,
   :mod:`cmr.io`, :mod:`cmr.tables`, :mod:`cmr.errors`, :mod:`cmr.constants`;
-* free-recall analyses, exact against psifr: :mod:`cmr.crp`, :mod:`cmr.recall_stats`;
+* free-recall analyses, exact against psifr: :mod:`cmr.crp`, :mod:`cmr.recall_stats`,
+  :mod:`cmr.category`, :mod:`cmr.distance`, :mod:`cmr.intrusions` (psifr's masks in
+  :mod:`cmr.masks`); beyond psifr, :mod:`cmr.timing`; several at once,
+  :mod:`cmr.analysis_set`; lab exports read by :mod:`cmr.lab_tables`;
 * textbook CMR (localist, semantic, category), exact against cymr: :mod:`cmr.textbook`;
 * the simplified CMR of Ji-An et al. (2024): :mod:`cmr.paper`;
 * lag-profile grids of either variant: :mod:`cmr.grids`;
