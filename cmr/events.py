@@ -27,7 +27,8 @@ import xarray as xr
 from ._checks import probability, recall_arrays
 from .constants import INTRUSION_CHECK_MIN_RECALLS, MAX_INTRUSION_SHARE
 from .errors import RecallDataError
-from .lab_tables import intrusion_diagnosis, is_merged_table, item_keys, raw_from_merged, split_trial_types
+from .lab_tables import (intrusion_diagnosis, is_merged_table, item_keys, list_key_columns, match_recalls,
+                         raw_from_merged, split_trial_types)
 from .schema import provenance_attrs, validate
 
 __all__ = [
@@ -165,7 +166,7 @@ def from_table(
         dup = table.columns[table.columns.duplicated()].tolist()
         raise RecallDataError(f"recall table has duplicate column names: {dup}")
     table, ignored = split_trial_types(table)
-    list_keys = _list_keys(table, list_keys)
+    list_keys = list_key_columns(table, list_keys, REQUIRED_COLUMNS)
     for column in REQUIRED_COLUMNS + tuple(list_keys):
         n_missing = int(table[column].isna().sum())
         if n_missing:
@@ -254,12 +255,12 @@ def from_table(
     first = np.concatenate(([0], np.cumsum(n_recalled)[:-1]))
     r_out = np.arange(r_trial.size) - first[r_trial]  # 0-based output index
     n_out = max(int(n_recalled.max()) if r_trial.size else 0, 1)
-    serial = _match_recalls(s_trial, s_pos, match_keys[is_study], r_trial, match_keys[r_rows])
+    serial = match_recalls(s_trial, s_pos, match_keys[is_study], r_trial, match_keys[r_rows])
     n_intrusions = int((serial < 0).sum())
     if serial.size >= INTRUSION_CHECK_MIN_RECALLS and n_intrusions > share_limit * serial.size:
         rescued = None
         if not normalize_items:
-            loose = _match_recalls(s_trial, s_pos, item_keys(s_item, True), r_trial, item_keys(r_item, True))
+            loose = match_recalls(s_trial, s_pos, item_keys(s_item, True), r_trial, item_keys(r_item, True))
             rescued = int(((serial < 0) & (loose > 0)).sum())
         raise RecallDataError(intrusion_diagnosis(n_intrusions, serial.size, rescued, share_limit))
     recalls = np.zeros((n_trials, n_out), dtype=np.int64)
@@ -303,28 +304,6 @@ def from_table(
     ds.attrs["ignored_trial_types"] = json.dumps(ignored)
     ds.attrs["normalize_items"] = int(bool(normalize_items))
     return validate(ds, "events")
-
-
-def _list_keys(table: pd.DataFrame, list_keys) -> tuple[str, ...]:
-    """``list_keys`` as a tuple of column names of ``table`` (psifr's list_keys)."""
-    if list_keys is None:
-        return ()
-    names = (list_keys,) if isinstance(list_keys, str) else tuple(list_keys)
-    reserved = [k for k in names if k in REQUIRED_COLUMNS or not isinstance(k, str)]
-    missing = [k for k in names if k not in table.columns]
-    if reserved or missing or len(set(names)) != len(names):
-        raise RecallDataError(
-            f"list_keys must name distinct columns of the table other than {', '.join(REQUIRED_COLUMNS)}; got "
-            f"{list(names)} (table columns: {', '.join(map(str, table.columns))})"
-        )
-    return names
-
-
-def _match_recalls(s_trial, s_pos, s_key, r_trial, r_key) -> np.ndarray:
-    """Serial position of each recall's item in its list's study items, -1 where none matches."""
-    lookup = pd.Series(s_pos, index=pd.MultiIndex.from_arrays([s_trial, s_key], names=["trial", "item"]))
-    matched = lookup.reindex(pd.MultiIndex.from_arrays([r_trial, r_key])).to_numpy()
-    return np.where(np.isnan(matched), -1, matched).astype(np.int64)
 
 
 def _list_name(study_keys: pd.DataFrame, t) -> str:

@@ -27,6 +27,8 @@ __all__ = [
     "split_trial_types",
     "item_keys",
     "intrusion_diagnosis",
+    "list_key_columns",
+    "match_recalls",
 ]
 
 #: columns of a table scored by psifr's merge_free_recall that a raw table does not have
@@ -108,3 +110,25 @@ def intrusion_diagnosis(n_intrusions: int, n_recalls: int, rescued: int | None, 
             "and that recalled words are spelled as studied"
         )
     return head + cause + f"; to analyse the table as it is, pass max_intrusion_share=1"
+
+
+def list_key_columns(table: pd.DataFrame, list_keys, reserved_columns) -> tuple[str, ...]:
+    """``list_keys`` as a tuple of column names of ``table`` (psifr's list_keys)."""
+    if list_keys is None:
+        return ()
+    names = (list_keys,) if isinstance(list_keys, str) else tuple(list_keys)
+    reserved = [k for k in names if k in reserved_columns or not isinstance(k, str)]
+    missing = [k for k in names if k not in table.columns]
+    if reserved or missing or len(set(names)) != len(names):
+        raise RecallDataError(
+            f"list_keys must name distinct columns of the table other than {', '.join(reserved_columns)}; got "
+            f"{list(names)} (table columns: {', '.join(map(str, table.columns))})"
+        )
+    return names
+
+
+def match_recalls(s_trial, s_pos, s_key, r_trial, r_key) -> np.ndarray:
+    """Serial position of each recall's item among its list's study items, -1 where none matches."""
+    lookup = pd.Series(s_pos, index=pd.MultiIndex.from_arrays([s_trial, s_key], names=["trial", "item"]))
+    matched = lookup.reindex(pd.MultiIndex.from_arrays([r_trial, r_key])).to_numpy()
+    return np.where(np.isnan(matched), -1, matched).astype(np.int64)
