@@ -31,6 +31,8 @@ from .constants import PAPER_LAGS as PAPER_LAGS
 from .constants import RECALL_LAGS as RECALL_LAGS
 from .crp import lag_counts as lag_counts
 from .crp import lag_crp as lag_crp
+from .analysis_set import analyses_table as analyses_table
+from .analysis_set import run_analyses as run_analyses
 from .category import category_clustering as category_clustering
 from .category import category_crp as category_crp
 from .crp import input_crp as input_crp
@@ -128,6 +130,8 @@ __all__ = [
     "irt",
     "lag_crl",
     "stop_probability",
+    "run_analyses",
+    "analyses_table",
     "lag_rank",
     "spc",
     "pnr",
