@@ -50,8 +50,16 @@ def _stat_dataset(events, by, labels, stat_kind, created_by, dims, coords, data)
     return validate(ds, "recall_stat")
 
 
-def spc(events, by="subject") -> xr.Dataset:
+def spc(events, by="subject", *, item_query=None, test_key=None, test=None) -> xr.Dataset:
     """Serial position curve.
+
+    Parameters
+    ----------
+    events : xarray.Dataset or pandas.DataFrame
+    by : {"subject", "trial", None}
+    item_query, test_key, test
+        The masks of :func:`pnr` (psifr's ``spc`` has none): only studied items in the pool
+        and passing ``test(value)`` count, as recalled and as studied.
 
     Returns
     -------
@@ -62,7 +70,18 @@ def spc(events, by="subject") -> xr.Dataset:
     """
     events, recalls, lengths, group, n_groups, labels = _prepared(events, by)
     n_pos = int(lengths.max())
-    actual, possible = _recall_stats.count_recalled(recalls, lengths, group, n_groups, n_pos)
+    if item_query is None and test_key is None and test is None:
+        actual, possible = _recall_stats.count_recalled(recalls, lengths, group, n_groups, n_pos)
+    else:
+        in_pool, code, passes = item_mask(events, item_query, test_key, test)
+        counted = in_pool & passes[code]
+        recalled = np.zeros((recalls.shape[0], n_pos + 1), dtype=bool)
+        rows, cols = np.nonzero(recalls > 0)
+        recalled[rows, recalls[rows, cols]] = True
+        actual = np.zeros((n_groups, n_pos), dtype=np.int64)
+        possible = np.zeros((n_groups, n_pos), dtype=np.int64)
+        np.add.at(actual, group, (recalled[:, 1:] & counted).astype(np.int64))
+        np.add.at(possible, group, counted.astype(np.int64))
     return _stat_dataset(
         events, by, labels, "spc", "cmr.spc", ("serial_position",),
         {"serial_position": np.arange(1, n_pos + 1, dtype=np.int64)},

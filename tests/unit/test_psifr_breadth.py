@@ -458,3 +458,13 @@ def test_psifr_rank_distance_window_fixture():
     expected = np.array([[0.875, 0.875, 0.375], [0, 1, 1], [0, 0, 0]])  # transitions x lags
     np.testing.assert_allclose(window["rank"].values, expected.mean(axis=0))
     assert window["n"].values.tolist() == [3, 3, 3]
+
+
+def test_spc_with_masks_hand_worked():
+    table = _one_list(["a", "b", "c", "d"], ["c", "x", "a", "c"], category=["x", "y", "x", "y"])
+    plain = cmr.spc(table, by=None)
+    assert plain["actual"].values.tolist() == [1, 0, 1, 0] and plain["possible"].values.tolist() == [1, 1, 1, 1]
+    masked = cmr.spc(table, by=None, item_query="input > 1", test_key="category", test=lambda v: v == "x")
+    assert masked["actual"].values.tolist() == [0, 0, 1, 0] and masked["possible"].values.tolist() == [0, 0, 1, 0]
+    same = cmr.spc(table, by=None, item_query="input > 0")
+    assert same["actual"].values.tolist() == plain["actual"].values.tolist()
