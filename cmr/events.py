@@ -177,7 +177,8 @@ def from_table(
     is_study = phase == "study"
     is_recall = phase == "recall"
     if not is_study.any():
-        raise RecallDataError("recall table has no study events; expected 'study' rows for every list")
+        found = f" (other trial types, ignored: {sorted(ignored)})" if ignored else ""
+        raise RecallDataError(f"recall table has no study events; expected 'study' rows for every list{found}")
 
     subject = _label_values(table["subject"], "subject labels")
     list_label = _label_values(table["list"], "list labels")

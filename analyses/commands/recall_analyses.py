@@ -76,5 +76,7 @@ def run(args) -> int:
         path = write_table(table, args.output)
         names = ", ".join(table["analysis"].unique())
         units = f"{events.sizes['trial']} lists"
-    print(f"wrote {path}: {names} of {args.source} ({units})")
+    ignored = json.loads(events.attrs.get("ignored_trial_types", "{}"))
+    skipped = "; ignored rows: " + ", ".join(f"{n} {kind}" for kind, n in ignored.items()) if ignored else ""
+    print(f"wrote {path}: {names} of {args.source} ({units}){skipped}")
     return 0

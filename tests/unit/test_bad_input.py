@@ -96,6 +96,8 @@ CASES = [
      errors.RecallDataError, r"column 'subject' must have no missing values; got 1 NaN"),
     ("empty table", lambda p: from_table(_good().iloc[:0]),
      errors.RecallDataError, r"recall table is empty; expected at least one study event"),
+    ("trial types in capitals", lambda p: from_table(_with("trial_type", ["Study"] * 3 + ["Recall"] * 2)),
+     errors.RecallDataError, r"no study events.*other trial types, ignored: \['Recall', 'Study'\]"),
     ("missing trial type", lambda p: from_table(_with("trial_type", ["study"] * 3 + [None, "recall"])),
      errors.RecallDataError, r"column 'trial_type' must have no missing values; got 1 NaN"),
     ("recalls typed in another case", lambda p: from_table(_many_lists(["A ", "b", "C"])),
