@@ -89,10 +89,10 @@ def study_frame(events: xr.Dataset) -> tuple[pd.DataFrame, np.ndarray, np.ndarra
     n_study = events.sizes["study_position"]
     trial, col = np.nonzero(np.arange(n_study)[None, :] < length[:, None])
     recalls = events["recalls"].transpose("trial", "output_position").values
-    first_output = np.full((recalls.shape[0], n_study + 1), np.nan)
+    first_output = np.full((recalls.shape[0], n_study + 1), np.inf)
     rows, outs = np.nonzero(recalls > 0)
-    for r, o in zip(rows[::-1], outs[::-1]):  # reversed, so the first recall is written last
-        first_output[r, recalls[r, o]] = o + 1
+    np.minimum.at(first_output, (rows, recalls[rows, outs]), outs + 1.0)  # the first recall of each item
+    first_output[np.isinf(first_output)] = np.nan
     output = first_output[trial, col + 1]
     columns = {name: events[name].values[trial] for name in events.coords
                if events[name].dims == ("trial",) and name != "trial"}
