@@ -468,3 +468,17 @@ def test_spc_with_masks_hand_worked():
     assert masked["actual"].values.tolist() == [0, 0, 1, 0] and masked["possible"].values.tolist() == [0, 0, 1, 0]
     same = cmr.spc(table, by=None, item_query="input > 0")
     assert same["actual"].values.tolist() == plain["actual"].values.tolist()
+
+
+def test_lag_key_labels_not_starting_at_one_lose_no_transition(morton):
+    fr = require("psifr.fr")
+    raw = morton[0].assign(block=lambda t: t["block"] - 1)  # blocks 0..7
+    merged = fr.merge_free_recall(raw, study_keys=["block"])
+    ours = cmr.lag_crp(raw, lag_key="block", by=None)
+    assert ours["lag"].values.tolist() == list(range(-7, 8))
+    assert int(ours["actual"].sum()) == int(cmr.lag_crp(raw, by=None)["actual"].sum())  # every transition
+    # psifr bins lags -(max - 1)..max - 1 of the label's maximum (7) and folds lag 7 into lag 6
+    ref = _psifr(fr.lag_crp, merged, lag_key="block").groupby("lag")[["actual"]].sum()
+    assert ref.index.min() == -6 and ref.index.max() == 6
+    assert int(ref.loc[6, "actual"]) == int(ours["actual"].sel(lag=[6, 7]).sum())
+    assert int(ref["actual"].sum()) < int(ours["actual"].sum())  # lag -7 is lost
