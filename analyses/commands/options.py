@@ -30,7 +30,11 @@ OUTPUT_HELP = "output file; its extension picks the format: " + "; ".join(
 RECALL_SOURCES = """\
 SOURCE is a bundled data set or a CSV file in psifr's long format (one row per study or
 recall event; columns subject, list, trial_type = study|recall, position, item; a recall
-row's position is its output position; other columns are kept).
+row's position is its output position; other columns are kept; rows of other trial types,
+such as distractor, are ignored), psifr's merged (scored) table, or a recall matrix (.npy,
+or .npz with arrays recalls and list_length: 1-based serial positions, -1 intrusions, 0
+padding; give --list-length for a .npy). Lists numbered again in each session: --list-keys
+session. Recalls typed in another case or with spaces: --normalize-items.
 
 Bundled data sets (read from the installed packages, not shipped here):
   psifr:Morton2013       40 subjects x 48 lists x 24 items

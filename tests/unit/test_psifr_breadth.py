@@ -131,6 +131,8 @@ def check_peers(raw, merged):
         _equal_counts(ours, _psifr(fr.lag_crp, merged, **options), ["subject", "lag"])
     _equal_counts(cmr.input_crp(events), _psifr(fr.input_crp, merged), ["subject", "previous", "current"],
                   transpose=(0, 2, 1))
+    _equal_counts(cmr.pnr(events, item_query="input > 4"), _psifr(fr.pnr, merged, item_query="input > 4"),
+                  ["subject", "output", "input"])
 
 
 def test_masked_lag_crps_equal_psifr(morton):
