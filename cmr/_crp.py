@@ -58,11 +58,12 @@ def count_lags(recalls, list_length, group, n_groups, max_lag):
 
 
 @njit(cache=True, nogil=True)
-def count_lags_compound(recalls, list_length, group, n_groups, max_lag):
+def count_lags_compound(recalls, list_length, group, n_groups, max_lag, in_pool, code, allowed):
     """Transition counts conditional on the lag of the previous transition.
 
     Two transitions form a pair when they are adjacent valid transitions (outputs o-1 -> o
-    and o -> o+1), as psifr's ``sequences_masker(2, ...)``.
+    and o -> o+1), as psifr's ``sequences_masker(2, ...)``; ``in_pool``, ``code`` and
+    ``allowed`` are psifr's masks (cmr/masks.py), applied to both.
 
     Returns
     -------
@@ -77,21 +78,22 @@ def count_lags_compound(recalls, list_length, group, n_groups, max_lag):
     for t in range(n_trials):
         length = list_length[t]
         g = group[t]
-        start_trial(recalled, length)
+        start_pool(recalled, length, in_pool, t)
         last_valid = -2  # output index of the last valid transition
         last_lag = 0
         for o in range(n_outputs - 1):
             if is_end(recalls, t, o):
                 break
-            if not step_transition(recalls, t, o, recalled):
+            if not step_masked_transition(recalls, t, o, recalled, code, allowed):
                 continue
             prev = recalls[t, o]
+            c_prev = code[t, prev - 1]
             lag = recalls[t, o + 1] - prev
             if last_valid == o - 1:
                 p = max_lag + last_lag
                 actual[g, p, max_lag + lag] += 1
                 for j in range(1, length + 1):
-                    if not recalled[j]:
+                    if not recalled[j] and allowed[c_prev, code[t, j - 1]]:
                         possible[g, p, max_lag + j - prev] += 1
             last_valid = o
             last_lag = lag

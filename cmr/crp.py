@@ -193,8 +193,11 @@ def lag_crp(events, by="subject", lags=None, *, lag_key=None, count_unique=False
     return validate(ds, "lag_profile")
 
 
-def lag_crp_compound(events, by="subject") -> xr.Dataset:
+def lag_crp_compound(events, by="subject", *, item_query=None, test_key=None, test=None) -> xr.Dataset:
     """Lag-CRP conditional on the previous transition's lag.
+
+    ``item_query``, ``test_key`` and ``test`` restrict both transitions of a pair, as psifr
+    does (see :func:`lag_crp`).
 
     Returns
     -------
@@ -207,7 +210,9 @@ def lag_crp_compound(events, by="subject") -> xr.Dataset:
     group, labels = group_index(events, by)
     n_groups = int(group.max()) + 1
     max_lag = int(lengths.max()) - 1
-    actual, possible = _crp.count_lags_compound(recalls, lengths, group, n_groups, max_lag)
+    mask = transition_mask(events, item_query, test_key, test)
+    actual, possible = _crp.count_lags_compound(recalls, lengths, group, n_groups, max_lag, mask.in_pool, mask.code,
+                                                mask.allowed)
     if by is None:
         actual, possible = actual[0], possible[0]
     unit_dims, unit_coords = unit_coordinates(events, by, labels)

@@ -74,6 +74,9 @@ def check_masked_lag_crps(raw, merged):
         ours = ours.sel(lag=np.unique(ref["lag"]).astype(np.int64))
         _equal_counts(ours, ref, ["subject", "lag"])
         _close(ours["profile"].values, _to_array(ref, ["subject", "lag"], "prob"))
+    for options in ({"test_key": "category", "test": _same}, {"item_query": "input > 6"}):
+        _equal_counts(cmr.lag_crp_compound(events, **options), _psifr(fr.lag_crp_compound, merged, **options),
+                      ["subject", "previous", "current"])
     query = "input <= 12 or category == 'obj'"
     _equal_counts(cmr.pnr(events, item_query=query), _psifr(fr.pnr, merged, item_query=query),
                   ["subject", "output", "input"])
