@@ -18,12 +18,14 @@ import lzma
 import os
 import zipfile
 import zlib
+from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
 
 from cmr.errors import DataSourceError, FileFormatError, OptionalDependencyError
 
-__all__ = ["BUNDLED", "load_recall_data", "read_recall_table"]
+__all__ = ["BUNDLED", "BUNDLED_DISTANCES", "load_recall_data", "read_recall_table", "load_item_distances",
+           "load_recall_matrix"]
 
 # name -> (package, file inside the package)
 BUNDLED = {
@@ -67,18 +69,25 @@ def _read_csv(path, label: str):
         ) from exc
 
 
+@contextmanager
+def _bundled_file(source: str, table: dict, what: str):
+    """The path of a bundled file inside the installed package that ships it."""
+    package, inner = table[source]
+    try:
+        root = resources.files(package)
+    except ModuleNotFoundError as exc:
+        raise OptionalDependencyError(
+            f"bundled {what} {source!r} is read from the {package!r} package, which is not "
+            f"installed; install it with `pip install {package}`"
+        ) from exc
+    with resources.as_file(root.joinpath(inner)) as path:
+        yield path
+
+
 def read_recall_table(source):
     """The psifr long table (pandas DataFrame) of a bundled name or a CSV path."""
     if isinstance(source, str) and source in BUNDLED:
-        package, inner = BUNDLED[source]
-        try:
-            root = resources.files(package)
-        except ModuleNotFoundError as exc:
-            raise OptionalDependencyError(
-                f"bundled data set {source!r} is read from the {package!r} package, which is not "
-                f"installed; install it with `pip install {package}`"
-            ) from exc
-        with resources.as_file(root.joinpath(inner)) as path:
+        with _bundled_file(source, BUNDLED, "data set") as path:
             return _read_csv(path, source)
     if isinstance(source, str) and ":" in source and not os.path.exists(source) and not Path(source).suffix:
         raise DataSourceError(
@@ -98,14 +107,20 @@ def read_recall_table(source):
     )
 
 
-def load_recall_data(source):
+def load_recall_data(source, *, list_keys=None, normalize_items=False, max_intrusion_share=None, list_length=None):
     """Events dataset (kind ``"events"``) from a bundled name, a CSV path or a DataFrame.
 
     Parameters
     ----------
     source : str, os.PathLike or pandas.DataFrame
-        A bundled name (see :data:`BUNDLED`), a psifr-format CSV file, or a psifr-format
-        DataFrame (not modified).
+        A bundled name (see :data:`BUNDLED`), a psifr-format CSV file (raw or merged), or a
+        psifr-format DataFrame (not modified).
+    list_keys, normalize_items, max_intrusion_share
+        As :func:`cmr.from_table`: columns that with subject and list identify a list (e.g.
+        ``["session"]`` when list numbers start again per session); match recalls ignoring
+        case and surrounding spaces; the share of intrusions above which a table is refused.
+    list_length : int, optional
+        For a recall matrix file (``.npy``/``.npz``, see :func:`load_recall_matrix`).
 
     Returns
     -------
@@ -127,11 +142,134 @@ def load_recall_data(source):
 
     from cmr.events import from_table
 
+    options = {"list_keys": list_keys, "normalize_items": normalize_items}
+    if max_intrusion_share is not None:
+        options["max_intrusion_share"] = max_intrusion_share
     if isinstance(source, pd.DataFrame):
-        return from_table(source, source="DataFrame")
+        return from_table(source, source="DataFrame", **options)
+    if isinstance(source, (str, os.PathLike)) and Path(source).suffix in (".npy", ".npz"):
+        return load_recall_matrix(source, list_length)
     table = read_recall_table(source)
     if isinstance(source, str) and source in BUNDLED:
         label = source
     else:
         label = str(Path(source).resolve())
-    return from_table(table, source=label)
+    return from_table(table, source=label, **options)
+
+
+# name -> (package, file inside the package): psifr's item distance matrices (.npz: items, distances)
+BUNDLED_DISTANCES = {
+    "psifr:Morton2013": ("psifr", "distances/Morton2013.npz"),
+}
+
+
+def load_item_distances(source):
+    """Item-by-item distances as a DataArray whose ``item`` coordinate names the rows.
+
+    Parameters
+    ----------
+    source : str or os.PathLike
+        A bundled name (``"psifr:Morton2013"``: 768 x 768 semantic distances of the Morton &
+        Polyn 2016 item pool, from psifr) or an ``.npz`` file with arrays ``items`` (n,) and
+        ``distances`` (n, n), psifr's format.
+
+    Returns
+    -------
+    xarray.DataArray
+        dims ``(item, other_item)``, float64; pass it to :func:`cmr.distance_crp` and the
+        other distance analyses with ``index_key=None`` (items are matched by name).
+    """
+    import numpy as np
+    import xarray as xr
+
+    def _read(path, label):
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                items, matrix = data["items"], data["distances"]
+        except FileNotFoundError as exc:
+            raise DataSourceError(f"no such distance file: {label!r}") from exc
+        except (KeyError, ValueError, OSError) as exc:
+            raise FileFormatError(
+                f"{label!r} is not a distance file (expected an .npz with arrays 'items' and 'distances'): {exc}"
+            ) from exc
+        if matrix.ndim != 2 or matrix.shape != (items.size, items.size):
+            raise FileFormatError(
+                f"{label!r}: distances must be items x items ({items.size} x {items.size}); got {matrix.shape}")
+        return xr.DataArray(matrix.astype(np.float64), dims=("item", "other_item"),
+                            coords={"item": items.astype(str), "other_item": items.astype(str)},
+                            attrs={"source": label})
+
+    if isinstance(source, str) and source in BUNDLED_DISTANCES:
+        with _bundled_file(source, BUNDLED_DISTANCES, "distances") as path:
+            return _read(path, source)
+    if isinstance(source, str) and ":" in source and not os.path.exists(source):
+        raise DataSourceError(f"unknown bundled distances {source!r}; known: {', '.join(BUNDLED_DISTANCES)} "
+                              "(or give an .npz path)")
+    if isinstance(source, (str, os.PathLike)):
+        return _read(source, str(source))
+    raise DataSourceError(f"distances must be a bundled name or an .npz path; got {type(source).__name__}")
+
+
+def load_recall_matrix(path, list_length=None):
+    """Events dataset from a recall matrix file (EMBAM / jaxcmr convention).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        ``.npy``: one integer array (trials x outputs) of 1-based serial positions, ``-1``
+        intrusions, ``0`` padding after the last recall. ``.npz``: array ``recalls`` as that,
+        and optionally ``list_length`` (one per trial or one for all) and ``subject``.
+    list_length : int, optional
+        Items per list; needed unless the ``.npz`` holds it.
+
+    Raises
+    ------
+    cmr.errors.RecallDataError
+        A malformed matrix; when positions look 0-based (a 0 before a later recall, or no
+        position as large as the list), the message says so.
+    """
+    import numpy as np
+
+    from cmr.errors import RecallDataError
+    from cmr.events import from_recall_matrix
+
+    label = str(path)
+    try:
+        with np.load(path, allow_pickle=False) if Path(path).suffix == ".npz" else _opened(np.load(path)) as data:
+            arrays = {"recalls": data} if isinstance(data, np.ndarray) else {k: data[k] for k in data.files}
+    except FileNotFoundError as exc:
+        raise DataSourceError(f"no such recall-matrix file: {label!r}") from exc
+    except (ValueError, OSError) as exc:
+        raise FileFormatError(f"{label!r} is not a readable .npy/.npz recall matrix: {exc}") from exc
+    if "recalls" not in arrays:
+        raise FileFormatError(f"{label!r}: a .npz recall matrix needs an array 'recalls'; got {sorted(arrays)}")
+    recalls = arrays["recalls"]
+    lengths = arrays.get("list_length", list_length)
+    if lengths is None:
+        raise RecallDataError(f"{label!r}: give the list length (list_length=..., command line --list-length), "
+                              "or store an array 'list_length' in the .npz")
+    matrix = np.asarray(recalls)
+    if matrix.ndim == 2 and matrix.size and matrix.dtype.kind in "iu":
+        zero_first = ((np.cumsum(matrix == 0, axis=1) > 0) & (matrix > 0)).any()
+        if zero_first:
+            raise RecallDataError(
+                f"{label!r}: a 0 comes before a later recall; 0 is padding after the last recall, so the "
+                "positions look 0-based: add 1 to every serial position (keep -1 for intrusions and 0 for padding)"
+            )
+    try:
+        return from_recall_matrix(matrix, lengths, subject=arrays.get("subject"), source=label)
+    except RecallDataError as exc:
+        raise RecallDataError(f"{label!r}: {exc}") from exc
+
+
+class _opened:
+    """A plain array in a ``with`` statement, like the NpzFile of a .npz."""
+
+    def __init__(self, array):
+        self.array = array
+
+    def __enter__(self):
+        return self.array
+
+    def __exit__(self, *exc):
+        return False

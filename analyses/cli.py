@@ -20,6 +20,7 @@ COMMANDS = (
     "lag_crp",
     "spc",
     "pfr",
+    "recall_analyses",
     "loglik",
     "fit_recall",
     "heads",

@@ -12,7 +12,10 @@ transformer_lens or matplotlib). Where things live (for reading the source):
 
 * data model: :mod:`cmr.events` (psifr tables, recall matrices), :mod:`cmr.schema`,
   :mod:`cmr.io`, :mod:`cmr.tables`, :mod:`cmr.errors`, :mod:`cmr.constants`;
-* free-recall analyses, exact against psifr: :mod:`cmr.crp`, :mod:`cmr.recall_stats`;
+* free-recall analyses, exact against psifr: :mod:`cmr.crp`, :mod:`cmr.recall_stats`,
+  :mod:`cmr.category`, :mod:`cmr.distance`, :mod:`cmr.intrusions` (psifr's masks in
+  :mod:`cmr.masks`); beyond psifr, :mod:`cmr.timing`; several at once,
+  :mod:`cmr.analysis_set`; lab exports read by :mod:`cmr.lab_tables`;
 * textbook CMR (localist, semantic, category), exact against cymr: :mod:`cmr.textbook`;
 * the simplified CMR of Ji-An et al. (2024): :mod:`cmr.paper`;
 * lag-profile grids of either variant: :mod:`cmr.grids`;
@@ -32,8 +35,20 @@ from .constants import PAPER_LAGS as PAPER_LAGS
 from .constants import RECALL_LAGS as RECALL_LAGS
 from .crp import lag_counts as lag_counts
 from .crp import lag_crp as lag_crp
+from .analysis_set import analyses_table as analyses_table
+from .analysis_set import run_analyses as run_analyses
+from .category import category_clustering as category_clustering
+from .category import category_crp as category_crp
+from .crp import input_crp as input_crp
+from .distance import distance_crp as distance_crp
+from .distance import distance_rank as distance_rank
+from .distance import distance_rank_shifted as distance_rank_shifted
+from .distance import distance_rank_window as distance_rank_window
+from .distance import distance_rank_window_asym as distance_rank_window_asym
 from .crp import lag_crp_compound as lag_crp_compound
 from .events import from_recall_matrix as from_recall_matrix
+from .intrusions import intrusion_rates as intrusion_rates
+from .intrusions import pli_list_lag as pli_list_lag
 from .events import from_table as from_table
 from .events import to_recall_matrix as to_recall_matrix
 from .events import to_table as to_table
@@ -65,6 +80,9 @@ from .recall_stats import spc as spc
 from .schema import validate as validate
 from .tables import to_dataframe as to_dataframe
 from .tables import unit_table as unit_table
+from .timing import irt as irt
+from .timing import lag_crl as lag_crl
+from .timing import stop_probability as stop_probability
 from .textbook import MODEL_PARAMETER_NAMES as MODEL_PARAMETER_NAMES
 from .textbook import PARAMETER_NAMES as PARAMETER_NAMES
 from .textbook import SEMANTIC_PARAMETER_NAMES as SEMANTIC_PARAMETER_NAMES
@@ -109,6 +127,21 @@ __all__ = [
     "lag_crp",
     "lag_counts",
     "lag_crp_compound",
+    "input_crp",
+    "category_crp",
+    "category_clustering",
+    "distance_crp",
+    "distance_rank",
+    "distance_rank_shifted",
+    "distance_rank_window",
+    "distance_rank_window_asym",
+    "pli_list_lag",
+    "intrusion_rates",
+    "irt",
+    "lag_crl",
+    "stop_probability",
+    "run_analyses",
+    "analyses_table",
     "lag_rank",
     "spc",
     "pnr",

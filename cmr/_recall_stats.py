@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._transitions import is_end, is_fresh, start_trial, step_recall, step_transition
+from ._transitions import is_end, is_fresh, start_pool, start_trial, step_recall, step_transition
 
 
 @njit(cache=True, nogil=True)
@@ -124,3 +124,41 @@ def rank_lags(recalls, list_length, group, n_groups):
             rank_sum[g] += 1.0 - percentile
             n_ranked[g] += 1
     return rank_sum, n_ranked
+
+
+@njit(cache=True, nogil=True)
+def count_outputs_masked(recalls, list_length, group, n_groups, n_positions, in_pool, code, passes):
+    """:func:`count_outputs` with psifr's pool (``item_query``) and a test of single items.
+
+    Output positions count every valid recall of a pool item; a recall whose item fails the
+    test (``passes[code]`` False) is not counted, and only items passing it are possible.
+
+    Returns
+    -------
+    actual, possible : int64 (n_groups, n_positions, n_positions)
+    """
+    n_trials, n_outputs = recalls.shape
+    actual = np.zeros((n_groups, n_positions, n_positions), dtype=np.int64)
+    possible = np.zeros((n_groups, n_positions, n_positions), dtype=np.int64)
+    recalled = np.zeros(n_positions + 2, dtype=np.bool_)
+    for t in range(n_trials):
+        g = group[t]
+        length = list_length[t]
+        start_pool(recalled, length, in_pool, t)
+        op = -1
+        for o in range(n_outputs):
+            if is_end(recalls, t, o):
+                break
+            pos = recalls[t, o]
+            if not is_fresh(pos, recalled):
+                continue
+            op += 1
+            if not passes[code[t, pos - 1]]:
+                recalled[pos] = True
+                continue
+            for j in range(1, length + 1):
+                if not recalled[j] and passes[code[t, j - 1]]:
+                    possible[g, op, j - 1] += 1
+            actual[g, op, pos - 1] += 1
+            recalled[pos] = True
+    return actual, possible

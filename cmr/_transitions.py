@@ -111,3 +111,34 @@ def step_transition(recalls, t, o, recalled):
         return False  # from an intrusion, padding or repeat
     following = recalls[t, o + 1]
     return following > 0 and not recalled[following]  # not to an intrusion, padding or repeat
+
+
+@njit(cache=True, nogil=True, inline="always")
+def start_pool(recalled, length, in_pool, t):
+    """:func:`start_trial` for a pool restricted by psifr's ``item_query``.
+
+    An item outside the pool is marked recalled from the start: recalling it is then invalid
+    (as psifr's masker treats an item not in its pool) and it is never possible.
+
+    Parameters
+    ----------
+    recalled : bool (>= length + 1,)
+    length : int
+    in_pool : bool (n_trials, n_study)
+    t : int
+    """
+    recalled[0] = False
+    for j in range(length):
+        recalled[j + 1] = not in_pool[t, j]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def step_masked_transition(recalls, t, o, recalled, code, allowed):
+    """:func:`step_transition`, then psifr's ``test`` on the pair: whether the transition counts.
+
+    ``code[t, j]`` is the test-value code of study position j + 1 and ``allowed[a, b]`` the
+    tabulated test (cmr/masks.py). A transition failing the test still marks its "from" recall.
+    """
+    if not step_transition(recalls, t, o, recalled):
+        return False
+    return allowed[code[t, recalls[t, o] - 1], code[t, recalls[t, o + 1] - 1]]

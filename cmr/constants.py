@@ -15,6 +15,8 @@ __all__ = [
     "STUDY_MAX_RECALLS",
     "STUDY_MAX_LAG",
     "HEAD_DIMS",
+    "MAX_INTRUSION_SHARE",
+    "INTRUSION_CHECK_MIN_RECALLS",
 ]
 
 #: The study's threshold on the CMR distance below which a unit is called "CMR-like". A
@@ -44,3 +46,12 @@ STUDY_MAX_LAG = 8
 
 #: Unit dims of attention-head datasets, in order.
 HEAD_DIMS = ("model", "checkpoint", "layer", "head")
+
+#: A recall table whose share of recalls matching no studied item exceeds this is refused by
+#: default: real free-recall data have far fewer intrusions (psifr's Morton2013: 5 %), so such
+#: a table nearly always means recalls typed differently from the study list.
+MAX_INTRUSION_SHARE = 0.5
+
+#: Tables with fewer recalls than this are not checked against MAX_INTRUSION_SHARE: a share of
+#: a few recalls says little, and small synthetic tables may be mostly intrusions on purpose.
+INTRUSION_CHECK_MIN_RECALLS = 100

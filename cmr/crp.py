@@ -13,16 +13,19 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pandas as pd
 import xarray as xr
 
 from . import _crp
 from ._checks import lag_window, recall_arrays
 from ._numeric import ratio, sem_across
-from .errors import RecallDataError
+from ._stat import stat_dataset
+from .errors import ParameterError, RecallDataError
 from .events import as_events, group_index, to_recall_matrix, unit_coordinates
+from .masks import study_values, transition_mask
 from .schema import provenance_attrs, validate
 
-__all__ = ["lag_crp", "lag_counts", "lag_crp_compound"]
+__all__ = ["lag_crp", "lag_counts", "lag_crp_compound", "input_crp"]
 
 
 def _windowed(actual, possible, max_lag_full, lags):
@@ -79,7 +82,32 @@ def _parsed(text: str):
         return text
 
 
-def lag_crp(events, by="subject", lags=None) -> xr.Dataset:
+def _lag_counts(events, recalls, lengths, group, n_groups, lag_key, count_unique, item_query, test_key, test):
+    """Actual and possible lag counts per group, over every lag the labels allow, and that span."""
+    if lag_key is None and not count_unique and item_query is None and test_key is None and test is None:
+        full = int(lengths.max()) - 1
+        return (*_crp.count_lags(recalls, lengths, group, n_groups, full), full)
+    mask = transition_mask(events, item_query, test_key, test)
+    if lag_key is None:
+        labels = study_values(events, "input")
+    else:
+        values = study_values(events, lag_key)
+        studied = np.arange(values.shape[1])[None, :] < lengths[:, None]
+        numbers = pd.to_numeric(pd.Series(values[studied].tolist()), errors="coerce").to_numpy(dtype=np.float64)
+        if not np.isfinite(numbers).all() or (numbers != np.round(numbers)).any():
+            raise ParameterError(f"lag_key {lag_key!r} must hold whole numbers for every studied item")
+        labels = np.zeros(values.shape, np.int64)
+        labels[studied] = numbers.astype(np.int64)
+    studied = np.arange(labels.shape[1])[None, :] < lengths[:, None]
+    full = int(labels[studied].max() - labels[studied].min())
+    actual, possible = _crp.count_lags_masked(recalls, lengths, group, n_groups, full,
+                                              np.ascontiguousarray(labels), mask.in_pool, mask.code,
+                                              mask.allowed, bool(count_unique))
+    return actual, possible, full
+
+
+def lag_crp(events, by="subject", lags=None, *, lag_key=None, count_unique=False, item_query=None,
+            test_key=None, test=None) -> xr.Dataset:
     """Lag-CRP of an events dataset, per subject, per trial or pooled.
 
     Parameters
@@ -92,6 +120,16 @@ def lag_crp(events, by="subject", lags=None) -> xr.Dataset:
     lags : None, int or sequence of int
         Lag window: every possible lag (default), an int K for ``-K..K``, or the lags
         themselves (e.g. ``range(-5, 6)``).
+    lag_key : str, optional
+        Column of the studied items whose difference is the lag (psifr's ``lag_key``; e.g. a
+        block or position-in-category number); default the serial position. Whole numbers.
+    count_unique : bool
+        Count a possible lag once per transition however many available items have it
+        (psifr's ``count_unique``; matters with ``lag_key``).
+    item_query, test_key, test
+        Restrict the items and transitions counted, as psifr does (see :mod:`cmr.masks`):
+        e.g. ``item_query="input <= 12"``, or ``test_key="category", test=lambda a, b: a == b``
+        for within-category transitions.
 
     Returns
     -------
@@ -106,12 +144,12 @@ def lag_crp(events, by="subject", lags=None) -> xr.Dataset:
     events = as_events(events)
     recalls, lengths = to_recall_matrix(events)
     group, labels = group_index(events, by)
-    window = lag_window(lags, int(lengths.max()))
-    full = int(lengths.max()) - 1
+    options = (lag_key, count_unique, item_query, test_key, test)
     if by is None:
         subj_group, _ = group_index(events, "subject")
         n_subj = int(subj_group.max()) + 1
-        actual_s, possible_s = _crp.count_lags(recalls, lengths, subj_group, n_subj, full)
+        actual_s, possible_s, full = _lag_counts(events, recalls, lengths, subj_group, n_subj, *options)
+        window = lag_window(lags, full + 1)
         actual_s, possible_s = _windowed(actual_s, possible_s, full, window)
         actual, possible = actual_s.sum(axis=0), possible_s.sum(axis=0)
         profile = ratio(actual, possible)
@@ -120,7 +158,8 @@ def lag_crp(events, by="subject", lags=None) -> xr.Dataset:
         coords = {}
     else:
         n_groups = int(group.max()) + 1
-        actual, possible = _crp.count_lags(recalls, lengths, group, n_groups, full)
+        actual, possible, full = _lag_counts(events, recalls, lengths, group, n_groups, *options)
+        window = lag_window(lags, full + 1)
         actual, possible = _windowed(actual, possible, full, window)
         profile = ratio(actual, possible)
         sem = np.sqrt(ratio(profile * (1.0 - profile), possible.astype(np.float64)))
@@ -141,6 +180,10 @@ def lag_crp(events, by="subject", lags=None) -> xr.Dataset:
                 "cmr.lag_crp",
                 by="pooled" if by is None else by,
                 lags=window.tolist(),
+                lag_key=lag_key or "input",
+                count_unique=int(bool(count_unique)),
+                item_query=item_query or "",
+                test_key=test_key or "",
                 events_provenance=_parsed(events.attrs.get("provenance", "{}")),
             ),
             "profile_kind": "lag_crp",
@@ -150,8 +193,11 @@ def lag_crp(events, by="subject", lags=None) -> xr.Dataset:
     return validate(ds, "lag_profile")
 
 
-def lag_crp_compound(events, by="subject") -> xr.Dataset:
+def lag_crp_compound(events, by="subject", *, item_query=None, test_key=None, test=None) -> xr.Dataset:
     """Lag-CRP conditional on the previous transition's lag.
+
+    ``item_query``, ``test_key`` and ``test`` restrict both transitions of a pair, as psifr
+    does (see :func:`lag_crp`).
 
     Returns
     -------
@@ -164,7 +210,9 @@ def lag_crp_compound(events, by="subject") -> xr.Dataset:
     group, labels = group_index(events, by)
     n_groups = int(group.max()) + 1
     max_lag = int(lengths.max()) - 1
-    actual, possible = _crp.count_lags_compound(recalls, lengths, group, n_groups, max_lag)
+    mask = transition_mask(events, item_query, test_key, test)
+    actual, possible = _crp.count_lags_compound(recalls, lengths, group, n_groups, max_lag, mask.in_pool, mask.code,
+                                                mask.allowed)
     if by is None:
         actual, possible = actual[0], possible[0]
     unit_dims, unit_coords = unit_coordinates(events, by, labels)
@@ -184,3 +232,43 @@ def lag_crp_compound(events, by="subject") -> xr.Dataset:
         },
     )
     return validate(ds, "lag_profile")
+
+
+def input_crp(events, by="subject", *, item_query=None, test_key=None, test=None) -> xr.Dataset:
+    """Conditional response probability by the serial positions of both items (psifr's ``input_crp``).
+
+    For each valid transition (as the lag-CRP), ``actual[previous, current]`` counts the
+    transition made and ``possible[previous, j]`` every serial position ``j`` still available.
+
+    Parameters
+    ----------
+    events : xarray.Dataset or pandas.DataFrame
+    by : {"subject", "trial", None}
+    item_query, test_key, test
+        As :func:`lag_crp` (see :mod:`cmr.masks`).
+
+    Returns
+    -------
+    xarray.Dataset
+        Kind ``"recall_stat"``, ``stat_kind="input_crp"``; dims ``(unit, previous, current)``
+        (serial positions, 1-based); ``prob``, ``actual``, ``possible``.
+
+    Notes
+    -----
+    psifr 0.10 labels this table transposed: its row (previous=i, current=j) holds the counts
+    of transitions from j to i. Here ``previous`` is the item recalled first.
+    """
+    events = as_events(events)
+    recalls, lengths = to_recall_matrix(events)
+    group, labels = group_index(events, by)
+    mask = transition_mask(events, item_query, test_key, test)
+    n_pos = int(lengths.max())
+    actual, possible = _crp.count_input_pairs(recalls, lengths, group, int(group.max()) + 1, n_pos,
+                                              mask.in_pool, mask.code, mask.allowed)
+    positions = np.arange(1, n_pos + 1, dtype=np.int64)
+    return stat_dataset(events, by, labels, "input_crp", ("previous", "current"),
+                        {"previous": positions, "current": positions}, {
+                            "prob": (ratio(actual, possible), {"long_name": "conditional response probability"}),
+                            "actual": (actual, {"long_name": "transitions made from previous to current"}),
+                            "possible": (possible, {"long_name": "transitions from previous with current available"}),
+                        }, item_query=item_query or "", test_key=test_key or "")

@@ -24,8 +24,11 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from ._checks import recall_arrays
+from ._checks import probability, recall_arrays
+from .constants import INTRUSION_CHECK_MIN_RECALLS, MAX_INTRUSION_SHARE
 from .errors import RecallDataError
+from .lab_tables import (intrusion_diagnosis, is_merged_table, item_keys, list_key_columns, match_recalls,
+                         raw_from_merged, split_trial_types)
 from .schema import provenance_attrs, validate
 
 __all__ = [
@@ -96,20 +99,42 @@ def _extra_matrix(values: pd.Series, rows: np.ndarray, cols: np.ndarray, shape) 
 # --- long table -> events -----------------------------------------------------------------
 
 
-def from_table(table: pd.DataFrame, *, source: str = "DataFrame") -> xr.Dataset:
-    """Events dataset from a psifr-format long table.
+def from_table(
+    table: pd.DataFrame,
+    *,
+    source: str = "DataFrame",
+    list_keys=None,
+    normalize_items: bool = False,
+    max_intrusion_share: float = MAX_INTRUSION_SHARE,
+) -> xr.Dataset:
+    """Events dataset from a psifr-format long table (raw or merged).
 
     Parameters
     ----------
     table : pandas.DataFrame
         One row per event; columns ``subject``, ``list``, ``trial_type`` (``"study"`` or
-        ``"recall"``), ``position`` (serial position for study rows, output position for
-        recall rows) and ``item``. Study positions of each list must be exactly 1..n.
+        ``"recall"``; rows of any other type, such as ``"distractor"``, are dropped and
+        counted in ``attrs["ignored_trial_types"]``), ``position`` (serial position for study
+        rows, output position for recall rows) and ``item``. A table scored by
+        ``psifr.fr.merge_free_recall`` (columns ``input``, ``output``, ``study``,
+        ``recall``) is read too. Study positions of each list must be exactly 1..n.
         Recall positions must be distinct whole numbers >= 1 within a list; they are
         renumbered 1..m in their order. Other columns are kept as ``study_<name>`` and
         ``recall_<name>`` variables. The table is not modified.
     source : str
         Where the table came from, recorded in the provenance.
+    list_keys : str or sequence of str, optional
+        Columns that, with ``subject`` and ``list``, identify a studied list (psifr's
+        ``list_keys``): ``["session"]`` when list numbers start again in each session. They
+        become coordinates along ``trial``.
+    normalize_items : bool
+        Match recalled to studied items ignoring case and surrounding whitespace (default:
+        exactly as written). Items are kept as written.
+    max_intrusion_share : float
+        Refuse the table when more than this share of recalls match no studied item of their
+        list (default 0.5): such tables nearly always mean recalls typed differently from the
+        study list, or list labels that do not line up. ``1`` accepts any table; tables with
+        fewer than 100 recalls are not checked.
 
     Returns
     -------
@@ -120,10 +145,15 @@ def from_table(table: pd.DataFrame, *, source: str = "DataFrame") -> xr.Dataset:
     Raises
     ------
     RecallDataError
-        For any malformed table (the message says what was expected and what came in).
+        For any malformed table (the message says what was expected and what came in), and
+        for a table whose recalls are mostly intrusions (the message names the likely cause
+        and the option that fixes it).
     """
     if not isinstance(table, pd.DataFrame):
         raise RecallDataError(f"expected a pandas.DataFrame recall table; got {type(table).__name__}")
+    share_limit = probability(max_intrusion_share, "max_intrusion_share")
+    if is_merged_table(table):
+        table = raw_from_merged(table)
     missing = [c for c in REQUIRED_COLUMNS if c not in table.columns]
     if missing:
         raise RecallDataError(
@@ -135,7 +165,9 @@ def from_table(table: pd.DataFrame, *, source: str = "DataFrame") -> xr.Dataset:
     if table.columns.duplicated().any():
         dup = table.columns[table.columns.duplicated()].tolist()
         raise RecallDataError(f"recall table has duplicate column names: {dup}")
-    for column in REQUIRED_COLUMNS:
+    table, ignored = split_trial_types(table)
+    list_keys = list_key_columns(table, list_keys, REQUIRED_COLUMNS)
+    for column in REQUIRED_COLUMNS + tuple(list_keys):
         n_missing = int(table[column].isna().sum())
         if n_missing:
             raise RecallDataError(
@@ -144,42 +176,47 @@ def from_table(table: pd.DataFrame, *, source: str = "DataFrame") -> xr.Dataset:
     phase = table["trial_type"].astype(str).to_numpy()
     is_study = phase == "study"
     is_recall = phase == "recall"
-    if not (is_study | is_recall).all():
-        bad = sorted(set(phase[~(is_study | is_recall)].tolist()))[:5]
-        raise RecallDataError(f"trial_type must be 'study' or 'recall'; got {bad}")
     if not is_study.any():
-        raise RecallDataError("recall table has no study events; expected 'study' rows for every list")
+        found = f" (other trial types, ignored: {sorted(ignored)})" if ignored else ""
+        raise RecallDataError(f"recall table has no study events; expected 'study' rows for every list{found}")
 
     subject = _label_values(table["subject"], "subject labels")
     list_label = _label_values(table["list"], "list labels")
     position = _integer_column(table["position"], "positions")
     items = _item_strings(table["item"])
+    match_keys = item_keys(items, normalize_items)
 
-    # one trial per (subject, list), in sorted order
-    keys = pd.DataFrame({"subject": subject, "list": list_label})
+    # one trial per (subject, *list_keys, list), in sorted order
+    key_names = ["subject", *list_keys, "list"]
+    keys = pd.DataFrame({"subject": subject, **{k: _label_values(table[k], f"{k} labels") for k in list_keys},
+                         "list": list_label})
     try:
-        study_keys = keys[is_study].drop_duplicates().sort_values(["subject", "list"], ignore_index=True)
+        study_keys = keys[is_study].drop_duplicates().sort_values(key_names, ignore_index=True)
     except TypeError as exc:
-        raise RecallDataError(f"subject and list labels must be sortable; {exc}") from exc
+        raise RecallDataError(f"{', '.join(key_names)} labels must be sortable; {exc}") from exc
     n_trials = len(study_keys)
     trial_index = pd.MultiIndex.from_frame(study_keys)
     trial = trial_index.get_indexer(pd.MultiIndex.from_frame(keys))
     orphan = is_recall & (trial < 0)
     if orphan.any():
-        row = keys[orphan].iloc[0]
+        first_orphan = keys[orphan].iloc[[0]].reset_index(drop=True)
         raise RecallDataError(
-            f"recall events for a list with no study events: subject {_label(row['subject'])!r}, list "
-            f"{_label(row['list'])!r} ({int(orphan.sum())} recall row(s)); every list needs its study rows"
+            f"recall events for a list with no study events: {_list_name(first_orphan, 0)} "
+            f"({int(orphan.sum())} recall row(s)); every list needs its study rows"
         )
 
     # study events: positions exactly 1..n per list, items distinct within a list
     s_trial, s_pos, s_item = trial[is_study], position[is_study], items[is_study]
     if (s_pos < 1).any():
         raise RecallDataError(f"study positions must be >= 1 (serial positions); got {s_pos.min()}")
-    study_frame = pd.DataFrame({"trial": s_trial, "pos": s_pos, "item": s_item})
+    study_frame = pd.DataFrame({"trial": s_trial, "pos": s_pos, "item": match_keys[is_study]})
     dup_pos = study_frame.duplicated(["trial", "pos"])
     if dup_pos.any():
-        raise RecallDataError(_where("duplicate study position", study_keys, study_frame[dup_pos].iloc[0]))
+        raise RecallDataError(
+            _where("duplicate study position", study_keys, study_frame[dup_pos].iloc[0])
+            + ("" if list_keys else "; if list numbers start again in each session, name the column that tells "
+               "sessions apart with list_keys (command line: --list-keys)")
+        )
     dup_item = study_frame.duplicated(["trial", "item"])
     if dup_item.any():
         raise RecallDataError(
@@ -193,9 +230,8 @@ def from_table(table: pd.DataFrame, *, source: str = "DataFrame") -> xr.Dataset:
     if gaps.size:
         t = gaps[0]
         raise RecallDataError(
-            f"study positions of each list must be 1..n without gaps; subject "
-            f"{_label(study_keys['subject'][t])!r}, list {_label(study_keys['list'][t])!r} has {counts[t]} study "
-            f"events but positions up to {max_pos[t]}"
+            f"study positions of each list must be 1..n without gaps; {_list_name(study_keys, t)} has "
+            f"{counts[t]} study events but positions up to {max_pos[t]}"
         )
     list_length = counts.astype(np.int64)
     n_study = int(list_length.max())
@@ -213,19 +249,21 @@ def from_table(table: pd.DataFrame, *, source: str = "DataFrame") -> xr.Dataset:
     if same.any():
         i = int(np.nonzero(same)[0][0]) + 1
         raise RecallDataError(
-            f"duplicate recall (output) position {r_pos[i]} in subject "
-            f"{_label(study_keys['subject'][r_trial[i]])!r}, list {_label(study_keys['list'][r_trial[i]])!r}; "
+            f"duplicate recall (output) position {r_pos[i]} in {_list_name(study_keys, r_trial[i])}; "
             "each output position must occur once per list"
         )
     n_recalled = np.bincount(r_trial, minlength=n_trials)
     first = np.concatenate(([0], np.cumsum(n_recalled)[:-1]))
     r_out = np.arange(r_trial.size) - first[r_trial]  # 0-based output index
     n_out = max(int(n_recalled.max()) if r_trial.size else 0, 1)
-    lookup = pd.Series(
-        s_pos, index=pd.MultiIndex.from_arrays([s_trial, s_item], names=["trial", "item"])
-    )
-    matched = lookup.reindex(pd.MultiIndex.from_arrays([r_trial, r_item])).to_numpy()
-    serial = np.where(np.isnan(matched), -1, matched).astype(np.int64)
+    serial = match_recalls(s_trial, s_pos, match_keys[is_study], r_trial, match_keys[r_rows])
+    n_intrusions = int((serial < 0).sum())
+    if serial.size >= INTRUSION_CHECK_MIN_RECALLS and n_intrusions > share_limit * serial.size:
+        rescued = None
+        if not normalize_items:
+            loose = match_recalls(s_trial, s_pos, item_keys(s_item, True), r_trial, item_keys(r_item, True))
+            rescued = int(((serial < 0) & (loose > 0)).sum())
+        raise RecallDataError(intrusion_diagnosis(n_intrusions, serial.size, rescued, share_limit))
     recalls = np.zeros((n_trials, n_out), dtype=np.int64)
     recalls[r_trial, r_out] = serial
     recall_item = np.full((n_trials, n_out), "", dtype=object)
@@ -238,7 +276,7 @@ def from_table(table: pd.DataFrame, *, source: str = "DataFrame") -> xr.Dataset:
         "recalls": (("trial", "output_position"), recalls),
     }
     item_kind = "int64" if pd.api.types.is_integer_dtype(table["item"].dtype) else "str"
-    extras = [c for c in table.columns if c not in REQUIRED_COLUMNS]
+    extras = [c for c in table.columns if c not in REQUIRED_COLUMNS and c not in list_keys]
     study_rows = np.nonzero(is_study)[0]
     for column in extras:
         values = table[column]
@@ -254,6 +292,7 @@ def from_table(table: pd.DataFrame, *, source: str = "DataFrame") -> xr.Dataset:
         coords={
             "trial": np.arange(n_trials, dtype=np.int64),
             "subject": ("trial", study_keys["subject"].to_numpy()),
+            **{k: ("trial", study_keys[k].to_numpy()) for k in list_keys},
             "list": ("trial", study_keys["list"].to_numpy()),
             "study_position": np.arange(1, n_study + 1, dtype=np.int64),
             "output_position": np.arange(1, n_out + 1, dtype=np.int64),
@@ -262,15 +301,20 @@ def from_table(table: pd.DataFrame, *, source: str = "DataFrame") -> xr.Dataset:
     )
     ds["study_item"].attrs["item_dtype"] = item_kind
     ds.attrs["table_columns"] = json.dumps([str(c) for c in table.columns])
+    ds.attrs["list_keys"] = json.dumps(list(list_keys))
+    ds.attrs["ignored_trial_types"] = json.dumps(ignored)
+    ds.attrs["normalize_items"] = int(bool(normalize_items))
     return validate(ds, "events")
 
 
+def _list_name(study_keys: pd.DataFrame, t) -> str:
+    """``subject 1, list 2`` (or ``subject 1, session 3, list 2`` with list keys), for messages."""
+    return ", ".join(f"{name} {_label(study_keys[name][int(t)])!r}" for name in study_keys.columns)
+
+
 def _where(what: str, study_keys: pd.DataFrame, row) -> str:
-    t = int(row["trial"])
-    return (
-        f"{what} {_label(row['pos']) if what.endswith('position') else row['item']!r} in subject "
-        f"{_label(study_keys['subject'][t])!r}, list {_label(study_keys['list'][t])!r}"
-    )
+    value = _label(row["pos"]) if what.endswith("position") else row["item"]
+    return f"{what} {value!r} in {_list_name(study_keys, row['trial'])}"
 
 
 # --- events -> long table -----------------------------------------------------------------
@@ -309,6 +353,7 @@ def to_table(events: xr.Dataset) -> pd.DataFrame:
     items = np.concatenate([study_item[s_trial, s_col], recall_item[r_trial, r_col]])
     table = {
         "subject": events["subject"].values[trial],
+        **{key: events[key].values[trial] for key in json.loads(events.attrs.get("list_keys", "[]"))},
         "list": events["list"].values[trial],
         "trial_type": np.where(phase == 0, "study", "recall"),
         "position": pos.astype(np.int64),
@@ -419,7 +464,7 @@ def from_recall_matrix(
             "item": np.concatenate([items[s_trial, s_col], r_item]),
         }
     )
-    return from_table(table, source=source)
+    return from_table(table, source=source, max_intrusion_share=1.0)
 
 
 def to_recall_matrix(events: xr.Dataset) -> tuple[np.ndarray, np.ndarray]:

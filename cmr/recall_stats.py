@@ -21,6 +21,7 @@ import xarray as xr
 from . import _recall_stats
 from ._numeric import ratio
 from .events import as_events, group_index, to_recall_matrix, unit_coordinates
+from .masks import item_mask
 from .schema import provenance_attrs, validate
 
 __all__ = ["spc", "pnr", "pfr", "lag_rank"]
@@ -49,8 +50,16 @@ def _stat_dataset(events, by, labels, stat_kind, created_by, dims, coords, data)
     return validate(ds, "recall_stat")
 
 
-def spc(events, by="subject") -> xr.Dataset:
+def spc(events, by="subject", *, item_query=None, test_key=None, test=None) -> xr.Dataset:
     """Serial position curve.
+
+    Parameters
+    ----------
+    events : xarray.Dataset or pandas.DataFrame
+    by : {"subject", "trial", None}
+    item_query, test_key, test
+        The masks of :func:`pnr` (psifr's ``spc`` has none): only studied items in the pool
+        and passing ``test(value)`` count, as recalled and as studied.
 
     Returns
     -------
@@ -61,7 +70,18 @@ def spc(events, by="subject") -> xr.Dataset:
     """
     events, recalls, lengths, group, n_groups, labels = _prepared(events, by)
     n_pos = int(lengths.max())
-    actual, possible = _recall_stats.count_recalled(recalls, lengths, group, n_groups, n_pos)
+    if item_query is None and test_key is None and test is None:
+        actual, possible = _recall_stats.count_recalled(recalls, lengths, group, n_groups, n_pos)
+    else:
+        in_pool, code, passes = item_mask(events, item_query, test_key, test)
+        counted = in_pool & passes[code]
+        recalled = np.zeros((recalls.shape[0], n_pos + 1), dtype=bool)
+        rows, cols = np.nonzero(recalls > 0)
+        recalled[rows, recalls[rows, cols]] = True
+        actual = np.zeros((n_groups, n_pos), dtype=np.int64)
+        possible = np.zeros((n_groups, n_pos), dtype=np.int64)
+        np.add.at(actual, group, (recalled[:, 1:] & counted).astype(np.int64))
+        np.add.at(possible, group, counted.astype(np.int64))
     return _stat_dataset(
         events, by, labels, "spc", "cmr.spc", ("serial_position",),
         {"serial_position": np.arange(1, n_pos + 1, dtype=np.int64)},
@@ -73,8 +93,20 @@ def spc(events, by="subject") -> xr.Dataset:
     )
 
 
-def pnr(events, by="subject") -> xr.Dataset:
+def pnr(events, by="subject", *, item_query=None, test_key=None, test=None) -> xr.Dataset:
     """Probability of nth recall by output and serial position.
+
+    Parameters
+    ----------
+    events : xarray.Dataset or pandas.DataFrame
+    by : {"subject", "trial", None}
+    item_query : str, optional
+        psifr's pool restriction (see :mod:`cmr.masks`): items failing it are never possible
+        and recalling one does not count as an output.
+    test_key, test : str and callable, optional
+        A column and a test of one value, ``test(value) -> bool``: recalls of items failing it
+        are not counted (they still take their output position) and such items are never
+        possible. psifr 0.10's ``pnr`` raises IndexError with a test; this is what it means.
 
     Returns
     -------
@@ -84,7 +116,12 @@ def pnr(events, by="subject") -> xr.Dataset:
     """
     events, recalls, lengths, group, n_groups, labels = _prepared(events, by)
     n_pos = int(lengths.max())
-    actual, possible = _recall_stats.count_outputs(recalls, lengths, group, n_groups, n_pos)
+    if item_query is None and test_key is None and test is None:
+        actual, possible = _recall_stats.count_outputs(recalls, lengths, group, n_groups, n_pos)
+    else:
+        in_pool, code, passes = item_mask(events, item_query, test_key, test)
+        actual, possible = _recall_stats.count_outputs_masked(recalls, lengths, group, n_groups, n_pos, in_pool,
+                                                              code, passes)
     positions = np.arange(1, n_pos + 1, dtype=np.int64)
     return _stat_dataset(
         events, by, labels, "pnr", "cmr.pnr", ("output_position", "serial_position"),
@@ -97,9 +134,9 @@ def pnr(events, by="subject") -> xr.Dataset:
     )
 
 
-def pfr(events, by="subject") -> xr.Dataset:
-    """Probability of first recall: :func:`pnr` at output position 1 (``stat_kind="pfr"``)."""
-    first = pnr(events, by).sel(output_position=1, drop=True)
+def pfr(events, by="subject", *, item_query=None, test_key=None, test=None) -> xr.Dataset:
+    """Probability of first recall: :func:`pnr` at output position 1 (``stat_kind="pfr"``; same masks)."""
+    first = pnr(events, by, item_query=item_query, test_key=test_key, test=test).sel(output_position=1, drop=True)
     first.attrs["stat_kind"] = "pfr"
     return validate(first, "recall_stat")
 

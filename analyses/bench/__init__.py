@@ -24,6 +24,15 @@ BENCHMARKS = {
     "heads": "icl_cmr.analyses.bench.heads:bench_heads",
     "heads-dtype": "icl_cmr.analyses.bench.heads_dtype:bench_heads_dtype",
     "ablation-forward": "icl_cmr.analyses.bench.ablation:bench_ablation",
+    "lag-crp-masked": "icl_cmr.analyses.bench.psifr_analyses:bench_lag_crp_masked",
+    "input-crp": "icl_cmr.analyses.bench.psifr_analyses:bench_input_crp",
+    "category-crp": "icl_cmr.analyses.bench.psifr_analyses:bench_category_crp",
+    "category-clustering": "icl_cmr.analyses.bench.psifr_analyses:bench_category_clustering",
+    "distance-crp": "icl_cmr.analyses.bench.psifr_analyses:bench_distance_crp",
+    "distance-rank": "icl_cmr.analyses.bench.psifr_analyses:bench_distance_rank",
+    "distance-rank-shifted": "icl_cmr.analyses.bench.psifr_analyses:bench_distance_rank_shifted",
+    "distance-rank-window": "icl_cmr.analyses.bench.psifr_analyses:bench_distance_rank_window",
+    "pli-list-lag": "icl_cmr.analyses.bench.psifr_analyses:bench_pli_list_lag",
 }
 
 

@@ -11,6 +11,8 @@ __all__ = [
     "add_output",
     "add_device",
     "add_recall_source",
+    "add_table_options",
+    "table_options",
     "add_grouping",
     "grouping",
     "describe_units",
@@ -28,7 +30,11 @@ OUTPUT_HELP = "output file; its extension picks the format: " + "; ".join(
 RECALL_SOURCES = """\
 SOURCE is a bundled data set or a CSV file in psifr's long format (one row per study or
 recall event; columns subject, list, trial_type = study|recall, position, item; a recall
-row's position is its output position; other columns are kept).
+row's position is its output position; other columns are kept; rows of other trial types,
+such as distractor, are ignored), psifr's merged (scored) table, or a recall matrix (.npy,
+or .npz with arrays recalls and list_length: 1-based serial positions, -1 intrusions, 0
+padding; give --list-length for a .npy). Lists numbered again in each session: --list-keys
+session. Recalls typed in another case or with spaces: --normalize-items.
 
 Bundled data sets (read from the installed packages, not shipped here):
   psifr:Morton2013       40 subjects x 48 lists x 24 items
@@ -79,9 +85,30 @@ def add_output(parser, metavar: str = "OUT.nc") -> None:
 
 
 def add_recall_source(parser) -> None:
-    """The SOURCE argument of the commands that read free-recall data."""
+    """The SOURCE argument of the commands that read free-recall data, and how to read lab exports."""
     parser.add_argument("source", metavar="SOURCE",
                         help="bundled data set name (e.g. psifr:Morton2013) or a psifr-format CSV file")
+    add_table_options(parser)
+
+
+def add_table_options(parser) -> None:
+    """``--list-keys`` and ``--normalize-items``: reading lab exports (as cmr.from_table)."""
+    parser.add_argument("--list-keys", default=None, metavar="COL[,COL]",
+                        help="columns that with subject and list identify a studied list, e.g. session when "
+                        "list numbers start again in each session")
+    parser.add_argument("--list-length", type=int, default=None, metavar="N",
+                        help="items per list, for a recall-matrix SOURCE (.npy/.npz of 1-based serial positions)")
+    parser.add_argument("--normalize-items", action="store_true",
+                        help="match recalled to studied words ignoring case and surrounding spaces (default: "
+                        "exactly as written)")
+
+
+def table_options(args) -> dict:
+    """The keyword arguments of load_recall_data for ``--list-keys`` / ``--normalize-items``."""
+    keys = getattr(args, "list_keys", None)
+    return {"list_keys": [k.strip() for k in keys.split(",") if k.strip()] if keys else None,
+            "normalize_items": bool(getattr(args, "normalize_items", False)),
+            "list_length": getattr(args, "list_length", None)}
 
 
 def add_grouping(parser, what: str) -> None:
@@ -126,7 +153,7 @@ def write_recall_analysis(args, analysis, **options):
     from icl_cmr.adapters.recall_data import load_recall_data
 
     result_format(args.output)
-    events = load_recall_data(args.source)
+    events = load_recall_data(args.source, **table_options(args))
     result = analysis(events, by=grouping(args), **options)
     return result, events, write_result(result, args.output)
 

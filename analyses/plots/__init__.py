@@ -9,6 +9,10 @@ Style (:mod:`.style`)
     :func:`new_figure`, :func:`save_figure`, :func:`house_style`, :data:`PALETTE`
 Free recall (:mod:`.recall`)
     :func:`lag_crp`, :func:`spc`, :func:`pfr`
+Organisation, intrusions and timing (:mod:`.organisation`)
+    :func:`category_crp`, :func:`category_clustering`, :func:`distance_crp`, :func:`distance_rank`,
+    :func:`distance_rank_shifted`, :func:`distance_rank_window`, :func:`input_crp`,
+    :func:`pli_list_lag`, :func:`irt`, :func:`lag_crl`, :func:`stop_probability`
 Attention heads (:mod:`.heads`)
     :func:`head_profiles`, :func:`attention_pattern`, :func:`distance_vs_induction`,
     :func:`share_cmr_like_by_depth`, :func:`soft_crp_vs_humans`
@@ -26,6 +30,8 @@ from .dynamics import training_dynamics
 from .predictive import predictive_check
 from .fits import parameter_recovery, parameters_heads_vs_humans
 from .heads import attention_pattern, distance_vs_induction, head_profiles, share_cmr_like_by_depth, soft_crp_vs_humans
+from .organisation import (category_clustering, category_crp, distance_crp, distance_rank, distance_rank_shifted,
+                           distance_rank_window, input_crp, irt, lag_crl, pli_list_lag, stop_probability)
 from .recall import lag_crp, pfr, spc
 from .style import PALETTE, house_style, new_figure, save_figure
 
@@ -39,6 +45,18 @@ __all__ = [
     "lag_crp",
     "spc",
     "pfr",
+    # organisation, intrusions and timing
+    "category_crp",
+    "category_clustering",
+    "distance_crp",
+    "distance_rank",
+    "distance_rank_shifted",
+    "distance_rank_window",
+    "input_crp",
+    "pli_list_lag",
+    "irt",
+    "lag_crl",
+    "stop_probability",
     # attention heads
     "head_profiles",
     "attention_pattern",

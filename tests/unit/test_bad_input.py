@@ -23,6 +23,13 @@ def _good():
     )
 
 
+def _many_lists(recalled, n_lists=40):
+    """``n_lists`` lists of a, b, c, each followed by the recalls ``recalled``."""
+    one = pd.DataFrame({"trial_type": ["study"] * 3 + ["recall"] * len(recalled), "position": [1, 2, 3, 1, 2, 3][: 3 + len(recalled)],
+                        "item": ["a", "b", "c", *recalled]})
+    return pd.concat([one.assign(subject=1, list=n) for n in range(1, n_lists + 1)], ignore_index=True)
+
+
 def _with(column, values):
     table = _good()
     table[column] = values
@@ -89,8 +96,16 @@ CASES = [
      errors.RecallDataError, r"column 'subject' must have no missing values; got 1 NaN"),
     ("empty table", lambda p: from_table(_good().iloc[:0]),
      errors.RecallDataError, r"recall table is empty; expected at least one study event"),
-    ("unknown trial type", lambda p: from_table(_with("trial_type", ["study"] * 3 + ["test", "recall"])),
-     errors.RecallDataError, r"trial_type must be 'study' or 'recall'; got \['test'\]"),
+    ("trial types in capitals", lambda p: from_table(_with("trial_type", ["Study"] * 3 + ["Recall"] * 2)),
+     errors.RecallDataError, r"no study events.*other trial types, ignored: \['Recall', 'Study'\]"),
+    ("missing trial type", lambda p: from_table(_with("trial_type", ["study"] * 3 + [None, "recall"])),
+     errors.RecallDataError, r"column 'trial_type' must have no missing values; got 1 NaN"),
+    ("recalls typed in another case", lambda p: from_table(_many_lists(["A ", "b", "C"])),
+     errors.RecallDataError, r"80 of 120 recalls \(67%\) match no item.*80 of them match.*normalize_items=True"),
+    ("recalls of another list", lambda p: from_table(_many_lists(["x", "y", "a"])),
+     errors.RecallDataError, r"80 of 120 recalls \(67%\) match no item.*list_keys=\['session'\]"),
+    ("unknown list key", lambda p: from_table(_good(), list_keys=["session"]),
+     errors.RecallDataError, r"list_keys must name distinct columns.*\['session'\]"),
     ("recalls without study rows", lambda p: from_table(pd.concat([_good(), _good().iloc[3:].assign(list=2)])),
      errors.RecallDataError, r"recall events for a list with no study events: subject 1, list 2"),
     ("only recall rows", lambda p: from_table(_good().iloc[3:]),
