@@ -109,7 +109,7 @@ def intrusion_diagnosis(n_intrusions: int, n_recalls: int, rescued: int | None, 
             "numbered again in each session need list_keys=['session'], command line: --list-keys session) "
             "and that recalled words are spelled as studied"
         )
-    return head + cause + f"; to analyse the table as it is, pass max_intrusion_share=1"
+    return head + cause + "; to analyse the table as it is, pass max_intrusion_share=1"
 
 
 def list_key_columns(table: pd.DataFrame, list_keys, reserved_columns) -> tuple[str, ...]:
