@@ -267,9 +267,35 @@ def not_available(name: str, why: str = "") -> ModelNotAvailableError:
     )
 
 
+def official_model_name(name: str) -> str | None:
+    """The Hugging Face id behind a TransformerLens model name (``gpt2-small`` -> ``gpt2``).
+
+    Read from TransformerLens's alias table as a file, without importing TransformerLens (or
+    torch); a name that is no alias is its own id. None when the table cannot be read.
+    """
+    try:
+        spec = importlib.util.find_spec("transformer_lens")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    table = Path(spec.submodule_search_locations[0]) / "tools" / "model_registry" / "data" / "model_aliases.json"
+    try:
+        aliases = json.loads(table.read_text())["aliases"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if not isinstance(aliases, dict):
+        return None
+    return next((official for official, names in aliases.items() if isinstance(names, list) and name in names), name)
+
+
 def refuse_missing_hub_model(name) -> None:
-    """Raise :class:`ModelNotAvailableError` at once for a hub id (``org/model``) that is neither
-    embedded, a local path nor in the local Hugging Face cache (no torch or transformers import)."""
-    if (isinstance(name, str) and "/" in name and name not in EMBEDDED_MODELS and not Path(name).exists()
-            and not hub_snapshot_exists(name)):
+    """Raise :class:`ModelNotAvailableError` at once for a model name that is neither embedded,
+    a local path nor in the local Hugging Face cache: a hub id (``org/model``) or a
+    TransformerLens name (``gpt2-small``, resolved through its alias table). No torch,
+    transformers or transformer_lens import, so this takes milliseconds."""
+    if not isinstance(name, str) or name in EMBEDDED_MODELS or Path(name).exists():
+        return
+    official = name if "/" in name else official_model_name(name)
+    if official is not None and not hub_snapshot_exists(official):
         raise not_available(name)

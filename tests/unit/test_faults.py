@@ -499,11 +499,22 @@ def test_no_writable_numba_cache_falls_back_with_one_warning(tmp_path):
     assert (tmp_path / f"icl-cmr-numba-{os.getuid()}").is_dir()
 
 
-def test_unknown_model_fails_fast():
+@pytest.mark.parametrize("name", ["nosuch-org/nosuch-model", "nosuch-model", "gpt2-small"])
+def test_unknown_model_fails_fast(name, monkeypatch, tmp_path):
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))  # an empty local cache
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_CACHE", str(tmp_path))
     start = time.perf_counter()
     with pytest.raises(ModelNotAvailableError, match="embedded default 'smollm2-135m'"):
-        _load_model("nosuch-org/nosuch-model")
+        _load_model(name)  # a TransformerLens alias resolves to its hub id (gpt2-small -> gpt2) on disk
     assert time.perf_counter() - start < 1.0
+
+
+def test_a_transformer_lens_alias_resolves_without_importing_it():
+    from icl_cmr.adapters._model_files import official_model_name
+
+    assert official_model_name("gpt2-small") == "gpt2"
+    assert official_model_name("pythia-70m") == "EleutherAI/pythia-70m"
+    assert official_model_name("no-such-alias") == "no-such-alias"
 
 
 def test_converted_model_cache_is_verified_and_rebuilt(tmp_path, monkeypatch):
