@@ -1,0 +1,89 @@
+"""The language model as a free-recall subject: parsing hand-written answers, generation, events."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import cmr
+from cmr.errors import ParameterError, RecallDataError
+from icl_cmr.adapters.recall_text import parse_recall, recall_table
+
+STUDY = ["duck", "peal", "lipstick", "badge", "robber", "New York"]
+
+
+def test_numbered_list_with_preamble():
+    text = "Sure! Here are the words I remember:\n1. badge\n2) Duck\n3. robber."
+    parsed = parse_recall(text, STUDY)
+    assert parsed.items == ["badge", "duck", "robber"]
+    assert (parsed.n_correct, parsed.n_filler, parsed.n_intrusions, parsed.n_case_changed) == (3, 1, 0, 1)
+
+
+def test_commas_bullets_quotes_and_and():
+    parsed = parse_recall('* "peal", lipstick; NEW YORK and duck', STUDY)
+    assert parsed.items == ["peal", "lipstick", "New York", "duck"]
+    assert parsed.n_case_changed == 1  # only NEW YORK differs from the studied spelling
+
+
+def test_extra_words_repeats_and_intrusions():
+    parsed = parse_recall("the duck, badge, duck, zebra, a red lipstick, badge", STUDY)
+    assert parsed.items == ["duck", "badge", "duck", "zebra", "lipstick", "badge"]
+    assert (parsed.n_correct, parsed.n_repeats, parsed.n_intrusions, parsed.n_extra_words) == (3, 2, 1, 3)
+
+
+def test_long_prose_is_filler_not_intrusion():
+    parsed = parse_recall("I will write the words in order from the list.\nrobber", STUDY)
+    assert parsed.items == ["robber"] and parsed.n_filler == 1 and parsed.n_intrusions == 0
+    # several studied items inside one segment are all recalls, in order
+    assert parse_recall("duck peal robber", STUDY).items == ["duck", "peal", "robber"]
+
+
+def test_parse_rejects_bad_study_lists():
+    with pytest.raises(ParameterError):
+        parse_recall("duck", ["duck", "Duck"])
+    with pytest.raises(ParameterError):
+        parse_recall("duck", [])
+
+
+def test_table_to_events_matches_psifr():
+    psifr = pytest.importorskip("psifr.fr")
+    lists = [STUDY, ["alpha", "beta", "gamma", "delta"]]
+    answers = ["1. badge\n2. robber\n3. robber\n4. zebra\n5. duck", "beta, gamma, alpha, delta, omega"]
+    table = recall_table(lists, answers, "m|greedy|0")
+    events = cmr.from_table(table)
+    cmr.validate(events)
+    assert events["recalls"].values.tolist() == [[4, 5, 5, -1, 1], [2, 3, 1, 4, -1]]
+    ours = cmr.lag_crp(events, by="subject")
+    merged = psifr.merge_free_recall(table[["subject", "list", "trial_type", "position", "item"]])
+    theirs = psifr.lag_crp(merged)
+    for lag, row in theirs.reset_index().set_index("lag").iterrows():
+        if lag in ours["lag"].values:
+            got = ours.sel(lag=lag).isel(subject=0)
+            assert int(got["actual"]) == row["actual"] and int(got["possible"]) == row["possible"]
+
+
+def test_table_rejects_mismatched_answers():
+    with pytest.raises(RecallDataError):
+        recall_table([STUDY], [], "m")
+
+
+def test_generation_on_tiny_model(tiny):
+    from icl_cmr.adapters import free_recall_task as task
+
+    words = [w.strip("Ġ") for w in tiny.tokenizer.get_vocab() if w.startswith("Ġ") and w[1:].isalpha()]
+    lists = task.study_lists(sorted(words), 3, 5, seed=0)
+    greedy = task.generate_answers(tiny, lists, batch_size=2, max_new_tokens=6)
+    assert len(greedy) == 3 and greedy == task.generate_answers(tiny, lists, batch_size=3, max_new_tokens=6)
+    sampled = [task.generate_answers(tiny, lists, decoding="sample", seed=s, batch_size=3, max_new_tokens=6, trim=False)
+               for s in (1, 1, 2)]
+    assert sampled[0] == sampled[1] and sampled[0] != sampled[2]
+    everything = [(layer, head) for layer in range(2) for head in range(4)]
+    ablated = task.generate_answers(tiny, lists, decoding="sample", seed=1, batch_size=3, max_new_tokens=6, trim=False,
+                                    heads=everything)
+    assert any(sampled[0]) and ablated != sampled[0]
+    events, table = task.recall_events(tiny, lists, decoding="sample", seeds=[0, 1], max_new_tokens=6)
+    cmr.validate(events)
+    assert sorted(set(events["subject"].values)) == ["tiny-llama|sample-T0.7|0", "tiny-llama|sample-T0.7|1"]
+    assert events["n_correct"].dims == ("trial",) and len(table) >= 2 * 3 * 5
+    with pytest.raises(ParameterError):
+        task.generate_answers(tiny, lists, decoding="beam")
