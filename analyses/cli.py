@@ -24,6 +24,7 @@ COMMANDS = (
     "fit",
     "export",
     "ablate",
+    "recall_lm",
     "train_toy",
     "run_study",
     "bench",

@@ -87,3 +87,36 @@ def test_generation_on_tiny_model(tiny):
     assert events["n_correct"].dims == ("trial",) and len(table) >= 2 * 3 * 5
     with pytest.raises(ParameterError):
         task.generate_answers(tiny, lists, decoding="beam")
+
+
+def test_recall_measures_by_hand():
+    from icl_cmr.analyses.llm_recall import recall_measures
+
+    lists = [["a", "b", "c", "d", "e", "f"], ["a", "b", "c", "d", "e", "f"]]
+    # list 1: 1 2 3 6 5 (lags +1, +1, +3, -1); list 2: 4, an intrusion, a repeat (no valid transition)
+    events = cmr.from_table(recall_table(lists, ["a, b, c, f, e", "d, zebra, d"], "m|greedy|0"))
+    measures = recall_measures(events)
+    np.testing.assert_allclose(measures["crp_forward"].values, [2 / 3, np.nan])  # 3 -> 6 could have gone to 4
+    np.testing.assert_allclose(measures["crp_backward"].values, [1 / 1, np.nan])  # from 6 only 5 is left at -1
+    np.testing.assert_allclose(measures["n_correct"].values, [5, 1])
+    np.testing.assert_allclose(measures["recall_early"].values, [1.0, 0.0])
+    np.testing.assert_allclose(measures["recall_late"].values, [1.0, 0.0])
+
+
+def test_recall_ablation_on_tiny_model(tiny):
+    from icl_cmr.analyses import llm_recall
+
+    sets = {"top_cmr": [(1, 0)], "top_induction": [(1, 1)], "random_0": [(0, 2)], "random_1": [(0, 3)]}
+    base, _ = llm_recall.model_recall(tiny, n_lists=3, list_length=4, seed=5, max_new_tokens=8)
+    result = llm_recall.recall_ablation(tiny, sets, n_lists=3, list_length=4, seed=5, baseline=base)
+    cmr.validate(result)
+    assert list(result["head_set"].values) == ["none", *sets]
+    assert "top_cmr_vs_random" in result["comparison"].values
+    assert np.all(result["effect"].sel(head_set="none").fillna(0).values == 0)
+    table = llm_recall.ablation_table(result)
+    assert {"comparison", "measure", "t_pvalue", "n_lists"} <= set(table.columns)
+    with pytest.raises(ParameterError):
+        llm_recall.recall_ablation(tiny, sets, n_lists=3, list_length=4, seed=6, baseline=base)
+    summary = llm_recall.recall_summary(base, result)
+    assert summary["lists"] == 3 and "top_cmr_vs_random" in summary["ablation"]["comparisons"]
+    assert llm_recall.report_section(summary)[0].startswith("## The language model")
