@@ -20,11 +20,14 @@ Training dynamics (:mod:`.dynamics`)
     :func:`training_dynamics`
 Posterior predictive check (:mod:`.predictive`)
     :func:`predictive_check`
+The language model as a recall subject (:mod:`.llm_recall`)
+    :func:`recall_vs_humans`
 """
 from .ablation import ablation_result
 from .dynamics import training_dynamics
 from .predictive import predictive_check
 from .fits import parameter_recovery, parameters_heads_vs_humans
+from .llm_recall import recall_vs_humans
 from .heads import attention_pattern, distance_vs_induction, head_profiles, share_cmr_like_by_depth, soft_crp_vs_humans
 from .recall import lag_crp, pfr, spc
 from .style import PALETTE, house_style, new_figure, save_figure
@@ -53,4 +56,6 @@ __all__ = [
     "training_dynamics",
     # fitted CMR against the data
     "predictive_check",
+    # the language model as a recall subject
+    "recall_vs_humans",
 ]
