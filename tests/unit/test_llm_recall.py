@@ -120,3 +120,31 @@ def test_recall_ablation_on_tiny_model(tiny):
     summary = llm_recall.recall_summary(base, result)
     assert summary["lists"] == 3 and "top_cmr_vs_random" in summary["ablation"]["comparisons"]
     assert llm_recall.report_section(summary)[0].startswith("## The language model")
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--seeds", "0,x", "-o", "out.csv"], "--seeds must be comma-separated integers"),
+    (["-o", "out.txt"], ".txt"),
+    (["--pool", "no_such_words.txt", "-o", "out.csv"], "word pool"),
+    (["--ablate", "L1H", "-o", "out.csv"], "heads must look like"),
+])
+def test_recall_lm_command_rejects_bad_input_in_one_line(argv, message, tmp_path, monkeypatch, capsys):
+    from icl_cmr.analyses.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    assert main(["recall-lm", *argv]) == 1
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err and not list(tmp_path.iterdir())
+
+
+def test_recall_vs_humans_figure():
+    pytest.importorskip("matplotlib")
+    from icl_cmr.analyses.plots import recall_vs_humans
+    from icl_cmr.analyses.plots.llm_recall import lists_as_subjects
+
+    lists = [["a", "b", "c", "d", "e", "f"]] * 3
+    model = cmr.from_table(recall_table(lists, ["a, b, c", "b, c, d, e", "f, e"], "m|greedy|0"))
+    humans = cmr.from_table(recall_table(lists, ["c, b", "a, f", "d, e, f"], ["s1", "s2", "s2"]))
+    assert len(set(lists_as_subjects(model)["subject"].values)) == 3  # one unit per list
+    fig = recall_vs_humans(model, humans, labels=("model", "people"), lags=2)
+    assert len(fig.axes) == 3
