@@ -11,7 +11,9 @@ lists (Mistry et al. 2025 report that ablating induction heads removes the model
 
 Per-list measures (:data:`MEASURES`): ``crp_forward`` and ``crp_backward``, the list's
 lag-CRP at +1 and -1 (actual / possible transitions, psifr's rule; NaN without a possible
-transition); ``forward_asymmetry`` = crp(+1) - crp(-1); ``n_correct`` (distinct studied items
+transition); ``forward_asymmetry`` = crp(+1) - crp(-1); ``forward_share``, the share of the
+list's valid transitions that go forward (defined whenever there is one, unlike crp(-1) after
+a recall in studied order, which never has a possible -1); ``n_correct`` (distinct studied items
 recalled); ``recall_early`` and ``recall_late``, the recall probability of the first and last
 third of the serial positions (the two ends of the SPC).
 """
@@ -32,7 +34,8 @@ __all__ = ["KIND", "validate_llm_recall_ablation", "MEASURES", "model_recall", "
 
 #: the dataset kind of :func:`recall_ablation`
 KIND = "llm_recall_ablation"
-MEASURES = ("crp_forward", "crp_backward", "forward_asymmetry", "n_correct", "recall_early", "recall_late")
+MEASURES = ("crp_forward", "crp_backward", "forward_asymmetry", "forward_share", "n_correct", "recall_early",
+            "recall_late")
 _STATS = ("mean_difference", "t_statistic", "t_pvalue", "wilcoxon_pvalue", "cohens_dz", "n_lists")
 
 
@@ -62,8 +65,11 @@ def model_recall(model, *, pool: str = "psifr:peers_notask", n_lists: int = 20, 
 
 def recall_measures(events) -> xr.Dataset:
     """Per-list measures (:data:`MEASURES`) of an events dataset, dims ``(trial,)``."""
-    crp = lag_crp(events, by="trial", lags=1)
+    crp = lag_crp(events, by="trial")
     actual, possible = crp["actual"], crp["possible"]
+    moves = actual.sum("lag").values.astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share = np.where(moves > 0, actual.where(actual["lag"] > 0, 0).sum("lag").values / moves, np.nan)
     with np.errstate(invalid="ignore", divide="ignore"):
         rate = (actual / possible.where(possible > 0)).astype(np.float64)
     forward = rate.sel(lag=1, drop=True).values
@@ -78,21 +84,22 @@ def recall_measures(events) -> xr.Dataset:
     third = np.maximum(length // 3, 1)
     early = np.array([hit[t, :third[t]].mean() for t in range(n_trials)])
     late = np.array([hit[t, length[t] - third[t]:length[t]].mean() for t in range(n_trials)])
-    values = dict(crp_forward=forward, crp_backward=backward, forward_asymmetry=forward - backward,
+    values = dict(crp_forward=forward, crp_backward=backward, forward_asymmetry=forward - backward, forward_share=share,
                   n_correct=hit.sum(axis=1).astype(np.float64), recall_early=early, recall_late=late)
     return xr.Dataset({name: ("trial", values[name]) for name in MEASURES},
                       coords={"trial": np.arange(n_trials)})
 
 
-def head_sets(heads: xr.Dataset, fits: xr.Dataset, *, fraction: float = 0.1, n_random: int = 5,
-              n_layer_matched: int = 2, seed: int = 0) -> dict:
+def head_sets(heads: xr.Dataset, fits: xr.Dataset, *, fraction: float = 0.1, n_heads: int | None = None,
+              n_random: int = 5, n_layer_matched: int = 2, seed: int = 0) -> dict:
     """Named head sets of equal size: top CMR-like, top induction, random, layer-matched random.
 
     ``fits`` is a ``profile_fit`` dataset of the model's heads (ranked by ``distance``, smallest
     first) and ``heads`` its ``lag_profile`` dataset (ranked by ``induction_score``). Random sets
-    avoid the top CMR-like set; layer-matched sets have its count of heads in every layer.
+    avoid the top CMR-like set; layer-matched sets have its count of heads in every layer. The
+    set size is ``n_heads``, or ``fraction`` of all heads.
     """
-    top = top_heads_from_fits(fits, fraction=fraction)
+    top = top_heads_from_fits(fits, fraction=fraction, n_heads=n_heads)
     induction = top_heads_from_fits(heads, variable="induction_score", n_heads=len(top), largest=True)
     n_layers, n_heads = int(heads.sizes["layer"]), int(heads.sizes["head"])
     sets = {"top_cmr": top, "top_induction": induction}
@@ -240,7 +247,7 @@ def recall_summary(events, ablation: xr.Dataset | None = None) -> dict:
             "comparisons": {
                 str(c): {str(m): {str(s): float(stats.sel(comparison=c, measure=m, stat=s))
                                   for s in ("mean_difference", "t_pvalue", "wilcoxon_pvalue", "cohens_dz", "n_lists")}
-                         for m in ("crp_forward", "forward_asymmetry", "n_correct")}
+                         for m in ("crp_forward", "forward_share", "n_correct")}
                 for c in ablation["comparison"].values
             },
         }

@@ -24,6 +24,7 @@ BENCHMARKS = {
     "heads": "icl_cmr.analyses.bench.heads:bench_heads",
     "heads-dtype": "icl_cmr.analyses.bench.heads_dtype:bench_heads_dtype",
     "ablation-forward": "icl_cmr.analyses.bench.ablation:bench_ablation",
+    "llm-recall": "icl_cmr.analyses.bench.llm_recall:bench_llm_recall",
 }
 
 

@@ -98,6 +98,7 @@ def test_recall_measures_by_hand():
     measures = recall_measures(events)
     np.testing.assert_allclose(measures["crp_forward"].values, [2 / 3, np.nan])  # 3 -> 6 could have gone to 4
     np.testing.assert_allclose(measures["crp_backward"].values, [1 / 1, np.nan])  # from 6 only 5 is left at -1
+    np.testing.assert_allclose(measures["forward_share"].values, [3 / 4, np.nan])
     np.testing.assert_allclose(measures["n_correct"].values, [5, 1])
     np.testing.assert_allclose(measures["recall_early"].values, [1.0, 0.0])
     np.testing.assert_allclose(measures["recall_late"].values, [1.0, 0.0])
