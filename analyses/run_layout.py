@@ -53,6 +53,7 @@ DEMO_SETTINGS = {
     # ablated (top CMR-like, top induction, random); 0 lists skips the stage
     "recall_lists": 6,
     "recall_random": 1,
+    "recall_heads": 5,  # heads per ablated set: 10% of SmolLM2 (27 heads) stops its recall whichever they are
     # where the model of the heads and ablation stages runs; cpu/float32 keeps the demo's numbers
     "device": "cpu",
     "dtype": "float32",

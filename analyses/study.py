@@ -214,8 +214,9 @@ def _llm_recall(ctx: RunContext) -> dict:
     model = load_study_model(s["model"], device=s["device"], dtype=s["dtype"])
     heads = load_dataset(ctx.path(HEADS_FILE), kind="lag_profile")
     fits = load_dataset(ctx.path(head_fit_file("lsq")), kind="profile_fit")
-    sets = llm_recall.head_sets(heads, fits, fraction=float(s["ablation_fraction"]), n_random=int(s["recall_random"]),
-                                n_layer_matched=0, seed=int(s["seed"]))
+    size = min(int(s["recall_heads"]), heads.sizes["layer"] * heads.sizes["head"] // 2)  # random sets need room
+    sets = llm_recall.head_sets(heads, fits, n_heads=size, n_random=int(s["recall_random"]), n_layer_matched=0,
+                                seed=int(s["seed"]))
     events, _ = llm_recall.model_recall(model, n_lists=int(s["recall_lists"]), seed=int(s["seed"]))
     result = llm_recall.recall_ablation(model, sets, n_lists=int(s["recall_lists"]), seed=int(s["seed"]),
                                         baseline=events, progress=lambda name: ctx.log(f"recall with {name} ablated"))
