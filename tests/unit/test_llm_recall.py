@@ -149,3 +149,15 @@ def test_recall_vs_humans_figure():
     assert len(set(lists_as_subjects(model)["subject"].values)) == 3  # one unit per list
     fig = recall_vs_humans(model, humans, labels=("model", "people"), lags=2)
     assert len(fig.axes) == 3
+
+
+def test_docs_python_examples_run():
+    import re
+
+    from tests.conftest import REPO_ROOT
+
+    text = (REPO_ROOT / "docs" / "llm-recall.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    assert blocks
+    for block in blocks:
+        exec(compile(block, "docs/llm-recall.md", "exec"), {})
