@@ -30,6 +30,7 @@ COMMANDS = (
     "top_heads",
     "export",
     "ablate",
+    "recall_lm",
     "train_toy",
     "run_study",
     "bench",

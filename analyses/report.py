@@ -9,6 +9,7 @@ import numpy as np
 
 from cmr.io import atomic_write
 
+from icl_cmr.analyses.llm_recall import report_section
 from icl_cmr.analyses.run_layout import CMR_LIKE_DISTANCE
 
 
@@ -188,6 +189,7 @@ def write_report(ctx, manifest=None) -> Path:
         "",
     ]
     lines += _human_section(ctx) + _heads_section(ctx) + _fits_section(ctx) + _ablation_section(ctx)
+    lines += report_section(ctx.summaries.get("llm_recall", {}))
     lines += _timings(ctx, manifest)
     text = "\n".join(lines) + "\n"
     path = Path(ctx.out_dir) / "report.md"

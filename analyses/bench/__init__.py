@@ -33,6 +33,7 @@ BENCHMARKS = {
     "distance-rank-shifted": "icl_cmr.analyses.bench.psifr_analyses:bench_distance_rank_shifted",
     "distance-rank-window": "icl_cmr.analyses.bench.psifr_analyses:bench_distance_rank_window",
     "pli-list-lag": "icl_cmr.analyses.bench.psifr_analyses:bench_pli_list_lag",
+    "llm-recall": "icl_cmr.analyses.bench.llm_recall:bench_llm_recall",
 }
 
 

@@ -41,6 +41,9 @@ def register(sub):
                    "the full test is `icl-cmr ablate` with 300)")
     p.add_argument("--ablation-random", type=int, default=D["ablation_random"],
                    help=f"random head sets to compare with (default {D['ablation_random']})")
+    p.add_argument("--recall-lists", type=int, default=D["recall_lists"],
+                   help="word lists of 16 words the model recalls itself, intact and with head sets ablated; "
+                        f"0 skips it (default {D['recall_lists']}; the full test is icl-cmr recall-lm)")
     p.add_argument("--ablation-modes", nargs="+", choices=("zero", "mean"), default=D["ablation_modes"],
                    help="ablation modes (default: zero)")
     p.add_argument("--seed", type=int, default=D["seed"], help="seed of prompts, grid, passages and random sets")
@@ -55,7 +58,7 @@ def run(args) -> int:
     overrides = dict(
         grid_trials=args.grid_trials, n_prompts=args.n_prompts, n_words=args.n_words,
         ablation_passages=args.ablation_passages, ablation_random=args.ablation_random,
-        ablation_modes=list(args.ablation_modes), seed=args.seed, device=args.device, dtype=args.dtype,
+        ablation_modes=list(args.ablation_modes), recall_lists=args.recall_lists, seed=args.seed, device=args.device, dtype=args.dtype,
     )
     if args.grid:
         overrides["grid"] = args.grid

@@ -24,11 +24,14 @@ Training dynamics (:mod:`.dynamics`)
     :func:`training_dynamics`
 Posterior predictive check (:mod:`.predictive`)
     :func:`predictive_check`
+The language model as a recall subject (:mod:`.llm_recall`)
+    :func:`recall_vs_humans`
 """
 from .ablation import ablation_result
 from .dynamics import training_dynamics
 from .predictive import predictive_check
 from .fits import parameter_recovery, parameters_heads_vs_humans
+from .llm_recall import recall_vs_humans
 from .heads import attention_pattern, distance_vs_induction, head_profiles, share_cmr_like_by_depth, soft_crp_vs_humans
 from .organisation import (category_clustering, category_crp, distance_crp, distance_rank, distance_rank_shifted,
                            distance_rank_window, input_crp, irt, lag_crl, pli_list_lag, stop_probability)
@@ -71,4 +74,6 @@ __all__ = [
     "training_dynamics",
     # fitted CMR against the data
     "predictive_check",
+    # the language model as a recall subject
+    "recall_vs_humans",
 ]

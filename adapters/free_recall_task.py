@@ -1,0 +1,217 @@
+"""The language model as a free-recall subject: study lists, recall prompts, batched generation.
+
+An instruction-tuned model is shown a word list in one chat turn and asked to recall it, in
+any order (free recall) or in the studied order (serial recall, the control), as in the
+follow-ups to Ji-An et al. (2024) (Mistry et al. 2025; Bajaj et al. 2025). Its answer is
+parsed into recalls by :mod:`icl_cmr.adapters.recall_text` and lands in the same events
+dataset as human data, with one subject per (model, decoding setting, seed).
+
+Generation is batched (left padding) on the Hugging Face model inside the TransformerBridge
+with its key-value cache; heads can be zero-ablated during generation at their output
+(``blocks.{layer}.attn.hook_z``, the hook point of :mod:`icl_cmr.adapters.interventions`).
+Greedy decoding is deterministic; sampling draws from a torch generator seeded by ``seed``
+(results depend on ``seed`` and ``batch_size``, never on the global RNG). torch is imported
+inside functions, so importing this module is cheap.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from cmr.errors import ParameterError
+
+from .recall_text import COUNT_NAMES, recall_table, subject_label
+
+__all__ = ["TASKS", "DECODINGS", "INSTRUCTIONS", "study_lists", "word_pool", "recall_prompt", "generate_answers",
+           "zero_ablation_hooks", "recall_events"]
+
+#: recall instructions: free recall (any order) and serial recall (studied order, a control)
+INSTRUCTIONS = {
+    "free": "Now recall as many words from the list as you can, in any order. "
+            "Write only the words, separated by commas.",
+    "serial": "Now recall the words in the same order as they were shown. "
+              "Write only the words, separated by commas.",
+}
+TASKS = tuple(INSTRUCTIONS)
+#: decoding settings: greedy (deterministic) or sampled at a temperature
+DECODINGS = ("greedy", "sample")
+
+
+def word_pool(source: str = "psifr:peers_notask") -> list[str]:
+    """The distinct studied items of a bundled recall data set, lower-cased and sorted."""
+    from .recall_data import read_recall_table
+
+    table = read_recall_table(source)
+    studied = table.loc[table["trial_type"] == "study", "item"].astype(str)
+    return sorted({item.lower() for item in studied})
+
+
+def study_lists(pool, n_lists: int, list_length: int, seed: int = 0) -> list[list[str]]:
+    """``n_lists`` lists of ``list_length`` distinct items drawn from ``pool`` without replacement per list."""
+    pool = list(dict.fromkeys(map(str, pool)))
+    n_lists, list_length = int(n_lists), int(list_length)
+    if n_lists < 1 or list_length < 1:
+        raise ParameterError(f"need n_lists >= 1 and list_length >= 1; got {n_lists} and {list_length}")
+    if list_length > len(pool):
+        raise ParameterError(f"lists of {list_length} items need a pool of at least that many; got {len(pool)}")
+    rng = np.random.default_rng(seed)
+    return [[pool[i] for i in rng.choice(len(pool), size=list_length, replace=False)] for _ in range(n_lists)]
+
+
+def recall_prompt(items, task: str = "free") -> str:
+    """The user message: the list, one item a line, then the recall instruction."""
+    if task not in INSTRUCTIONS:
+        raise ParameterError(f"task must be one of {', '.join(TASKS)}; got {task!r}")
+    return "Study this list of words:\n" + "\n".join(map(str, items)) + "\n\n" + INSTRUCTIONS[task]
+
+
+def _chat_texts(tokenizer, lists, task):
+    messages = [[{"role": "user", "content": recall_prompt(items, task)}] for items in lists]
+    if getattr(tokenizer, "chat_template", None):
+        return [tokenizer.apply_chat_template(m, tokenize=False, add_generation_prompt=True) for m in messages]
+    return [m[0]["content"] + "\n" for m in messages]  # base models: the plain prompt
+
+
+def zero_ablation_hooks(heads):
+    """fwd_hooks zeroing the chosen (layer, head) slices of ``hook_z`` at every position."""
+    by_layer = {}
+    for layer, head in heads:
+        by_layer.setdefault(int(layer), []).append(int(head))
+
+    def make(index):
+        def hook(z, hook):
+            z = z.clone()
+            z[:, :, index, :] = 0.0
+            return z
+        return hook
+
+    return [(f"blocks.{layer}.attn.hook_z", make(sorted(chosen))) for layer, chosen in sorted(by_layer.items())]
+
+
+#: an answer whose last segments are this many copies of one item is in a decoding loop: stop it
+LOOP_REPEATS = 3
+_SEPARATORS = ",;\n"
+
+
+def _loop_stopper(tokenizer, prompt_length: int):
+    """A stopping criterion ending each row once it repeats one segment LOOP_REPEATS times in a row."""
+    import torch
+    from transformers import StoppingCriteria
+
+    from .recall_text import normalise
+
+    class StopLoops(StoppingCriteria):
+        def __call__(self, input_ids, scores, **kwargs):
+            texts = tokenizer.batch_decode(input_ids[:, prompt_length:], skip_special_tokens=True)
+            done = []
+            for text in texts:
+                parts = [normalise(p) for p in text.replace(";", ",").replace("\n", ",").split(",")][:-1]
+                tail = [p for p in parts if p][-LOOP_REPEATS:]
+                done.append(len(tail) == LOOP_REPEATS and len(set(tail)) == 1)
+            return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
+
+    return StopLoops()
+
+
+def _trimmed(text: str, ended: bool) -> str:
+    """An answer cut off mid-item (token limit or loop stop) loses its unfinished last segment."""
+    if ended:
+        return text
+    cut = max(text.rfind(c) for c in _SEPARATORS)
+    return text[:cut + 1] if cut >= 0 else ""
+
+
+def generate_answers(model, lists, *, task: str = "free", decoding: str = "greedy", temperature: float = 0.7,
+                     seed: int = 0, batch_size: int = 16, max_new_tokens: int | None = None, heads=(),
+                     trim: bool = True) -> list[str]:
+    """The model's answer to each study list (generated text only).
+
+    Parameters
+    ----------
+    model : LoadedModel
+        From :func:`~icl_cmr.adapters.transformer_lens.load_model` (an instruction-tuned model
+        with a chat template; a model without one gets the plain prompt).
+    lists : sequence of sequences of str
+        Study lists.
+    task : {"free", "serial"}
+    decoding : {"greedy", "sample"}
+        ``sample`` draws at ``temperature`` with a generator seeded by ``seed``.
+    batch_size : int
+        Lists generated together (left-padded, one key-value cache per batch).
+    max_new_tokens : int, optional
+        Default ``4 * longest list + 16``. A row also stops at the end of its turn or once
+        it repeats one item :data:`LOOP_REPEATS` times in a row (a decoding loop).
+    heads : sequence of (layer, head)
+        Heads zero-ablated at their output during the whole generation.
+    trim : bool
+        Cut an answer that did not end its turn after its last separator (comma, semicolon,
+        newline), so an item cut off mid-word is not scored as an intrusion.
+    """
+    import torch
+
+    if decoding not in DECODINGS:
+        raise ParameterError(f"decoding must be one of {', '.join(DECODINGS)}; got {decoding!r}")
+    if decoding == "sample" and not float(temperature) > 0:
+        raise ParameterError(f"temperature must be > 0 for sampling; got {temperature!r}")
+    if int(batch_size) < 1:
+        raise ParameterError(f"batch_size must be >= 1; got {batch_size!r}")
+    lists = [list(map(str, items)) for items in lists]
+    bridge, tokenizer = model.bridge, model.tokenizer
+    hf = bridge.original_model
+    texts = _chat_texts(tokenizer, lists, task)
+    limit = int(max_new_tokens) if max_new_tokens is not None else 4 * max(map(len, lists)) + 16
+    eos_id = tokenizer.eos_token_id if tokenizer.eos_token_id is not None else hf.config.eos_token_id
+    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos_id
+    device = next(hf.parameters()).device
+    options = dict(max_new_tokens=limit, pad_token_id=pad_id, eos_token_id=eos_id, use_cache=True)
+    options.update(do_sample=True, temperature=float(temperature), top_k=0, top_p=1.0) if decoding == "sample" \
+        else options.update(do_sample=False, temperature=None, top_p=None, top_k=None)
+    encoded = [tokenizer(text, add_special_tokens=False)["input_ids"] for text in texts]
+    answers = []
+    with torch.random.fork_rng(devices=[]), torch.no_grad(), bridge.hooks(fwd_hooks=zero_ablation_hooks(heads)):
+        torch.manual_seed(int(seed))
+        for start in range(0, len(encoded), int(batch_size)):
+            rows = encoded[start:start + int(batch_size)]
+            length = max(map(len, rows))
+            # left padding: every row continues at the same last position
+            ids = torch.tensor([[pad_id] * (length - len(r)) + r for r in rows], dtype=torch.long, device=device)
+            mask = torch.tensor([[0] * (length - len(r)) + [1] * len(r) for r in rows], dtype=torch.long, device=device)
+            out = hf.generate(input_ids=ids, attention_mask=mask, **options,
+                              stopping_criteria=[_loop_stopper(tokenizer, length)])
+            new = out[:, length:]
+            ended = (new == eos_id).any(dim=1).tolist()
+            decoded = tokenizer.batch_decode(new, skip_special_tokens=True)
+            answers.extend(_trimmed(text, end or not trim) for text, end in zip(decoded, ended))
+    return answers
+
+
+def recall_events(model, lists, *, task: str = "free", decoding: str = "greedy", seeds=(0,), temperature: float = 0.7,
+                  batch_size: int = 16, max_new_tokens: int | None = None, heads=(), label: str | None = None):
+    """Events dataset of the model's recall of ``lists``, one subject per (model, decoding, seed).
+
+    Greedy decoding does not depend on the seed, so it runs once (subject seed 0). Returns
+    ``(events, table)``: the events dataset (:func:`cmr.from_table`, with the per-list counts
+    of :data:`~icl_cmr.adapters.recall_text.COUNT_NAMES` as variables along ``trial`` and the
+    answer's segment of each recall as ``recall_raw``) and the psifr long table it was made
+    from (with the counts as columns).
+    """
+    import pandas as pd
+
+    from cmr.events import from_table
+
+    seeds = [0] if decoding == "greedy" else [int(s) for s in np.atleast_1d(seeds)]
+    name = label or model.name
+    tables = []
+    for seed in seeds:
+        answers = generate_answers(model, lists, task=task, decoding=decoding, temperature=temperature, seed=seed,
+                                   batch_size=batch_size, max_new_tokens=max_new_tokens, heads=heads)
+        tables.append(recall_table(lists, answers, subject_label(name, decoding if decoding == "greedy"
+                                                                  else f"sample-T{temperature:g}", seed)))
+    table = pd.concat(tables, ignore_index=True)
+    events = from_table(table.drop(columns=list(COUNT_NAMES)), source=f"{name} {task} recall ({decoding})")
+    counts = table.groupby(["subject", "list"], sort=True)[list(COUNT_NAMES)].first()
+    keys = pd.MultiIndex.from_arrays([events["subject"].values, events["list"].values])
+    for count in COUNT_NAMES:  # per-list parsing counts, aligned with the events' trial order
+        events[count] = ("trial", counts[count].reindex(keys).to_numpy(dtype=np.int64))
+    events.attrs.update(task=task, decoding=decoding, temperature=float(temperature) if decoding == "sample" else 0.0,
+                        instruction=INSTRUCTIONS[task], ablated_heads=",".join(f"L{l}.H{h}" for l, h in heads))
+    return events, table

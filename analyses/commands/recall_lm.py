@@ -1,0 +1,111 @@
+"""``icl-cmr recall-lm``: the language model as a free-recall subject."""
+from __future__ import annotations
+
+HELP = "give a language model word lists to recall and score its answers like human free recall"
+
+DESCRIPTION = """\
+The language model as a free-recall subject (after Mistry et al. 2025; Bajaj et al. 2025):
+an instruction-tuned model is shown a list of words drawn from a human experiment's word
+pool and asked to recall them in any order (--task free) or in the studied order (--task
+serial, a control). Its answers are parsed into recalls: list numbers, bullets, quotes,
+commas and prose before the words are handled; repeats stay in the sequence; words not on
+the list are intrusions; every category is counted per list. Generation is batched with a
+key-value cache; a row stops at the end of its turn, after --max-new-tokens, or once it
+repeats one item three times in a row (a decoding loop).
+
+Greedy decoding is deterministic; --decoding sample draws at --temperature once per seed of
+--seeds. Each (model, decoding, seed) is one subject, so every recall analysis applies:
+  icl-cmr lag-crp model_recall.csv -o model_crp.nc
+--ablate zero-ablates heads (L18.H6,L17.H3) during generation.
+
+The output's extension picks the format: .nc (the events dataset, with the per-list counts
+and the raw text of each recall), .csv or .parquet (the psifr long table: subject, list,
+trial_type, position, item, raw and the per-list counts).
+
+Examples:
+  icl-cmr recall-lm --n-lists 20 -o smollm2_recall.csv
+  icl-cmr recall-lm --task serial --n-lists 20 -o smollm2_serial.nc
+  icl-cmr recall-lm --decoding sample --seeds 0,1,2 --ablate L18.H6,L17.H3 -o ablated.nc
+"""
+
+
+def register(sub):
+    import argparse
+
+    from icl_cmr.analyses.commands.options import add_device, add_output
+
+    p = sub.add_parser("recall-lm", help=HELP, description=DESCRIPTION,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("model", nargs="?", default="smollm2-135m",
+                   help="model name or local directory (default smollm2-135m, embedded)")
+    p.add_argument("--pool", default="psifr:peers_notask",
+                   help="word pool: a bundled recall data set whose studied items are drawn "
+                        "(psifr:peers_notask, default; psifr:Morton2013) or a text file with one word a line")
+    p.add_argument("--n-lists", type=int, default=20, help="study lists (default 20)")
+    p.add_argument("--list-length", type=int, default=16, help="words per list (default 16, as PEERS)")
+    p.add_argument("--task", choices=("free", "serial"), default="free", help="recall instruction (default free)")
+    p.add_argument("--decoding", choices=("greedy", "sample"), default="greedy", help="decoding (default greedy)")
+    p.add_argument("--temperature", type=float, default=0.7, help="sampling temperature (default 0.7)")
+    p.add_argument("--seeds", default="0", help="comma-separated seeds of sampled decoding (default 0)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the study lists (default 0)")
+    p.add_argument("--ablate", metavar="L18.H6,L17.H3", default=None, help="heads zero-ablated during generation")
+    p.add_argument("--batch-size", type=int, default=16, help="lists generated together (default 16)")
+    p.add_argument("--max-new-tokens", type=int, default=None, help="token limit per answer (default 4 x list length + 16)")
+    p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
+    add_device(p)
+    add_output(p, "RECALL.csv")
+    p.set_defaults(func=run)
+
+
+def _pool(text: str):
+    """A bundled data set name, or a text file of words."""
+    from pathlib import Path
+
+    from cmr.errors import DataSourceError
+
+    if ":" in text and not Path(text).exists():
+        return text
+    path = Path(text)
+    if not path.is_file():
+        raise DataSourceError(f"word pool must be a bundled data set (psifr:peers_notask) or a text file; got {text!r}")
+    words = [line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    if not words:
+        raise DataSourceError(f"word pool file {text!r} has no words")
+    return words
+
+
+def run(args) -> int:
+    import time
+
+    from cmr.errors import ParameterError
+    from cmr.io import result_format, save_dataset, write_table
+    from icl_cmr.adapters.transformer_lens import load_model, set_threads
+    from icl_cmr.analyses.ablation import parse_heads
+    from icl_cmr.analyses.llm_recall import model_recall
+
+    suffix = result_format(args.output)
+    try:
+        seeds = [int(s) for s in str(args.seeds).split(",") if s.strip()]
+    except ValueError:
+        raise ParameterError(f"--seeds must be comma-separated integers; got {args.seeds!r}") from None
+    if not seeds or args.n_lists < 1 or args.list_length < 1:
+        raise ParameterError(f"need --seeds, --n-lists >= 1 and --list-length >= 1; got {args.seeds!r}, "
+                             f"{args.n_lists}, {args.list_length}")
+    heads = parse_heads(args.ablate) if args.ablate else ()
+    pool = _pool(args.pool)
+    set_threads(args.threads)
+    started = time.perf_counter()
+    model = load_model(args.model, device=args.device, dtype=args.dtype)
+    events, table = model_recall(model, pool=pool, n_lists=args.n_lists, list_length=args.list_length,
+                                 task=args.task, decoding=args.decoding, seeds=seeds, temperature=args.temperature,
+                                 seed=args.seed, batch_size=args.batch_size, heads=heads,
+                                 max_new_tokens=args.max_new_tokens)
+    path = save_dataset(events, args.output) if suffix == ".nc" else write_table(table, args.output)
+    lists = table.drop_duplicates(["subject", "list"])
+    per_list = lists[["n_correct", "n_repeats", "n_intrusions", "n_filler"]].mean()
+    print(f"wrote {path} in {time.perf_counter() - started:.0f} s: {events.sizes['trial']} lists of "
+          f"{args.list_length} words, {args.task} recall, {args.decoding} decoding"
+          + (f", heads {args.ablate} ablated" if heads else ""))
+    print(f"per list: {per_list['n_correct']:.1f} correct, {per_list['n_repeats']:.1f} repeats, "
+          f"{per_list['n_intrusions']:.1f} intrusions, {per_list['n_filler']:.1f} prose segments")
+    return 0

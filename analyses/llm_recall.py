@@ -1,0 +1,289 @@
+"""The language model as a free-recall subject: its recall, scored and fitted like a person's,
+and the effect of ablating attention heads on it.
+
+:func:`model_recall` runs the task of :mod:`icl_cmr.adapters.free_recall_task` on study lists
+drawn from a human experiment's word pool and returns an events dataset, so
+:func:`cmr.lag_crp`, :func:`cmr.spc`, :func:`cmr.pfr` and :func:`cmr.fit_recall` apply
+unchanged. :func:`recall_ablation` generates the recall of the same lists with head sets
+zero-ablated (the top CMR-like heads, the top induction heads, seeded random sets of the same
+size, optionally layer-matched) and compares per-list measures with paired statistics over
+lists (Mistry et al. 2025 report that ablating induction heads removes the model's +1 bias).
+
+Per-list measures (:data:`MEASURES`): ``crp_forward`` and ``crp_backward``, the list's
+lag-CRP at +1 and -1 (actual / possible transitions, psifr's rule; NaN without a possible
+transition); ``forward_asymmetry`` = crp(+1) - crp(-1); ``forward_share``, the share of the
+list's valid transitions that go forward (defined whenever there is one, unlike crp(-1) after
+a recall in studied order, which never has a possible -1); ``n_correct`` (distinct studied items
+recalled); ``recall_early`` and ``recall_late``, the recall probability of the first and last
+third of the serial positions (the two ends of the SPC).
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import xarray as xr
+
+from cmr.crp import lag_crp
+from cmr.errors import ParameterError, SchemaError
+from cmr.schema import provenance_attrs, require_dims, require_variables, validate
+
+from icl_cmr.analyses.ablation import paired_statistics, random_head_sets, top_heads_from_fits
+
+__all__ = ["KIND", "validate_llm_recall_ablation", "MEASURES", "model_recall", "recall_measures", "head_sets", "recall_ablation", "ablation_table"]
+
+#: the dataset kind of :func:`recall_ablation`
+KIND = "llm_recall_ablation"
+MEASURES = ("crp_forward", "crp_backward", "forward_asymmetry", "forward_share", "n_correct", "recall_early",
+            "recall_late")
+_STATS = ("mean_difference", "t_statistic", "t_pvalue", "wilcoxon_pvalue", "cohens_dz", "n_lists")
+
+
+def model_recall(model, *, pool: str = "psifr:peers_notask", n_lists: int = 20, list_length: int = 16,
+                 task: str = "free", decoding: str = "greedy", seeds=(0,), temperature: float = 0.7, seed: int = 0,
+                 batch_size: int = 16, heads=(), lists=None, max_new_tokens: int | None = None):
+    """The model's recall of ``n_lists`` lists of ``list_length`` words from ``pool``.
+
+    ``pool`` is a bundled recall data set whose studied items are the word pool (lower-cased),
+    or a sequence of words; ``lists`` gives the study lists instead. ``seed`` draws the lists;
+    ``seeds`` seed the sampled decoding; the other arguments are those of
+    :func:`icl_cmr.adapters.free_recall_task.generate_answers`.
+    Returns ``(events, table)`` as :func:`icl_cmr.adapters.free_recall_task.recall_events`.
+    """
+    from icl_cmr.adapters import free_recall_task as task_module
+
+    if lists is None:
+        words = task_module.word_pool(pool) if isinstance(pool, str) else list(pool)
+        lists = task_module.study_lists(words, n_lists, list_length, seed=seed)
+    events, table = task_module.recall_events(model, lists, task=task, decoding=decoding, seeds=seeds,
+                                              temperature=temperature, batch_size=batch_size, heads=heads,
+                                              max_new_tokens=max_new_tokens)
+    events.attrs["pool"] = pool if isinstance(pool, str) else "word list"
+    events.attrs["list_seed"] = int(seed)
+    return events, table
+
+
+def recall_measures(events) -> xr.Dataset:
+    """Per-list measures (:data:`MEASURES`) of an events dataset, dims ``(trial,)``."""
+    crp = lag_crp(events, by="trial")
+    actual, possible = crp["actual"], crp["possible"]
+    moves = actual.sum("lag").values.astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share = np.where(moves > 0, actual.where(actual["lag"] > 0, 0).sum("lag").values / moves, np.nan)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rate = (actual / possible.where(possible > 0)).astype(np.float64)
+    forward = rate.sel(lag=1, drop=True).values
+    backward = rate.sel(lag=-1, drop=True).values
+    recalls = events["recalls"].values
+    length = events["list_length"].values
+    n_trials, n_study = recalls.shape[0], events.sizes["study_position"]
+    hit = np.zeros((n_trials, n_study + 1), dtype=bool)
+    rows = np.repeat(np.arange(n_trials), recalls.shape[1])
+    hit[rows, np.clip(recalls.ravel(), 0, None)] = True
+    hit = hit[:, 1:] & (np.arange(1, n_study + 1)[None, :] <= length[:, None])
+    third = np.maximum(length // 3, 1)
+    early = np.array([hit[t, :third[t]].mean() for t in range(n_trials)])
+    late = np.array([hit[t, length[t] - third[t]:length[t]].mean() for t in range(n_trials)])
+    values = dict(crp_forward=forward, crp_backward=backward, forward_asymmetry=forward - backward, forward_share=share,
+                  n_correct=hit.sum(axis=1).astype(np.float64), recall_early=early, recall_late=late)
+    return xr.Dataset({name: ("trial", values[name]) for name in MEASURES},
+                      coords={"trial": np.arange(n_trials)})
+
+
+def head_sets(heads: xr.Dataset, fits: xr.Dataset, *, fraction: float = 0.1, n_heads: int | None = None,
+              n_random: int = 5, n_layer_matched: int = 2, seed: int = 0) -> dict:
+    """Named head sets of equal size: top CMR-like, top induction, random, layer-matched random.
+
+    ``fits`` is a ``profile_fit`` dataset of the model's heads (ranked by ``distance``, smallest
+    first) and ``heads`` its ``lag_profile`` dataset (ranked by ``induction_score``). Random sets
+    avoid the top CMR-like set; layer-matched sets have its count of heads in every layer. The
+    set size is ``n_heads``, or ``fraction`` of all heads.
+    """
+    top = top_heads_from_fits(fits, fraction=fraction, n_heads=n_heads)
+    induction = top_heads_from_fits(heads, variable="induction_score", n_heads=len(top), largest=True)
+    n_layers, n_heads = int(heads.sizes["layer"]), int(heads.sizes["head"])
+    sets = {"top_cmr": top, "top_induction": induction}
+    for i, chosen in enumerate(random_head_sets(n_layers, n_heads, top, n_random, seed)):
+        sets[f"random_{i}"] = chosen
+    if n_layer_matched:
+        for i, chosen in enumerate(random_head_sets(n_layers, n_heads, top, n_layer_matched, seed + 1,
+                                                    layer_matched=True)):
+            sets[f"layer_matched_{i}"] = chosen
+    return sets
+
+
+def _paired(differences) -> dict:
+    d = np.asarray(differences, dtype=np.float64)
+    d = d[np.isfinite(d)]
+    return {**paired_statistics(d), "n_lists": float(d.size)}
+
+
+def recall_ablation(model, sets: dict, *, pool: str = "psifr:peers_notask", n_lists: int = 20, list_length: int = 16,
+                    task: str = "free", seed: int = 0, batch_size: int = 16, baseline=None,
+                    progress=None) -> xr.Dataset:
+    """Recall of the same lists with each head set zero-ablated, against no ablation.
+
+    Parameters
+    ----------
+    model : LoadedModel
+    sets : mapping of str to list of (layer, head)
+        Named head sets (:func:`head_sets`); names starting with ``random`` or
+        ``layer_matched`` form the two random baselines.
+    pool, n_lists, list_length, task, seed, batch_size
+        As :func:`model_recall` (greedy decoding, so differences come from the ablation alone).
+    baseline : xarray.Dataset, optional
+        Events of the intact model on the same lists (from :func:`model_recall` with the same
+        pool, ``n_lists``, ``list_length``, ``task`` and ``seed``), so they are not generated twice.
+    progress : callable, optional
+        Called with each set's name when it is done.
+
+    Returns
+    -------
+    xarray.Dataset
+        Kind ``llm_recall_ablation``: ``measure_value`` (head_set, trial, measure) with head_set
+        ``none`` first; ``effect`` = ablated - none; ``statistic`` (comparison, measure, stat):
+        each set against none, ``top_cmr_vs_random`` / ``top_induction_vs_random`` (the top
+        set's effect minus the mean effect of the random sets, per list), the same against the
+        layer-matched sets, all paired over lists (t-test, Wilcoxon, Cohen's d_z; lists where a
+        measure is undefined are left out of that test).
+    """
+    from icl_cmr.adapters import free_recall_task as task_module
+
+    if not sets:
+        raise ParameterError("need at least one head set to ablate")
+    words = task_module.word_pool(pool)
+    lists = task_module.study_lists(words, n_lists, list_length, seed=seed)
+    names = ["none", *sets]
+    values = []
+    if baseline is not None and [list(r) for r in baseline["study_item"].values[:, :list_length]] != lists:
+        raise ParameterError("baseline events were made from other study lists than pool, n_lists, list_length and seed give")
+    for name in names:
+        if name == "none" and baseline is not None:
+            events = baseline
+        else:
+            events, _ = model_recall(model, lists=lists, pool=pool, task=task, batch_size=batch_size,
+                                     heads=sets.get(name, ()))
+        measures = recall_measures(events)
+        values.append(np.stack([measures[m].values for m in MEASURES], axis=-1))
+        if progress is not None:
+            progress(name)
+    values = np.stack(values)  # (head_set, trial, measure)
+    effect = values - values[:1]
+    comparisons, rows = [], []
+    for i, name in enumerate(names[1:], 1):
+        comparisons.append(f"{name}_vs_none")
+        rows.append([_paired(effect[i, :, m]) for m in range(len(MEASURES))])
+    for baseline in ("random", "layer_matched"):
+        members = [i for i, n in enumerate(names) if n.startswith(baseline)]
+        if not members:
+            continue
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # a list no random set defines stays NaN
+            base = np.nanmean(effect[members], axis=0)
+        for top in ("top_cmr", "top_induction"):
+            if top in names:
+                comparisons.append(f"{top}_vs_{baseline}")
+                rows.append([_paired(effect[names.index(top), :, m] - base[:, m]) for m in range(len(MEASURES))])
+    statistic = np.array([[[row[m][s] for s in _STATS] for m in range(len(MEASURES))] for row in rows])
+    ds = xr.Dataset(
+        {
+            "measure_value": (("head_set", "trial", "measure"), values),
+            "effect": (("head_set", "trial", "measure"), effect),
+            "statistic": (("comparison", "measure", "stat"), statistic),
+            "n_ablated": ("head_set", np.array([len(sets.get(n, ())) for n in names], dtype=np.int64)),
+            "heads": ("head_set", np.array([",".join(f"L{l}.H{h}" for l, h in sets.get(n, ())) for n in names],
+                                           dtype=object)),
+        },
+        coords={"head_set": names, "trial": np.arange(values.shape[1]), "measure": list(MEASURES),
+                "comparison": comparisons, "stat": list(_STATS)},
+    )
+    info = dict(model=model.name, task=task, pool=pool, n_lists=int(n_lists), list_length=int(list_length),
+                list_seed=int(seed), mode="zero", decoding="greedy")
+    ds.attrs.update(provenance_attrs(KIND, "icl_cmr.analyses.llm_recall.recall_ablation", **info))
+    ds.attrs.update(info)
+    validate_llm_recall_ablation(ds)
+    return ds
+
+
+def validate_llm_recall_ablation(ds: xr.Dataset) -> None:
+    """Check an ``llm_recall_ablation`` dataset (see docs/schema.md)."""
+    require_variables(ds, ["measure_value", "effect", "statistic", "n_ablated", "heads"], KIND)
+    require_dims(ds["measure_value"], ["head_set", "trial", "measure"], KIND, "measure_value")
+    require_dims(ds["statistic"], ["comparison", "measure", "stat"], KIND, "statistic")
+    if str(ds["head_set"].values[0]) != "none":
+        raise SchemaError(f"{KIND} dataset: the first head_set must be 'none' (no ablation)")
+
+
+def ablation_table(result: xr.Dataset):
+    """One row per (comparison, measure): the paired statistics as a pandas DataFrame."""
+    validate(result, kind=KIND)
+    frame = result["statistic"].to_dataframe().reset_index().pivot_table(
+        index=["comparison", "measure"], columns="stat", values="statistic", sort=False, dropna=False)
+    return frame[list(_STATS)].reset_index()
+
+
+# --- the study's stage and its report section ------------------------------------------------
+
+
+def recall_summary(events, ablation: xr.Dataset | None = None) -> dict:
+    """JSON-safe summary of the model's recall (and of an ablation result, if given)."""
+    from cmr.recall_stats import pfr, spc
+
+    crp = lag_crp(events, by=None, lags=3)
+    pooled = crp["actual"] / crp["possible"].where(crp["possible"] > 0)
+    out = {
+        "lists": int(events.sizes["trial"]),
+        "list_length": int(events["list_length"].max()),
+        "crp": {int(lag): float(pooled.sel(lag=lag)) for lag in crp["lag"].values if lag != 0},
+        "spc_mean": float(spc(events, by=None)["prob"].mean()),
+        "pfr_first": float(pfr(events, by=None)["prob"].isel(serial_position=0)),
+        "per_list": {name: float(events[name].mean()) for name in
+                     ("n_correct", "n_repeats", "n_intrusions", "n_filler") if name in events},
+    }
+    if ablation is not None:
+        stats = ablation["statistic"]
+        out["ablation"] = {
+            "sets": {str(n): int(k) for n, k in zip(ablation["head_set"].values, ablation["n_ablated"].values)},
+            "comparisons": {
+                str(c): {str(m): {str(s): float(stats.sel(comparison=c, measure=m, stat=s))
+                                  for s in ("mean_difference", "t_pvalue", "wilcoxon_pvalue", "cohens_dz", "n_lists")}
+                         for m in ("crp_forward", "forward_share", "n_correct")}
+                for c in ablation["comparison"].values
+            },
+        }
+    return out
+
+
+def _number(x, digits=3):
+    return "nan" if x is None or not np.isfinite(x) else f"{x:.{digits}f}"
+
+
+def report_section(summary: dict) -> list[str]:
+    """Markdown lines of the report section on the model's own recall."""
+    if not summary:
+        return []
+    crp = summary["crp"]
+    per = summary["per_list"]
+    lines = [
+        "## The language model as a free-recall subject",
+        "",
+        f"{summary['lists']} lists of {summary['list_length']} words from the PEERS pool, recalled in any order "
+        f"(greedy decoding). Per list: {_number(per.get('n_correct'), 1)} correct recalls, "
+        f"{_number(per.get('n_repeats'), 1)} repeats, {_number(per.get('n_intrusions'), 1)} intrusions. "
+        f"Pooled lag-CRP: " + ", ".join(f"{lag:+d}: {_number(v, 2)}" for lag, v in crp.items())
+        + f"; first recall from position 1: {_number(summary['pfr_first'], 2)}.",
+        "",
+    ]
+    ablation = summary.get("ablation")
+    if ablation:
+        lines += ["| comparison | measure | mean difference | p (t) | p (Wilcoxon) | d_z | lists |",
+                  "|---|---|---:|---:|---:|---:|---:|"]
+        for comparison, measures in ablation["comparisons"].items():
+            if comparison.endswith("_vs_none") and not comparison.startswith("top"):
+                continue
+            for measure, st in measures.items():
+                lines.append(f"| {comparison} | {measure} | {_number(st['mean_difference'])} | {_number(st['t_pvalue'], 4)} | "
+                             f"{_number(st['wilcoxon_pvalue'], 4)} | {_number(st['cohens_dz'], 2)} | {int(st['n_lists'])} |")
+        lines += ["", "Zero ablation during generation; differences are ablated - intact per list (paired over the "
+                  "same lists); `_vs_random` subtracts the mean effect of the random sets of the same size.", ""]
+    return lines
