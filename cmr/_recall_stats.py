@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._transitions import is_end, is_fresh, start_pool, start_trial, step_recall, step_transition
+from ._transitions import is_end, is_fresh, start_pool, start_trial, step_masked_transition, step_recall
 
 
 @njit(cache=True, nogil=True)
@@ -77,12 +77,14 @@ def count_outputs(recalls, list_length, group, n_groups, n_positions):
 
 
 @njit(cache=True, nogil=True)
-def rank_lags(recalls, list_length, group, n_groups):
+def rank_lags(recalls, list_length, group, n_groups, in_pool, code, allowed):
     """Sum and count of absolute-lag percentile ranks of valid transitions (psifr ``rank_lags``).
 
     For each valid transition, the absolute lag made is ranked among the absolute lags to all
     not-yet-recalled positions (ties get the average rank); rank 1 = the closest available,
     0 = the farthest. Transitions with a single possible item have no rank and are skipped.
+    psifr's masks (cmr/masks.py ``TransitionMask``: ``in_pool``, ``code``, ``allowed``) restrict
+    the transitions and the possible positions as in the lag-CRP.
 
     Returns
     -------
@@ -99,11 +101,11 @@ def rank_lags(recalls, list_length, group, n_groups):
     for t in range(n_trials):
         g = group[t]
         length = list_length[t]
-        start_trial(recalled, length)
+        start_pool(recalled, length, in_pool, t)
         for o in range(n_outputs - 1):
             if is_end(recalls, t, o):
                 break
-            if not step_transition(recalls, t, o, recalled):
+            if not step_masked_transition(recalls, t, o, recalled, code, allowed):
                 continue
             prev = recalls[t, o]
             made = abs(recalls[t, o + 1] - prev)
@@ -111,7 +113,7 @@ def rank_lags(recalls, list_length, group, n_groups):
             n_less = 0
             n_equal = 0
             for j in range(1, length + 1):
-                if not recalled[j]:
+                if not recalled[j] and allowed[code[t, prev - 1], code[t, j - 1]]:
                     d = abs(j - prev)
                     n_possible += 1
                     if d < made:

@@ -21,7 +21,7 @@ import xarray as xr
 from . import _recall_stats
 from ._numeric import ratio
 from .events import as_events, group_index, to_recall_matrix, unit_coordinates
-from .masks import item_mask
+from .masks import item_mask, transition_mask
 from .schema import provenance_attrs, validate
 
 __all__ = ["spc", "pnr", "pfr", "lag_rank"]
@@ -141,8 +141,17 @@ def pfr(events, by="subject", *, item_query=None, test_key=None, test=None) -> x
     return validate(first, "recall_stat")
 
 
-def lag_rank(events, by="subject") -> xr.Dataset:
+def lag_rank(events, by="subject", *, item_query=None, test_key=None, test=None) -> xr.Dataset:
     """Mean lag rank of transitions (1 = always the closest available lag, 0.5 = chance).
+
+    Parameters
+    ----------
+    events : xarray.Dataset or pandas.DataFrame
+    by : {"subject", "trial", None}
+    item_query, test_key, test
+        psifr's masks, as in :func:`cmr.lag_crp` (see :mod:`cmr.masks`): items failing the query
+        leave the pool; only transitions with ``test(prev, curr)`` true are ranked, among the
+        available positions passing the test.
 
     Returns
     -------
@@ -151,7 +160,9 @@ def lag_rank(events, by="subject") -> xr.Dataset:
         no transition could be ranked) and ``n_transitions`` (ranked transitions).
     """
     events, recalls, lengths, group, n_groups, labels = _prepared(events, by)
-    rank_sum, n_ranked = _recall_stats.rank_lags(recalls, lengths, group, n_groups)
+    mask = transition_mask(events, item_query, test_key, test)
+    rank_sum, n_ranked = _recall_stats.rank_lags(recalls, lengths, group, n_groups, mask.in_pool, mask.code,
+                                                 mask.allowed)
     return _stat_dataset(
         events, by, labels, "lag_rank", "cmr.lag_rank", (), {},
         {
