@@ -15,6 +15,8 @@ importing this module is cheap.
 """
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from cmr.errors import ParameterError
@@ -321,7 +323,7 @@ def _decoder_pass(plain, hidden, start, masks, predict_index, *, keep_states=Fal
     return logits, states
 
 
-def set_losses(bridge, passages, targets, head_sets, modes=("zero",), *, batch_size=8, progress=None):
+def set_losses(bridge, passages, targets, head_sets, modes=("zero",), *, batch_size=8, progress=None, deadline=None):
     """Losses at ``targets`` of every passage, unablated and with every head set ablated in every mode.
 
     The unablated pass runs once per passage (it gives the clean losses and the mean head
@@ -344,12 +346,16 @@ def set_losses(bridge, passages, targets, head_sets, modes=("zero",), *, batch_s
         Conditions (head set x mode rows) per forward pass.
     progress : tqdm bar, optional
         Advanced by one per passage.
+    deadline : float, optional
+        A ``time.monotonic()`` value: no passage's ablated conditions start after it (the
+        unablated pass always covers every passage, so the mean outputs do not depend on it).
 
     Returns
     -------
     base : ndarray, shape (n_passage, n_target)
         Unablated losses (nats).
-    losses : ndarray, shape (n_mode, n_set, n_passage, n_target)
+    losses : ndarray, shape (n_mode, n_set, n_done, n_target)
+        The first ``n_done`` passages (all of them unless ``deadline`` passed).
     means : ndarray, shape (n_layer, n_head, d_head)
         Mean head outputs over every text position of the passages (float64).
     """
@@ -403,6 +409,8 @@ def set_losses(bridge, passages, targets, head_sets, modes=("zero",), *, batch_s
         conditions.sort(key=lambda c: first[c])
         deepest = max(first.values())
         for p in range(passages.shape[0]):
+            if deadline is not None and time.monotonic() > deadline:
+                return base, losses[:, :, :p], means
             _, states = _decoder_pass(plain, plain.model.embed_tokens(inputs([p])), 0, None, predict_index,
                                       keep_states=True, stop=deepest + 1)
             gold = torch.as_tensor(passages[p, targets])

@@ -18,6 +18,7 @@ modes and comparisons. See docs/ablation.md.
 from __future__ import annotations
 
 import re
+import time
 import warnings
 
 import numpy as np
@@ -309,7 +310,8 @@ def head_sets(n_layers: int, n_heads: int, top_heads, *, n_random: int = 50, n_m
 
 
 def run_ablation(bridge, passages, top_heads, *, n_random=50, n_matched=50, control_heads=None, seed=0, modes=MODES,
-                 early=50, late=500, window=5, batch_size=8, n_boot=2000, progress=True, info=None) -> xr.Dataset:
+                 early=50, late=500, window=5, batch_size=8, n_boot=2000, time_budget_s=None, progress=True,
+                 info=None) -> xr.Dataset:
     """Ablate ``top_heads``, a control set and random sets; an ``ablation`` dataset with the test.
 
     Parameters
@@ -331,6 +333,9 @@ def run_ablation(bridge, passages, top_heads, *, n_random=50, n_matched=50, cont
         Ablated conditions per forward pass.
     n_boot : int
         Bootstrap resamples of the passages for the d_z intervals.
+    time_budget_s : float, optional
+        Start no passage's ablations after this many seconds; the test then uses the passages
+        done (at least 2; attrs ``n_passages_done`` and ``n_passages_requested`` say so).
     progress : bool
         Show a tqdm progress bar over passages.
     info : dict, optional
@@ -356,7 +361,13 @@ def run_ablation(bridge, passages, top_heads, *, n_random=50, n_matched=50, cont
                                       seed=int(seed), control_heads=control_heads)
     with tqdm(total=passages.shape[0], desc=f"ablation ({len(sets)} sets x {len(modes)} modes)", unit="passage",
               disable=not progress) as bar:
-        base_losses, losses, _ = set_losses(bridge, passages, targets, sets, modes, batch_size=batch_size, progress=bar)
+        deadline = None if time_budget_s is None else time.monotonic() + float(time_budget_s)
+        base_losses, losses, _ = set_losses(bridge, passages, targets, sets, modes, batch_size=batch_size, progress=bar,
+                                            deadline=deadline)
+    requested, done = passages.shape[0], losses.shape[2]
+    if done < 2:
+        raise ParameterError(f"the time budget of {time_budget_s} s allowed {done} passages; the test needs at least 2")
+    passages, base_losses = passages[:done], base_losses[:done]
     base = icl_scores(base_losses, targets, early, late, window)
     scores = np.empty((3, len(modes), len(sets), passages.shape[0]))
     for m in range(len(modes)):
@@ -364,7 +375,8 @@ def run_ablation(bridge, passages, top_heads, *, n_random=50, n_matched=50, cont
             scores[:, m, s] = icl_scores(losses[m, s], targets, early, late, window)
     return _assemble(scores, base, sets, names, families, modes, passages, int(seed), int(n_boot), dict(
         n_random=int(n_random), n_matched=int(n_matched), seed=int(seed), early_token=int(early),
-        late_token=int(late), window=int(window), batch_size=int(batch_size), n_boot=int(n_boot), **(info or {})))
+        late_token=int(late), window=int(window), batch_size=int(batch_size), n_boot=int(n_boot),
+        n_passages_requested=int(requested), n_passages_done=int(done), **(info or {})))
 
 
 def _assemble(scores, base, sets, names, families, modes, passages, seed, n_boot, info) -> xr.Dataset:

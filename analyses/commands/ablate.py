@@ -72,6 +72,8 @@ def register(sub):
     p.add_argument("--seed", type=int, default=0,
                    help="seed of the passages, the random sets and the bootstrap (default 0)")
     p.add_argument("--batch-size", type=int, default=8, help="ablated conditions per forward pass (default 8)")
+    p.add_argument("--time-budget", type=float, default=None, metavar="MINUTES",
+                   help="start no passage's ablations after this many minutes; test the passages done")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
     add_device(p)
     add_output(p, "ABLATION.nc")
@@ -126,13 +128,14 @@ def run(args) -> int:
         result = ablation.run_ablation(
             model.bridge, passages, top, n_random=args.n_random, n_matched=args.n_matched, control_heads=control,
             seed=args.seed, modes=modes, early=args.early, late=args.late, window=args.window,
-            batch_size=args.batch_size, info=info)
+            batch_size=args.batch_size, info=info,
+            time_budget_s=None if args.time_budget is None else 60.0 * args.time_budget)
     result = with_run_record(result, **memory)
     path = write_result(result, args.output)
     print(f"wrote {path} in {time.perf_counter() - started:.0f} s")
     print(f"{args.model} on {model.device} in {model.dtype}; {describe_peak_memory(result.attrs)}")
     print(f"unablated ICL score {float(result['baseline_icl_score'].mean()):+.3f} nats "
-          f"({result.sizes['passage']} passages)")
+          f"({result.sizes['passage']} of {args.n_passages} passages)")
     for line in ablation.summary_lines(result):
         print(line)
     return 0

@@ -116,6 +116,14 @@ def test_set_losses_equal_one_bridge_pass_per_set(tiny, monkeypatch):
             expected, _ = ablation.passage_losses(bridge, passages, targets, heads=heads, mode=mode, means=reference_means)
             np.testing.assert_allclose(losses[m, s], expected, rtol=0, atol=1e-5)
     assert np.abs(losses[0, 0] - base).max() > 1e-3
+    import time
+
+    late = interventions.set_losses(bridge, passages, targets, sets, ("zero",), deadline=time.monotonic() - 1)
+    assert late[1].shape == (1, 3, 0, targets.size)  # past the deadline: no ablated passage starts
+    np.testing.assert_allclose(late[0], base, rtol=0, atol=1e-6)  # the unablated pass covers every passage
+    with pytest.raises(ParameterError, match="time budget"):
+        ablation.run_ablation(bridge, passages, [(1, 0)], n_random=2, n_matched=0, early=EARLY, late=LATE,
+                              window=WINDOW, time_budget_s=-1.0, progress=False)
     monkeypatch.setattr(interventions, "plain_model", lambda bridge: None)  # models outside the direct families
     fallback = interventions.set_losses(bridge, passages, targets, sets[:1], ("zero",))
     np.testing.assert_allclose(fallback[1][0, 0], losses[0, 0], rtol=0, atol=1e-5)
