@@ -326,10 +326,11 @@ def _decoder_pass(plain, hidden, start, masks, predict_index, *, keep_states=Fal
 def set_losses(bridge, passages, targets, head_sets, modes=("zero",), *, batch_size=8, progress=None, deadline=None):
     """Losses at ``targets`` of every passage, unablated and with every head set ablated in every mode.
 
-    The unablated pass runs once per passage (it gives the clean losses and the mean head
-    outputs); a second, partial pass keeps the residual stream at the input of every layer up
-    to the deepest first-ablated layer, and each ablated condition resumes there (layers before
-    a set's first head are the same as unablated). Conditions of one passage are batched, each
+    The unablated pass runs once per passage and keeps the residual stream at the input of
+    every layer; each ablated condition resumes there at its set's first ablated layer (layers
+    before it are the same as unablated). With mean ablation the unablated pass first runs over
+    every passage (the mean head outputs need them all), and a partial pass up to the deepest
+    first-ablated layer then gives each passage's states. Conditions of one passage are batched, each
     row with its own heads zeroed or set to their mean at the input of ``o_proj``. Only the
     scored positions are projected onto the vocabulary. Models outside
     :data:`DIRECT_FAMILIES` run every condition through the bridge (:func:`passage_losses`).
@@ -347,16 +348,15 @@ def set_losses(bridge, passages, targets, head_sets, modes=("zero",), *, batch_s
     progress : tqdm bar, optional
         Advanced by one per passage.
     deadline : float, optional
-        A ``time.monotonic()`` value: no passage's ablated conditions start after it (the
-        unablated pass always covers every passage, so the mean outputs do not depend on it).
+        A ``time.monotonic()`` value: no passage starts after it (with mean ablation the mean
+        outputs still come from every passage).
 
     Returns
     -------
-    base : ndarray, shape (n_passage, n_target)
-        Unablated losses (nats).
+    base : ndarray, shape (n_done, n_target)
+        Unablated losses (nats) of the first ``n_done`` passages (all unless ``deadline`` passed).
     losses : ndarray, shape (n_mode, n_set, n_done, n_target)
-        The first ``n_done`` passages (all of them unless ``deadline`` passed).
-    means : ndarray, shape (n_layer, n_head, d_head)
+    means : ndarray, shape (n_layer, n_head, d_head), or None without mean ablation
         Mean head outputs over every text position of the passages (float64).
     """
     import torch
@@ -395,25 +395,31 @@ def set_losses(bridge, passages, targets, head_sets, modes=("zero",), *, batch_s
     def add_sums(layer, z):  # float32 on the device, float64 on the host (as passage_losses)
         sums[layer] += z[:, offset:].sum(dim=(0, 1), dtype=torch.float32).cpu().double()
 
-    base = np.empty((passages.shape[0], targets.size))
+    base = np.full((passages.shape[0], targets.size), np.nan)
     losses = np.empty((len(modes), len(head_sets), passages.shape[0], targets.size))
+    conditions = [(m, s) for m in range(len(modes)) for s in range(len(head_sets))]
+    first = {c: min(l for l, _ in head_sets[c[1]]) for c in conditions}
+    conditions.sort(key=lambda c: first[c])
+    deepest = max(first.values())
     with torch.inference_mode():
-        for start in range(0, passages.shape[0], 4):
-            rows = np.arange(start, min(start + 4, passages.shape[0]))
-            hidden = plain.model.embed_tokens(inputs(rows))
-            logits, _ = _decoder_pass(plain, hidden, 0, None, predict_index, capture=add_sums)
-            base[rows] = (-_host_logprob(logits, torch.as_tensor(passages[rows][:, targets]))).numpy()
-        means = (sums / (passages.shape[0] * (length - offset))).numpy().reshape(n_layers, n_heads, width)
-        conditions = [(m, s) for m in range(len(modes)) for s in range(len(head_sets))]
-        first = {c: min(l for l, _ in head_sets[c[1]]) for c in conditions}
-        conditions.sort(key=lambda c: first[c])
-        deepest = max(first.values())
+        means = None
+        if "mean" in modes:  # mean outputs over every passage before any mean ablation
+            for start in range(0, passages.shape[0], 4):
+                rows = np.arange(start, min(start + 4, passages.shape[0]))
+                logits, _ = _decoder_pass(plain, plain.model.embed_tokens(inputs(rows)), 0, None, predict_index,
+                                          capture=add_sums)
+                base[rows] = (-_host_logprob(logits, torch.as_tensor(passages[rows][:, targets]))).numpy()
+            means = (sums / (passages.shape[0] * (length - offset))).numpy().reshape(n_layers, n_heads, width)
         for p in range(passages.shape[0]):
             if deadline is not None and time.monotonic() > deadline:
-                return base, losses[:, :, :p], means
-            _, states = _decoder_pass(plain, plain.model.embed_tokens(inputs([p])), 0, None, predict_index,
-                                      keep_states=True, stop=deepest + 1)
+                return base[:p], losses[:, :, :p], means
             gold = torch.as_tensor(passages[p, targets])
+            embedded = plain.model.embed_tokens(inputs([p]))
+            if means is None:  # zero ablation only: one unablated pass gives the losses and the states
+                logits, states = _decoder_pass(plain, embedded, 0, None, predict_index, keep_states=True)
+                base[p] = (-_host_logprob(logits, gold[None])).numpy()[0]
+            else:
+                _, states = _decoder_pass(plain, embedded, 0, None, predict_index, keep_states=True, stop=deepest + 1)
             for at in range(0, len(conditions), int(batch_size)):
                 chunk = conditions[at: at + int(batch_size)]
                 begin = first[chunk[0]]

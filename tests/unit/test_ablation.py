@@ -119,8 +119,11 @@ def test_set_losses_equal_one_bridge_pass_per_set(tiny, monkeypatch):
     import time
 
     late = interventions.set_losses(bridge, passages, targets, sets, ("zero",), deadline=time.monotonic() - 1)
-    assert late[1].shape == (1, 3, 0, targets.size)  # past the deadline: no ablated passage starts
-    np.testing.assert_allclose(late[0], base, rtol=0, atol=1e-6)  # the unablated pass covers every passage
+    assert late[0].shape == (0, targets.size) and late[1].shape == (1, 3, 0, targets.size)  # no passage starts
+    zero_only = interventions.set_losses(bridge, passages, targets, sets, ("zero",))
+    np.testing.assert_allclose(zero_only[0], base, rtol=0, atol=1e-6)
+    np.testing.assert_allclose(zero_only[1][0], losses[0], rtol=0, atol=1e-6)
+    assert zero_only[2] is None
     with pytest.raises(ParameterError, match="time budget"):
         ablation.run_ablation(bridge, passages, [(1, 0)], n_random=2, n_matched=0, early=EARLY, late=LATE,
                               window=WINDOW, time_budget_s=-1.0, progress=False)
