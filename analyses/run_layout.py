@@ -41,10 +41,11 @@ DEMO_SETTINGS = {
     "n_words": 100,
     "seed": 0,
     "grid_trials": 50,  # Monte Carlo trials per start position (the study used 500)
-    # ~1 s per 512-token forward pass of SmolLM2 on 2 cores: 12 x (1 + 20) passes ~ 4 minutes.
-    # The full test (300 passages) is `icl-cmr ablate`.
+    # 12 passages x (top + induction control + 50 random sets): about the time 12 x 21 full passes
+    # took before sets resumed at their first ablated layer. The full test is `icl-cmr ablate`.
     "ablation_passages": 12,
-    "ablation_random": 20,
+    "ablation_random": 50,
+    "ablation_matched": 0,
     "ablation_modes": ["zero"],
     "ablation_fraction": 0.1,
     # where the model of the heads and ablation stages runs; cpu/float32 keeps the demo's numbers

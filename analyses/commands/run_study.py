@@ -40,6 +40,8 @@ def register(sub):
                    "the full test is `icl-cmr ablate` with 300)")
     p.add_argument("--ablation-random", type=int, default=D["ablation_random"],
                    help=f"random head sets to compare with (default {D['ablation_random']})")
+    p.add_argument("--ablation-matched", type=int, default=D["ablation_matched"],
+                   help=f"layer-matched random head sets (default {D['ablation_matched']})")
     p.add_argument("--ablation-modes", nargs="+", choices=("zero", "mean"), default=D["ablation_modes"],
                    help="ablation modes (default: zero)")
     p.add_argument("--seed", type=int, default=D["seed"], help="seed of prompts, grid, passages and random sets")
@@ -54,6 +56,7 @@ def run(args) -> int:
     overrides = dict(
         grid_trials=args.grid_trials, n_prompts=args.n_prompts, n_words=args.n_words,
         ablation_passages=args.ablation_passages, ablation_random=args.ablation_random,
+        ablation_matched=args.ablation_matched,
         ablation_modes=list(args.ablation_modes), seed=args.seed, device=args.device, dtype=args.dtype,
     )
     if args.grid:
