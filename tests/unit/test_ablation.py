@@ -156,6 +156,10 @@ def test_run_ablation_dataset_round_trip(tiny, tmp_path):
     np.testing.assert_allclose(ds["holm_rank_pvalue"].values, ablation.holm(ranks), equal_nan=True)
     assert float(ds["empirical_pvalue"].sel(mode="zero")) == float(row["rank_pvalue"])
     assert len(ablation.summary_lines(ds)) == 12
+    from icl_cmr.analyses.report import ablation_summary
+
+    summary = ablation_summary(ds, [(1, 0), (1, 3)])["modes"]["zero"]
+    assert summary["top_vs_layer_matched"]["n_null"] == 2 and summary["empirical_pvalue"] == float(row["rank_pvalue"])
     path = save_dataset(ds, tmp_path / "ablation.nc")
     back = load_dataset(path, kind="ablation")
     xr.testing.assert_identical(back, ds)
