@@ -212,11 +212,17 @@ def holm(pvalues) -> np.ndarray:
     return result.reshape(p.shape)
 
 
+#: fewest passages for a bootstrap interval of d_z
+MIN_BOOTSTRAP_PASSAGES = 10
+
+
 def effect_intervals(differences, n_boot: int = 2000, seed: int = 0, level: float = 0.95) -> dict:
     """Intervals of paired differences: a t interval of the mean and a bootstrap interval of d_z.
 
     The d_z interval is the percentile interval of ``mean / sd`` over ``n_boot`` resamples of
-    the passages (``numpy.random.default_rng(seed)``); NaN when fewer than 3 passages.
+    the passages (``numpy.random.default_rng(seed)``). The t interval needs 3 passages; the
+    d_z interval needs :data:`MIN_BOOTSTRAP_PASSAGES` (resamples of a few passages have tiny
+    spreads and give unbounded ratios); NaN below.
     """
     from scipy import stats
 
@@ -226,6 +232,8 @@ def effect_intervals(differences, n_boot: int = 2000, seed: int = 0, level: floa
         return out
     half = stats.t.ppf(0.5 + level / 2, d.size - 1) * d.std(ddof=1) / np.sqrt(d.size)
     out.update(ci_low=float(d.mean() - half), ci_high=float(d.mean() + half))
+    if d.size < MIN_BOOTSTRAP_PASSAGES:
+        return out
     draws = d[np.random.default_rng(seed).integers(0, d.size, size=(int(n_boot), d.size))]
     sd = draws.std(axis=1, ddof=1)
     dz = np.divide(draws.mean(axis=1), sd, out=np.full(sd.shape, np.nan), where=sd > 0)

@@ -105,6 +105,7 @@ def test_set_losses_equal_one_bridge_pass_per_set(tiny, monkeypatch):
     bridge, _, passages = tiny
     from icl_cmr.adapters import interventions
 
+    assert interventions.plain_model(bridge) is not None  # a Llama: the engine's own path
     targets = np.arange(1, 30)
     sets = [[(1, 1), (0, 3)], [(1, 2)], [(0, 0), (1, 0)]]
     base, losses, means = interventions.set_losses(bridge, passages, targets, sets, ("zero", "mean"), batch_size=4)
@@ -291,3 +292,5 @@ def test_effect_intervals_match_scipy_and_cover_dz():
     assert out["dz_ci_low"] < dz < out["dz_ci_high"]
     assert out == ablation.effect_intervals(d, n_boot=2000, seed=0)  # seeded
     assert np.isnan(ablation.effect_intervals(d[:2])["ci_low"])
+    few = ablation.effect_intervals(d[:ablation.MIN_BOOTSTRAP_PASSAGES - 1])
+    assert np.isfinite(few["ci_low"]) and np.isnan(few["dz_ci_low"])
