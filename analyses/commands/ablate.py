@@ -28,8 +28,8 @@ the random sets, paired tests by passage (t-test, Wilcoxon, Cohen's d_z with a b
 interval, a t interval of the mean difference), and Holm's correction across modes and
 comparisons (rank tests and t-tests as two families).
 
-Cost: per passage one unablated pass, one partial pass, then every (set x mode) condition
-resumes at the set's first ablated layer, batched --batch-size conditions per forward pass
+Cost: per passage one unablated pass (with mean ablation a partial second one), then every
+(set x mode) condition resumes at the set's first ablated layer, batched --batch-size conditions per forward pass
 (Llama, Mistral and Qwen2 families; other models run full passes through the bridge).
 See docs/ablation.md for measured times. A demo:
   icl-cmr ablate --heads L18.H6,L17.H3,L17.H4 --n-passages 12 --n-random 50 --n-matched 0 --mode zero -o abl.nc
