@@ -215,8 +215,9 @@ def plain_model(bridge):
 
     The bridge wraps every submodule of its model with hooks; the engine needs none of them
     (heads are ablated at the input of the output projection ``o_proj``, which is ``hook_z``
-    flattened). A plain copy with the same weights is built once per bridge for the families in
-    :data:`DIRECT_FAMILIES`; other models return None and go through the bridge.
+    flattened). A plain module sharing the bridge's weight tensors (no second copy) is built
+    once per bridge for the families in :data:`DIRECT_FAMILIES`; other models return None and
+    go through the bridge.
     """
     import weakref
 
@@ -241,16 +242,21 @@ def _build_plain(bridge):
     device, dtype = placement(bridge)
     config = copy.deepcopy(config)
     config._attn_implementation = "sdpa"
-    plain = AutoModelForCausalLM.from_config(config, attn_implementation="sdpa", dtype=dtype)
+    with torch.device("meta"):  # no memory: the parameters are the bridge's own tensors (assign)
+        plain = AutoModelForCausalLM.from_config(config, attn_implementation="sdpa", dtype=dtype)
     state = {k.replace("._original_component", "").replace("_original_component.", ""): v
              for k, v in hf.state_dict().items()}
-    missing, _ = plain.load_state_dict(state, strict=False)
+    missing, _ = plain.load_state_dict(state, strict=False, assign=True)
     if config.tie_word_embeddings:
         plain.tie_weights()
         missing = [k for k in missing if not k.startswith("lm_head.")]
-    if missing:
+    body = getattr(plain, "model", None)
+    if missing or body is None or not hasattr(body, "rotary_emb"):
         return None
-    return plain.to(device).eval()
+    body.rotary_emb = type(body.rotary_emb)(config=config).to(device)  # its buffers are not in the state
+    if any(t.is_meta for t in (*plain.parameters(), *plain.buffers())):
+        return None
+    return plain.eval()
 
 
 def _head_width(config) -> int:

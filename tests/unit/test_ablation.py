@@ -105,7 +105,10 @@ def test_set_losses_equal_one_bridge_pass_per_set(tiny, monkeypatch):
     bridge, _, passages = tiny
     from icl_cmr.adapters import interventions
 
-    assert interventions.plain_model(bridge) is not None  # a Llama: the engine's own path
+    plain = interventions.plain_model(bridge)
+    assert plain is not None and interventions.plain_model(bridge) is plain  # a Llama: built once
+    shared = {p.data_ptr() for p in bridge.original_model.parameters()}
+    assert all(p.data_ptr() in shared for p in plain.parameters())  # no second copy of the weights
     targets = np.arange(1, 30)
     sets = [[(1, 1), (0, 3)], [(1, 2)], [(0, 0), (1, 0)]]
     base, losses, means = interventions.set_losses(bridge, passages, targets, sets, ("zero", "mean"), batch_size=4)
