@@ -8,14 +8,17 @@ are 0-based positions in the passage text; a BOS token is prepended when the tok
 Heads are ablated at their output, set to zero or to their mean output
 (:mod:`icl_cmr.adapters.interventions`, where every torch call of the test lives).
 
-The statistics (per mode) compare per-passage effects ``icl_ablated - icl_unablated``: the top
-set against no ablation, and against the mean of the random sets, by paired t-test, Wilcoxon
-signed-rank test and Cohen's d_z, plus the empirical p-value of the top set's mean effect in the
-distribution of the random sets' mean effects. See docs/ablation.md.
+The test (per mode) works on per-passage effects ``icl_ablated - icl_unablated``. Primary: the
+rank of the top set's mean effect among at least 50 seeded random sets of the same size, with
+the exact permutation p ``(1 + #{random >= top}) / (1 + n_random)``. Beside it: the rank among
+layer-matched random sets, a control set of top induction heads ranked the same way, paired
+tests by passage (t-test, Wilcoxon, Cohen's d_z with intervals), and Holm's correction across
+modes and comparisons. See docs/ablation.md.
 """
 from __future__ import annotations
 
 import re
+import time
 import warnings
 
 import numpy as np
@@ -24,18 +27,24 @@ import xarray as xr
 from cmr.errors import ParameterError, SchemaError
 from cmr.schema import provenance_attrs, require_dims, require_variables, validate
 
-from icl_cmr.adapters.interventions import MODES, geometry, passage_losses
+from icl_cmr.adapters.interventions import MODES, geometry, passage_losses, set_losses
 
 __all__ = [
     "MODES",
     "parse_heads",
     "top_heads_from_fits",
     "random_head_sets",
+    "head_sets",
     "icl_scores",
     "scored_positions",
     "validate_ablation",
     "paired_statistics",
+    "rank_pvalue",
+    "holm",
+    "effect_intervals",
+    "COMPARISONS",
     "run_ablation",
+    "summary_lines",
 ]
 
 _HEAD_PATTERN = re.compile(r"^\s*L(\d+)\.?H(\d+)\s*$", re.I)
@@ -95,43 +104,37 @@ def top_heads_from_fits(fits: xr.Dataset, fraction: float = 0.1, variable: str =
 
 def random_head_sets(n_layers: int, n_heads: int, target, n_sets: int, seed: int,
                      layer_matched: bool = False) -> list[list[tuple[int, int]]]:
-    """``n_sets`` seeded random head sets of the size of ``target``, disjoint from ``target``.
+    """``n_sets`` seeded random head sets of the size of ``target``.
 
-    With ``layer_matched`` each set has as many heads in every layer as ``target`` (drawn among
-    that layer's other heads). Sets are drawn with ``numpy.random.default_rng(seed)`` and each is
-    sorted by (layer, head).
+    Plain sets are drawn among the heads outside ``target``. With ``layer_matched`` each set
+    has as many heads in every layer as ``target``, drawn uniformly among all heads of that
+    layer (the top set's own heads included: a layer may hold more top heads than others, and
+    the top set is then one possible draw, which is what the rank test's null says). Sets are
+    drawn with ``numpy.random.default_rng(seed)`` and each is sorted by (layer, head).
     """
     target = [(int(l), int(h)) for l, h in target]
     for layer, head in target:
         if not (0 <= layer < n_layers and 0 <= head < n_heads):
             raise ParameterError(f"head L{layer}.H{head} is outside the model ({n_layers} layers x {n_heads} heads)")
-    taken = set(target)
     rng = np.random.default_rng(seed)
     sets = []
     if layer_matched:
         per_layer = {}
         for layer, _ in target:
             per_layer[layer] = per_layer.get(layer, 0) + 1
-        for layer, count in per_layer.items():
-            if n_heads - count < count:
-                raise ParameterError(
-                    f"layer-matched sets need {count} heads of layer {layer} outside the top set; "
-                    f"the layer has only {n_heads - count} others"
-                )
         for _ in range(int(n_sets)):
             chosen = []
             for layer in sorted(per_layer):
-                pool = [h for h in range(n_heads) if (layer, h) not in taken]
-                picks = rng.choice(len(pool), size=per_layer[layer], replace=False)
-                chosen.extend((layer, pool[i]) for i in picks)
+                chosen.extend((layer, int(h)) for h in rng.choice(n_heads, size=per_layer[layer], replace=False))
             sets.append(sorted(chosen))
-    else:
-        pool = [(l, h) for l in range(n_layers) for h in range(n_heads) if (l, h) not in taken]
-        if len(pool) < len(target):
-            raise ParameterError(f"random sets of {len(target)} heads need that many heads outside the top set; {len(pool)} remain")
-        for _ in range(int(n_sets)):
-            picks = rng.choice(len(pool), size=len(target), replace=False)
-            sets.append(sorted(pool[i] for i in picks))
+        return sets
+    taken = set(target)
+    pool = [(l, h) for l in range(n_layers) for h in range(n_heads) if (l, h) not in taken]
+    if len(pool) < len(target):
+        raise ParameterError(f"random sets of {len(target)} heads need that many heads outside the top set; {len(pool)} remain")
+    for _ in range(int(n_sets)):
+        picks = rng.choice(len(pool), size=len(target), replace=False)
+        sets.append(sorted(pool[i] for i in picks))
     return sets
 
 
@@ -183,46 +186,166 @@ def paired_statistics(differences) -> dict:
     return result
 
 
-def empirical_pvalue(top_mean: float, random_means) -> float:
-    """(1 + #{random sets with a mean effect >= the top set's}) / (1 + n_random)."""
-    random_means = np.asarray(random_means, dtype=np.float64)
-    return float((1 + np.sum(random_means >= top_mean)) / (1 + random_means.size))
+def rank_pvalue(value: float, null) -> float:
+    """Exact permutation p of ``value`` among ``null`` draws: (1 + #{null >= value}) / (1 + n).
+
+    Under the null that ``value`` is exchangeable with the ``n`` draws (the top set's mean
+    effect is that of one more random set), ``P(p <= k / (n + 1)) = k / (n + 1)`` exactly, for
+    every k (ties only make it conservative); the smallest possible p is ``1 / (n + 1)``.
+    """
+    null = np.asarray(null, dtype=np.float64)
+    if null.size == 0:
+        raise ParameterError("a rank test needs at least one null draw")
+    return float((1 + np.sum(null >= value)) / (1 + null.size))
 
 
-_STAT_NAMES = ("mean_difference", "t_statistic", "t_pvalue", "wilcoxon_pvalue", "cohens_dz")
-_COMPARISONS = ("top_vs_none", "top_vs_random")
+def holm(pvalues) -> np.ndarray:
+    """Holm's step-down adjusted p-values (Holm 1979); NaN entries are left out of the family."""
+    p = np.asarray(pvalues, dtype=np.float64)
+    out = np.full(p.shape, np.nan)
+    flat, keep = p.ravel(), np.flatnonzero(np.isfinite(p.ravel()))
+    order = keep[np.argsort(flat[keep], kind="stable")]
+    m = order.size
+    adjusted = np.maximum.accumulate((m - np.arange(m)) * flat[order]) if m else np.empty(0)
+    result = out.ravel()
+    result[order] = np.minimum(adjusted, 1.0)
+    return result.reshape(p.shape)
 
 
-def _statistics(effects: np.ndarray) -> dict:
-    """effects: (head_set, passage), row 0 = top, the rest random sets."""
-    top, random = effects[0], effects[1:]
-    rows = {"top_vs_none": paired_statistics(top)}
-    rows["top_vs_random"] = paired_statistics(top - random.mean(axis=0)) if random.size else paired_statistics([])
-    means = effects.mean(axis=1)
-    return dict(rows=rows, empirical=empirical_pvalue(means[0], means[1:]) if random.size else np.nan)
+#: fewest passages for a bootstrap interval of d_z
+MIN_BOOTSTRAP_PASSAGES = 10
+
+
+def effect_intervals(differences, n_boot: int = 2000, seed: int = 0, level: float = 0.95) -> dict:
+    """Intervals of paired differences: a t interval of the mean and a bootstrap interval of d_z.
+
+    The d_z interval is the percentile interval of ``mean / sd`` over ``n_boot`` resamples of
+    the passages (``numpy.random.default_rng(seed)``). The t interval needs 3 passages; the
+    d_z interval needs :data:`MIN_BOOTSTRAP_PASSAGES` (resamples of a few passages have tiny
+    spreads and give unbounded ratios); NaN below.
+    """
+    from scipy import stats
+
+    d = np.asarray(differences, dtype=np.float64)
+    out = dict(ci_low=np.nan, ci_high=np.nan, dz_ci_low=np.nan, dz_ci_high=np.nan)
+    if d.size < 3:
+        return out
+    half = stats.t.ppf(0.5 + level / 2, d.size - 1) * d.std(ddof=1) / np.sqrt(d.size)
+    out.update(ci_low=float(d.mean() - half), ci_high=float(d.mean() + half))
+    if d.size < MIN_BOOTSTRAP_PASSAGES:
+        return out
+    draws = d[np.random.default_rng(seed).integers(0, d.size, size=(int(n_boot), d.size))]
+    sd = draws.std(axis=1, ddof=1)
+    dz = np.divide(draws.mean(axis=1), sd, out=np.full(sd.shape, np.nan), where=sd > 0)
+    dz = dz[np.isfinite(dz)]
+    if dz.size:
+        out.update(dz_ci_low=float(np.quantile(dz, 0.5 - level / 2)), dz_ci_high=float(np.quantile(dz, 0.5 + level / 2)))
+    return out
+
+
+#: (comparison, the set, what it is compared with: "none", a null family, or another set)
+COMPARISONS = (
+    ("top_vs_none", "top", "none"),
+    ("top_vs_random", "top", "random"),
+    ("top_vs_layer_matched", "top", "layer_matched"),
+    ("induction_vs_none", "induction", "none"),
+    ("induction_vs_random", "induction", "random"),
+    ("top_vs_induction", "top", "induction"),
+)
+NULL_FAMILIES = ("random", "layer_matched")
+_STAT_NAMES = ("mean_difference", "ci_low", "ci_high", "t_statistic", "t_pvalue", "wilcoxon_pvalue", "cohens_dz",
+               "dz_ci_low", "dz_ci_high", "rank", "n_null", "rank_pvalue")
+
+
+def _comparisons(families) -> list[tuple[str, str, str]]:
+    present = set(families)
+    return [c for c in COMPARISONS if c[1] in present and (c[2] == "none" or c[2] in present)]
+
+
+def _statistics(effects: np.ndarray, families, seed: int, n_boot: int) -> tuple[list[str], np.ndarray]:
+    """effects: (mode, head_set, passage). Returns comparison names and a (mode, comparison, stat) table."""
+    families = np.asarray(families)
+    comparisons = _comparisons(families)
+    table = np.full((effects.shape[0], len(comparisons), len(_STAT_NAMES)), np.nan)
+    for m in range(effects.shape[0]):
+        per_set = {f: effects[m, families == f] for f in set(families)}
+        for c, (_, name, against) in enumerate(comparisons):
+            mine = per_set[name][0]
+            if against == "none":
+                d = mine
+            elif against in NULL_FAMILIES:
+                d = mine - per_set[against].mean(axis=0)
+            else:
+                d = mine - per_set[against][0]
+            row = paired_statistics(d) | effect_intervals(d, n_boot, seed)
+            if against in NULL_FAMILIES:
+                null = per_set[against].mean(axis=1)
+                row.update(rank=float(1 + np.sum(null > mine.mean())), n_null=float(null.size),
+                           rank_pvalue=rank_pvalue(mine.mean(), null))
+            table[m, c] = [row.get(k, np.nan) for k in _STAT_NAMES]
+    return [c[0] for c in comparisons], table
 
 
 # --- the whole test ----------------------------------------------------------------------------
 
 
-def run_ablation(bridge, passages, top_heads, *, n_random=20, seed=0, layer_matched=False, modes=MODES,
-                 early=50, late=500, window=5, batch_size=4, progress=True, info=None) -> xr.Dataset:
-    """Ablate ``top_heads`` and ``n_random`` random sets of the same size; an ``ablation`` dataset.
+def head_sets(n_layers: int, n_heads: int, top_heads, *, n_random: int = 50, n_matched: int = 50, seed: int = 0,
+              control_heads=None) -> tuple[list[list[tuple[int, int]]], list[str], list[str]]:
+    """The sets of the test: (sets, names, families), the top set first.
+
+    ``control_heads`` (e.g. the top induction heads) form the set ``induction``; ``n_random``
+    random sets (family ``random``) and ``n_matched`` layer-matched sets (``layer_matched``)
+    are drawn from heads outside the top set with seeds ``seed`` and ``seed + 1``.
+    """
+    top_heads = [(int(l), int(h)) for l, h in top_heads]
+    if not top_heads:
+        raise ParameterError("the top head set is empty")
+    sets, names, families = [sorted(top_heads)], ["top"], ["top"]
+    if control_heads is not None:
+        control = sorted((int(l), int(h)) for l, h in control_heads)
+        if len(control) != len(top_heads):
+            raise ParameterError(f"the control set has {len(control)} heads; the top set has {len(top_heads)}")
+        sets.append(control), names.append("induction"), families.append("induction")
+    if n_random > 0:
+        sets += random_head_sets(n_layers, n_heads, top_heads, n_random, seed)
+        names += [f"random_{i:03d}" for i in range(n_random)]
+        families += ["random"] * n_random
+    if n_matched > 0:
+        sets += random_head_sets(n_layers, n_heads, top_heads, n_matched, seed + 1, layer_matched=True)
+        names += [f"matched_{i:03d}" for i in range(n_matched)]
+        families += ["layer_matched"] * n_matched
+    return sets, names, families
+
+
+def run_ablation(bridge, passages, top_heads, *, n_random=50, n_matched=50, control_heads=None, seed=0, modes=MODES,
+                 early=50, late=500, window=5, batch_size=8, n_boot=2000, time_budget_s=None, progress=True,
+                 info=None) -> xr.Dataset:
+    """Ablate ``top_heads``, a control set and random sets; an ``ablation`` dataset with the test.
 
     Parameters
     ----------
     bridge : TransformerBridge
     passages : ndarray of int, shape (n_passage, n_token)
     top_heads : sequence of (layer, head)
-    n_random, seed, layer_matched : int, int, bool
-        Random sets (see :func:`random_head_sets`).
+        Fixed before any ablation (e.g. from head profiles of a held-out prompt seed).
+    n_random, n_matched : int
+        Random sets and layer-matched random sets of the top set's size (:func:`head_sets`).
+    control_heads : sequence of (layer, head), optional
+        A control set of the same size, e.g. the top induction heads.
+    seed : int
+        Seed of the random sets (``seed``, ``seed + 1``) and of the bootstrap intervals.
     modes : sequence of {"zero", "mean"}
     early, late, window : int
         ICL score positions and half-window.
     batch_size : int
-        Passages per forward pass.
+        Ablated conditions per forward pass.
+    n_boot : int
+        Bootstrap resamples of the passages for the d_z intervals.
+    time_budget_s : float, optional
+        Start no passage's ablations after this many seconds; the test then uses the passages
+        done (at least 2; attrs ``n_passages_done`` and ``n_passages_requested`` say so).
     progress : bool
-        Show a tqdm progress bar over forward passes.
+        Show a tqdm progress bar over passages.
     info : dict, optional
         Extra provenance (model name, text source, where the top heads came from).
 
@@ -235,40 +358,39 @@ def run_ablation(bridge, passages, top_heads, *, n_random=20, seed=0, layer_matc
     modes = tuple(modes)
     if not modes or any(m not in MODES for m in modes):
         raise ParameterError(f"modes must be a non-empty subset of {MODES}; got {modes}")
-    top_heads = [(int(l), int(h)) for l, h in top_heads]
-    if not top_heads:
-        raise ParameterError("the top head set is empty")
+    if n_random < 1:
+        raise ParameterError(f"the rank test needs random sets; got n_random={n_random}")
     passages = np.ascontiguousarray(passages, dtype=np.int64)
     if passages.ndim != 2 or passages.shape[0] < 2:
         raise ParameterError(f"passages must be (n_passage >= 2, n_token); got shape {passages.shape}")
     targets = scored_positions(int(early), int(late), int(window), passages.shape[1])
     n_layers, n_heads = geometry(bridge)
-    sets = [top_heads] + random_head_sets(n_layers, n_heads, top_heads, n_random, seed, layer_matched)
-    set_names = ["top"] + [f"random_{i:03d}" for i in range(len(sets) - 1)]
-    n_batches = -(-passages.shape[0] // int(batch_size))
-    bar = tqdm(total=n_batches * (1 + len(modes) * len(sets)), desc="ablation forward passes",
-               unit="batch", disable=not progress)
-    kwargs = dict(batch_size=batch_size, progress=bar)
-    try:
-        base_losses, means = passage_losses(bridge, passages, targets, capture_means=True, **kwargs)
-        base = icl_scores(base_losses, targets, early, late, window)
-        scores = np.empty((3, len(modes), len(sets), passages.shape[0]))
-        for m, mode in enumerate(modes):
-            for s, heads in enumerate(sets):
-                bar.set_postfix_str(f"{mode} {set_names[s]}")
-                losses, _ = passage_losses(bridge, passages, targets, heads=heads, mode=mode, means=means, **kwargs)
-                scores[:, m, s] = icl_scores(losses, targets, early, late, window)
-    finally:
-        bar.close()
-    return _assemble(scores, base, sets, set_names, modes, passages, dict(
-        n_random=int(n_random), seed=int(seed), layer_matched=int(bool(layer_matched)), early_token=int(early),
-        late_token=int(late), window=int(window), batch_size=int(batch_size), **(info or {})))
+    sets, names, families = head_sets(n_layers, n_heads, top_heads, n_random=int(n_random), n_matched=int(n_matched),
+                                      seed=int(seed), control_heads=control_heads)
+    with tqdm(total=passages.shape[0], desc=f"ablation ({len(sets)} sets x {len(modes)} modes)", unit="passage",
+              disable=not progress) as bar:
+        deadline = None if time_budget_s is None else time.monotonic() + float(time_budget_s)
+        base_losses, losses, _ = set_losses(bridge, passages, targets, sets, modes, batch_size=batch_size, progress=bar,
+                                            deadline=deadline)
+    requested, done = passages.shape[0], losses.shape[2]
+    if done < 2:
+        raise ParameterError(f"the time budget of {time_budget_s} s allowed {done} passages; the test needs at least 2")
+    passages, base_losses = passages[:done], base_losses[:done]
+    base = icl_scores(base_losses, targets, early, late, window)
+    scores = np.empty((3, len(modes), len(sets), passages.shape[0]))
+    for m in range(len(modes)):
+        for s in range(len(sets)):
+            scores[:, m, s] = icl_scores(losses[m, s], targets, early, late, window)
+    return _assemble(scores, base, sets, names, families, modes, passages, int(seed), int(n_boot), dict(
+        n_random=int(n_random), n_matched=int(n_matched), seed=int(seed), early_token=int(early),
+        late_token=int(late), window=int(window), batch_size=int(batch_size), n_boot=int(n_boot),
+        n_passages_requested=int(requested), n_passages_done=int(done), **(info or {})))
 
 
-def _assemble(scores, base, sets, set_names, modes, passages, info) -> xr.Dataset:
+def _assemble(scores, base, sets, names, families, modes, passages, seed, n_boot, info) -> xr.Dataset:
     size = len(sets[0])
     dims = ("mode", "head_set", "passage")
-    ds = xr.Dataset(coords={"mode": list(modes), "head_set": set_names,
+    ds = xr.Dataset(coords={"mode": list(modes), "head_set": names, "family": ("head_set", families),
                             "passage": np.arange(passages.shape[0], dtype=np.int64),
                             "member": np.arange(size, dtype=np.int64)})
     ds["icl_score"] = (dims, scores[0])
@@ -281,22 +403,35 @@ def _assemble(scores, base, sets, set_names, modes, passages, info) -> xr.Datase
     ds["set_head"] = (("head_set", "member"), np.array([[h for _, h in s] for s in sets], dtype=np.int64))
     effects = scores[0] - base[0][None, None, :]
     ds["mean_effect"] = (("mode", "head_set"), effects.mean(axis=2))
-    table = np.full((len(modes), len(_COMPARISONS), len(_STAT_NAMES)), np.nan)
-    empirical = np.full(len(modes), np.nan)
-    for m in range(len(modes)):
-        result = _statistics(effects[m])
-        empirical[m] = result["empirical"]
-        for c, comparison in enumerate(_COMPARISONS):
-            table[m, c] = [result["rows"][comparison][name] for name in _STAT_NAMES]
-    ds = ds.assign_coords(comparison=list(_COMPARISONS))
+    comparisons, table = _statistics(effects, families, seed, n_boot)
+    ds = ds.assign_coords(comparison=comparisons)
     for k, name in enumerate(_STAT_NAMES):
         ds[name] = (("mode", "comparison"), table[:, :, k])
-    ds["empirical_pvalue"] = ("mode", empirical)
+    ds["holm_rank_pvalue"] = (("mode", "comparison"), holm(ds["rank_pvalue"].values))
+    ds["holm_t_pvalue"] = (("mode", "comparison"), holm(ds["t_pvalue"].values))
+    ds["empirical_pvalue"] = ds["rank_pvalue"].sel(comparison="top_vs_random", drop=True)
     _describe(ds)
     ds.attrs.update(provenance_attrs("ablation", "icl_cmr.analyses.ablation.run_ablation", **info))
     ds.attrs.update({k: v for k, v in info.items() if isinstance(v, (int, float, str))})
     ds.attrs["n_tokens"] = int(passages.shape[1])
     return validate(ds, "ablation")
+
+
+def summary_lines(result: xr.Dataset) -> list[str]:
+    """One plain-text line per mode and comparison of an ``ablation`` dataset."""
+    lines = []
+    for mode in result["mode"].values:
+        for comparison in result["comparison"].values:
+            row = result.sel(mode=mode, comparison=comparison)
+            v = {name: float(row[name]) for name in (*_STAT_NAMES, "holm_rank_pvalue", "holm_t_pvalue")}
+            text = (f"{mode} {comparison}: {v['mean_difference']:+.3f} nats [{v['ci_low']:+.3f}, {v['ci_high']:+.3f}], "
+                    f"d_z {v['cohens_dz']:+.2f} [{v['dz_ci_low']:+.2f}, {v['dz_ci_high']:+.2f}], "
+                    f"t p {v['t_pvalue']:.2g} (Holm {v['holm_t_pvalue']:.2g})")
+            if np.isfinite(v["rank_pvalue"]):
+                text += (f"; rank {v['rank']:.0f} of {v['n_null'] + 1:.0f}, p {v['rank_pvalue']:.3f} "
+                         f"(Holm {v['holm_rank_pvalue']:.3f})")
+            lines.append(text)
+    return lines
 
 
 def validate_ablation(ds: xr.Dataset) -> None:
@@ -312,6 +447,10 @@ def validate_ablation(ds: xr.Dataset) -> None:
     bad = sorted({str(v) for v in ds["mode"].values} - set(MODES))
     if bad:
         raise SchemaError(f"ablation dataset: modes must be 'zero' or 'mean'; got {', '.join(bad)}")
+    if "family" in ds.coords:
+        bad = sorted({str(v) for v in ds["family"].values} - {"top", "induction", *NULL_FAMILIES})
+        if bad:
+            raise SchemaError(f"ablation dataset: unknown head-set families {', '.join(bad)}")
 
 
 _DESCRIPTIONS = {
@@ -324,12 +463,22 @@ _DESCRIPTIONS = {
     "set_layer": "layer of each head of each set",
     "set_head": "head index (query head) of each head of each set",
     "mean_effect": "mean over passages of icl_score - baseline_icl_score (> 0: ablation hurts ICL)",
-    "mean_difference": "top_vs_none: mean top-set effect; top_vs_random: mean of (top effect - mean random effect)",
+    "mean_difference": "mean over passages of the set's effect minus the compared effect (none: 0; a null "
+                       "family: the family's mean effect; a set: its effect)",
+    "ci_low": "lower end of the 95% t interval of mean_difference",
+    "ci_high": "upper end of the 95% t interval of mean_difference",
     "t_statistic": "paired t statistic over passages",
     "t_pvalue": "two-sided p-value of the paired t-test",
     "wilcoxon_pvalue": "two-sided p-value of the Wilcoxon signed-rank test",
     "cohens_dz": "Cohen's d_z: mean paired difference / its standard deviation",
-    "empirical_pvalue": "(1 + #random sets with mean effect >= top's) / (1 + n_random)",
+    "dz_ci_low": "lower end of the 95% bootstrap (passages) percentile interval of d_z",
+    "dz_ci_high": "upper end of the 95% bootstrap (passages) percentile interval of d_z",
+    "rank": "rank of the set's mean effect among the null family's (1 = larger than all)",
+    "n_null": "sets in the null family",
+    "rank_pvalue": "exact permutation p: (1 + #null sets with mean effect >= the set's) / (1 + n_null)",
+    "holm_rank_pvalue": "rank_pvalue adjusted by Holm across modes and comparisons",
+    "holm_t_pvalue": "t_pvalue adjusted by Holm across modes and comparisons",
+    "empirical_pvalue": "rank_pvalue of the top set among the random sets (the primary test)",
 }
 
 

@@ -30,7 +30,7 @@ def ablation_summary(result, top_heads) -> dict:
         for comparison in result["comparison"].values:
             entry[str(comparison)] = {
                 name: float(result[name].sel(mode=mode, comparison=comparison))
-                for name in ("mean_difference", "t_statistic", "t_pvalue", "wilcoxon_pvalue", "cohens_dz")
+                for name in result.data_vars if result[name].dims == ("mode", "comparison")
             }
         out["modes"][str(mode)] = entry
     return out
@@ -167,7 +167,17 @@ def _ablation_section(ctx) -> list[str]:
             f"score more than random sets of the same size (paired t p = {_fmt(tr.get('t_pvalue'), 4)}, "
             f"empirical p = {_fmt(e['empirical_pvalue'], 3)})."
         )
-    lines += ["", *verdicts, "", "![Ablation](figures/ablation.png)", ""]
+    lines += ["", *verdicts, ""]
+    for mode, e in s["modes"].items():
+        for comparison in ("top_vs_layer_matched", "induction_vs_random"):
+            c = e.get(comparison)
+            if c:
+                lines.append(
+                    f"- {mode}, {comparison.replace('_', ' ')}: mean difference {_fmt(c['mean_difference'])} "
+                    f"[{_fmt(c.get('ci_low'))}, {_fmt(c.get('ci_high'))}], rank {_fmt(c.get('rank'), 0)} of "
+                    f"{_fmt(c.get('n_null', float('nan')) + 1, 0)}, p {_fmt(c.get('rank_pvalue'), 3)} "
+                    f"(Holm {_fmt(c.get('holm_rank_pvalue'), 3)}).")
+    lines += ["", "![Ablation](figures/ablation.png)", ""]
     return lines
 
 

@@ -43,10 +43,11 @@ DEMO_SETTINGS = {
     "n_words": 100,
     "seed": 0,
     "grid_trials": 50,  # Monte Carlo trials per start position (the study used 500)
-    # ~1 s per 512-token forward pass of SmolLM2 on 2 cores: 12 x (1 + 20) passes ~ 4 minutes.
-    # The full test (300 passages) is `icl-cmr ablate`.
-    "ablation_passages": 12,
-    "ablation_random": 20,
+    # 10 passages x (top + induction control + 50 random sets) at ~1.9x less per condition: about
+    # the time of the earlier 12 x (1 + 20) full passes. The full test is `icl-cmr ablate`.
+    "ablation_passages": 10,
+    "ablation_random": 50,
+    "ablation_matched": 0,
     "ablation_modes": ["zero"],
     "ablation_fraction": 0.1,
     # the model as a free-recall subject: lists of 16 PEERS words, intact and with head sets

@@ -201,13 +201,17 @@ def _ablation(ctx: RunContext) -> dict:
     model = load_study_model(s["model"], device=s["device"], dtype=s["dtype"])
     fits = load_dataset(ctx.path(head_fit_file("lsq")), kind="profile_fit")
     top = top_heads_from_fits(fits, fraction=float(s["ablation_fraction"]))
+    control = top_heads_from_fits(load_dataset(ctx.path(HEADS_FILE)), variable="induction_score", n_heads=len(top),
+                                  largest=True)
     passages = load_passages("wikipedia", model.tokenizer, n_passages=int(s["ablation_passages"]), n_tokens=512,
                              seed=int(s["seed"]))
     with measure_peak_memory(model.device) as memory:
         result = run_ablation(
-            model.bridge, passages, top, n_random=int(s["ablation_random"]), seed=int(s["seed"]),
+            model.bridge, passages, top, n_random=int(s["ablation_random"]),
+            n_matched=int(s.get("ablation_matched", 0)), control_heads=control, seed=int(s["seed"]),
             modes=tuple(s["ablation_modes"]),
-            info={"model": s["model"], "text": "wikipedia (gensim test data)", "top_heads_from": "fits_heads_lsq.nc distance"},
+            info={"model": s["model"], "text": "wikipedia (gensim test data)", "top_heads_from": "fits_heads_lsq.nc distance",
+                  "control_heads_from": "heads.nc induction_score"},
         )
     result = with_run_record(result, device=model.device, dtype=model.dtype, **memory)
     save_dataset(result, ctx.path(ABLATION_FILE))
@@ -281,15 +285,19 @@ def check_settings(settings: dict) -> None:
     ------
     cmr.errors.ParameterError
         A count below its minimum (``n_prompts``, ``n_words``, ``grid_trials``,
-        ``ablation_random`` >= 1; ``ablation_passages``, ``seed`` >= 0) or not an integer.
+        ``ablation_random`` >= 1; ``ablation_passages``, ``ablation_matched``, ``recall_lists``,
+        ``seed`` >= 0) or not an integer.
     cmr.errors.DataSourceError
         A recall CSV or the ``grid`` file that does not exist.
     """
     from cmr.errors import DataSourceError, ParameterError
     from icl_cmr.adapters.recall_data import BUNDLED
 
-    minimum = {"n_prompts": 1, "n_words": 1, "grid_trials": 1, "ablation_random": 1, "ablation_passages": 0, "seed": 0}
+    minimum = {"n_prompts": 1, "n_words": 1, "grid_trials": 1, "ablation_random": 1, "ablation_passages": 0,
+               "ablation_matched": 0, "recall_lists": 0, "seed": 0}
     for name, low in minimum.items():
+        if name not in settings:
+            continue
         value = settings[name]
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
             raise ParameterError(f"{name} (--{name.replace('_', '-')}) must be an integer >= {low}; got {value!r}")

@@ -44,6 +44,8 @@ def register(sub):
     p.add_argument("--recall-lists", type=int, default=D["recall_lists"],
                    help="word lists of 16 words the model recalls itself, intact and with head sets ablated; "
                         f"0 skips it (default {D['recall_lists']}; the full test is icl-cmr recall-lm)")
+    p.add_argument("--ablation-matched", type=int, default=D["ablation_matched"],
+                   help=f"layer-matched random head sets (default {D['ablation_matched']})")
     p.add_argument("--ablation-modes", nargs="+", choices=("zero", "mean"), default=D["ablation_modes"],
                    help="ablation modes (default: zero)")
     p.add_argument("--seed", type=int, default=D["seed"], help="seed of prompts, grid, passages and random sets")
@@ -58,6 +60,7 @@ def run(args) -> int:
     overrides = dict(
         grid_trials=args.grid_trials, n_prompts=args.n_prompts, n_words=args.n_words,
         ablation_passages=args.ablation_passages, ablation_random=args.ablation_random,
+        ablation_matched=args.ablation_matched,
         ablation_modes=list(args.ablation_modes), recall_lists=args.recall_lists, seed=args.seed, device=args.device, dtype=args.dtype,
     )
     if args.grid:

@@ -27,7 +27,8 @@ def ablation_result(ablation):
     ablation = checked(ablation, "ablation", "icl_cmr.analyses.ablation.run_ablation")
     require_variables(ablation, ["mean_effect", "empirical_pvalue"], "ablation")
     modes = [str(m) for m in ablation["mode"].values]
-    random_sets = [str(s) for s in ablation["head_set"].values if str(s) != "top"]
+    families = ablation["family"].values if "family" in ablation.coords else ["random"] * ablation.sizes["head_set"]
+    random_sets = [str(s) for s, f in zip(ablation["head_set"].values, families) if str(s) != "top" and f == "random"]
     fig, axes = new_figure(len(modes), width=2.8, height=2.2, squeeze=False)
     with house_style():
         for ax, mode in zip(axes[0], modes):

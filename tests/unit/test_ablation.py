@@ -11,7 +11,7 @@ import copy
 import numpy as np
 import pytest
 import xarray as xr
-from hypothesis import assume, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from icl_cmr.analyses import ablation
@@ -99,16 +99,71 @@ def test_mean_ablation_uses_the_heads_mean_output(tiny):
         ablation.passage_losses(bridge, passages, targets, heads=[(1, 2)], mode="mean")
 
 
+def test_set_losses_equal_one_bridge_pass_per_set(tiny, monkeypatch):
+    # the engine (plain model, resumed at each set's first layer, conditions batched) against
+    # passage_losses through the bridge, itself checked against weight surgery above
+    bridge, _, passages = tiny
+    from icl_cmr.adapters import interventions
+
+    plain = interventions.plain_model(bridge)
+    assert plain is not None and interventions.plain_model(bridge) is plain  # a Llama: built once
+    shared = {p.data_ptr() for p in bridge.original_model.parameters()}
+    assert all(p.data_ptr() in shared for p in plain.parameters())  # no second copy of the weights
+    targets = np.arange(1, 30)
+    sets = [[(1, 1), (0, 3)], [(1, 2)], [(0, 0), (1, 0)]]
+    base, losses, means = interventions.set_losses(bridge, passages, targets, sets, ("zero", "mean"), batch_size=4)
+    reference_base, reference_means = ablation.passage_losses(bridge, passages, targets, capture_means=True)
+    np.testing.assert_allclose(base, reference_base, rtol=0, atol=1e-5)
+    np.testing.assert_allclose(means, reference_means, rtol=0, atol=1e-6)
+    for m, mode in enumerate(("zero", "mean")):
+        for s, heads in enumerate(sets):
+            expected, _ = ablation.passage_losses(bridge, passages, targets, heads=heads, mode=mode, means=reference_means)
+            np.testing.assert_allclose(losses[m, s], expected, rtol=0, atol=1e-5)
+    assert np.abs(losses[0, 0] - base).max() > 1e-3
+    import time
+
+    late = interventions.set_losses(bridge, passages, targets, sets, ("zero",), deadline=time.monotonic() - 1)
+    assert late[0].shape == (0, targets.size) and late[1].shape == (1, 3, 0, targets.size)  # no passage starts
+    zero_only = interventions.set_losses(bridge, passages, targets, sets, ("zero",))
+    np.testing.assert_allclose(zero_only[0], base, rtol=0, atol=1e-6)
+    np.testing.assert_allclose(zero_only[1][0], losses[0], rtol=0, atol=1e-6)
+    assert zero_only[2] is None
+    with pytest.raises(ParameterError, match="time budget"):
+        ablation.run_ablation(bridge, passages, [(1, 0)], n_random=2, n_matched=0, early=EARLY, late=LATE,
+                              window=WINDOW, time_budget_s=-1.0, progress=False)
+    monkeypatch.setattr(interventions, "plain_model", lambda bridge: None)  # models outside the direct families
+    fallback = interventions.set_losses(bridge, passages, targets, sets[:1], ("zero",))
+    np.testing.assert_allclose(fallback[1][0, 0], losses[0, 0], rtol=0, atol=1e-5)
+
+
 def test_run_ablation_dataset_round_trip(tiny, tmp_path):
     bridge, _, passages = tiny
-    ds = ablation.run_ablation(bridge, passages, [(1, 0), (1, 3)], n_random=3, seed=4, early=EARLY, late=LATE,
-                               window=WINDOW, batch_size=2, progress=False, info={"model": "tiny"})
-    assert ds.sizes == {"mode": 2, "head_set": 4, "passage": 5, "member": 2, "comparison": 2}
+    ds = ablation.run_ablation(bridge, passages, [(1, 0), (1, 3)], n_random=3, n_matched=2, control_heads=[(0, 1), (1, 2)],
+                               seed=4, early=EARLY, late=LATE, window=WINDOW, batch_size=3, n_boot=200, progress=False,
+                               info={"model": "tiny"})
+    assert ds.sizes == {"mode": 2, "head_set": 7, "passage": 5, "member": 2, "comparison": 6}
+    assert list(ds["family"].values) == ["top", "induction"] + ["random"] * 3 + ["layer_matched"] * 2
     assert list(ds["set_layer"].sel(head_set="top").values) == [1, 1]
+    assert all(list(ds["set_layer"].sel(head_set=f"matched_{i:03d}").values) == [1, 1] for i in range(2))
     effects = ds["icl_score"] - ds["baseline_icl_score"]
     np.testing.assert_allclose(ds["mean_effect"], effects.mean("passage"))
-    top = effects.sel(head_set="top", mode="zero").values
+    zero = effects.sel(mode="zero")
+    top = zero.sel(head_set="top").values
     assert ds["mean_difference"].sel(mode="zero", comparison="top_vs_none") == pytest.approx(top.mean())
+    random = zero.sel(head_set=[f"random_{i:03d}" for i in range(3)]).mean("passage").values
+    row = ds.sel(mode="zero", comparison="top_vs_random")
+    assert float(row["rank_pvalue"]) == pytest.approx((1 + np.sum(random >= top.mean())) / 4)
+    assert float(row["mean_difference"]) == pytest.approx(top.mean() - random.mean())
+    assert float(row["ci_low"]) <= float(row["mean_difference"]) <= float(row["ci_high"])
+    assert np.isnan(ds["rank_pvalue"].sel(comparison="top_vs_none")).all()
+    ranks = ds["rank_pvalue"].values
+    np.testing.assert_allclose(ds["holm_rank_pvalue"].values, ablation.holm(ranks), equal_nan=True)
+    assert float(ds["empirical_pvalue"].sel(mode="zero")) == float(row["rank_pvalue"])
+    assert len(ablation.summary_lines(ds)) == 12
+    from icl_cmr.analyses.report import ablation_summary
+
+    summary = ablation_summary(ds, [(1, 0), (1, 3)])["modes"]["zero"]
+    assert summary["top_vs_layer_matched"]["n_null"] == 2 and summary["empirical_pvalue"] == float(row["rank_pvalue"])
     path = save_dataset(ds, tmp_path / "ablation.nc")
     back = load_dataset(path, kind="ablation")
     xr.testing.assert_identical(back, ds)
@@ -135,25 +190,28 @@ def test_parse_heads():
 @settings(max_examples=30, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), layer_matched=st.booleans(),
        target=st.lists(st.tuples(st.integers(0, 5), st.integers(0, 7)), min_size=1, max_size=8, unique=True))
-def test_random_sets_are_seeded_disjoint_and_layer_matched(seed, layer_matched, target):
-    per_layer = [sum(1 for l, _ in target if l == layer) for layer in range(6)]
-    assume(not layer_matched or all(2 * count <= 8 for count in per_layer))  # else refused, tested below
+def test_random_sets_are_seeded_disjoint_or_layer_matched(seed, layer_matched, target):
     sets = ablation.random_head_sets(6, 8, target, 5, seed, layer_matched=layer_matched)
     assert sets == ablation.random_head_sets(6, 8, target, 5, seed, layer_matched=layer_matched)
     for heads in sets:
         assert len(heads) == len(set(heads)) == len(target)
-        assert not set(heads) & set(target)
-        if layer_matched:
+        if layer_matched:  # same heads per layer, drawn among all of the layer's heads
             assert sorted(l for l, _ in heads) == sorted(l for l, _ in target)
+        else:
+            assert not set(heads) & set(target)
 
 
-def test_random_sets_depend_on_the_seed_and_refuse_impossible_matching():
+def test_random_sets_depend_on_the_seed_and_refuse_heads_outside_the_model():
     target = [(0, 0), (3, 1)]
     assert ablation.random_head_sets(30, 9, target, 20, 0) != ablation.random_head_sets(30, 9, target, 20, 1)
-    with pytest.raises(ParameterError, match="layer 2"):
-        ablation.random_head_sets(4, 3, [(2, 0), (2, 1)], 2, 0, layer_matched=True)
+    # a layer holding more top heads than others still gets layer-matched sets
+    matched = ablation.random_head_sets(4, 3, [(2, 0), (2, 1)], 40, 0, layer_matched=True)
+    assert {tuple(s) for s in matched} <= {((2, 0), (2, 1)), ((2, 0), (2, 2)), ((2, 1), (2, 2))}
+    assert len({tuple(s) for s in matched}) == 3
     with pytest.raises(ParameterError, match="outside the model"):
         ablation.random_head_sets(4, 3, [(4, 0)], 2, 0)
+    with pytest.raises(ParameterError, match="control set"):
+        ablation.head_sets(4, 3, [(0, 0)], control_heads=[(1, 0), (1, 1)])
 
 
 def test_top_heads_from_fits_picks_smallest_finite_distance():
@@ -192,6 +250,50 @@ def test_statistics_of_degenerate_samples_are_nan_not_invented():
     assert np.isnan(result["t_pvalue"]) and np.isnan(result["wilcoxon_pvalue"]) and np.isnan(result["cohens_dz"])
 
 
-def test_empirical_pvalue_hand_case():
-    assert ablation.empirical_pvalue(0.5, [0.1, 0.2, 0.6, 0.5]) == pytest.approx(3 / 5)
-    assert ablation.empirical_pvalue(1.0, np.zeros(19)) == pytest.approx(1 / 20)
+def test_rank_pvalue_hand_case():
+    assert ablation.rank_pvalue(0.5, [0.1, 0.2, 0.6, 0.5]) == pytest.approx(3 / 5)  # a tie counts against
+    assert ablation.rank_pvalue(1.0, np.zeros(50)) == pytest.approx(1 / 51)
+    with pytest.raises(ParameterError):
+        ablation.rank_pvalue(1.0, [])
+
+
+@pytest.mark.parametrize("n_null", [1, 19, 50])
+def test_rank_pvalue_is_exact_under_exchangeability(n_null):
+    # Known answer: when the top set is one more draw from the null (exchangeable), each of the
+    # n + 1 draws is the "top" equally often, so p takes each value k / (n + 1) exactly once and
+    # P(p <= alpha) = floor(alpha (n + 1)) / (n + 1) exactly, with no simulation error.
+    values = np.random.default_rng(n_null).normal(size=n_null + 1)
+    p = np.array([ablation.rank_pvalue(values[i], np.delete(values, i)) for i in range(n_null + 1)])
+    np.testing.assert_allclose(np.sort(p), np.arange(1, n_null + 2) / (n_null + 1), rtol=0, atol=1e-15)
+    for alpha in (0.01, 0.05, 0.1, 0.5):
+        assert np.mean(p <= alpha) == pytest.approx(np.floor(alpha * (n_null + 1) + 1e-9) / (n_null + 1), abs=1e-15)
+
+
+def test_rank_pvalue_on_seeded_exchangeable_draws_is_uniform():
+    # the same by simulation: 4,000 experiments of 1 + 50 exchangeable set effects
+    draws = np.random.default_rng(7).normal(size=(4000, 51))
+    p = np.array([ablation.rank_pvalue(row[0], row[1:]) for row in draws])
+    assert np.mean(p <= 0.05) == pytest.approx(2 / 51, abs=0.01)  # exact rate 2/51 = 0.039
+    assert np.mean(p <= 1 / 51) == pytest.approx(1 / 51, abs=0.007)
+
+
+def test_holm_hand_case_and_nan():
+    p = [0.01, 0.04, 0.03, 0.005, np.nan]
+    # sorted 0.005, 0.01, 0.03, 0.04 times 4, 3, 2, 1 = 0.02, 0.03, 0.06, 0.04 -> running max
+    np.testing.assert_allclose(ablation.holm(p), [0.03, 0.06, 0.06, 0.02, np.nan], equal_nan=True)
+    np.testing.assert_allclose(ablation.holm([[0.5, 0.9]]), [[1.0, 1.0]])
+
+
+def test_effect_intervals_match_scipy_and_cover_dz():
+    from scipy import stats
+
+    d = np.random.default_rng(2).normal(0.4, 1.0, 60)
+    out = ablation.effect_intervals(d, n_boot=2000, seed=0)
+    ci = stats.ttest_1samp(d, 0.0).confidence_interval(0.95)
+    assert out["ci_low"] == pytest.approx(ci.low, rel=1e-12) and out["ci_high"] == pytest.approx(ci.high, rel=1e-12)
+    dz = d.mean() / d.std(ddof=1)
+    assert out["dz_ci_low"] < dz < out["dz_ci_high"]
+    assert out == ablation.effect_intervals(d, n_boot=2000, seed=0)  # seeded
+    assert np.isnan(ablation.effect_intervals(d[:2])["ci_low"])
+    few = ablation.effect_intervals(d[:ablation.MIN_BOOTSTRAP_PASSAGES - 1])
+    assert np.isfinite(few["ci_low"]) and np.isnan(few["dz_ci_low"])

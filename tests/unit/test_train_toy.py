@@ -185,13 +185,13 @@ def test_ablate_command_on_a_toy_checkpoint(trained, text_dir, tmp_path, capsys)
     out, _, _ = trained
     checkpoint = out / "checkpoints" / "step_000006"
     target = tmp_path / "ablation.nc"
-    code = main(["ablate", str(checkpoint), "--heads", "L1.H0", "--n-random", "2", "--n-passages", "3",
-                 "--n-tokens", "40", "--early", "5", "--late", "30", "--window", "2", "--text", str(text_dir),
+    code = main(["ablate", str(checkpoint), "--heads", "L1.H0", "--n-random", "2", "--n-matched", "0",
+                 "--n-passages", "3", "--n-tokens", "40", "--early", "5", "--late", "30", "--window", "2", "--text", str(text_dir),
                  "--mode", "zero", "-o", str(target)])
     assert code == 0
     result = load_dataset(target, "ablation")
     assert result.sizes["head_set"] == 3 and result.attrs["top_heads"] == "L1.H0"
-    assert "zero ablation: top effect" in capsys.readouterr().out
+    assert "zero top_vs_random:" in capsys.readouterr().out
     code = main(["ablate", str(checkpoint), "--heads", "L9.H0", "--n-passages", "3", "--n-tokens", "40",
                  "--early", "5", "--late", "30", "--window", "2", "--text", str(text_dir), "-o", str(target)])
     assert code == 1 and "outside the model" in capsys.readouterr().err
