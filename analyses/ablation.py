@@ -27,7 +27,7 @@ import xarray as xr
 from cmr.errors import ParameterError, SchemaError
 from cmr.schema import provenance_attrs, require_dims, require_variables, validate
 
-from icl_cmr.adapters.interventions import MODES, geometry, passage_losses, set_losses
+from icl_cmr.adapters.interventions import MODES, geometry, set_losses
 
 __all__ = [
     "MODES",

@@ -262,7 +262,7 @@ def report_section(summary: dict) -> list[str]:
     """Markdown lines of the report section on the model's own recall."""
     if not summary:
         return []
-    crp = summary["crp"]
+    crp = {int(lag): value for lag, value in summary["crp"].items()}  # JSON keys of a resumed run are text
     per = summary["per_list"]
     lines = [
         "## The language model as a free-recall subject",
@@ -270,7 +270,7 @@ def report_section(summary: dict) -> list[str]:
         f"{summary['lists']} lists of {summary['list_length']} words from the PEERS pool, recalled in any order "
         f"(greedy decoding). Per list: {_number(per.get('n_correct'), 1)} correct recalls, "
         f"{_number(per.get('n_repeats'), 1)} repeats, {_number(per.get('n_intrusions'), 1)} intrusions. "
-        f"Pooled lag-CRP: " + ", ".join(f"{lag:+d}: {_number(v, 2)}" for lag, v in crp.items())
+        f"Pooled lag-CRP: " + ", ".join(f"{lag:+d}: {_number(v, 2)}" for lag, v in sorted(crp.items()))
         + f"; first recall from position 1: {_number(summary['pfr_first'], 2)}.",
         "",
     ]

@@ -118,11 +118,15 @@ def _heads(ctx: RunContext) -> dict:
     return out
 
 
+#: the study's name of the random tiny model for smoke tests (no weights on disk)
+TINY_MODEL = "tiny-llama"
+
+
 def load_study_model(name: str, device="cpu", dtype="float32"):
     """The study's model: ``tiny-llama`` is the random tiny model for smoke tests."""
     from icl_cmr.adapters.transformer_lens import load_model, tiny_model
 
-    if name == "tiny-llama":
+    if name == TINY_MODEL:
         return tiny_model(device=device, dtype=dtype)
     return load_model(name, device=device, dtype=dtype)
 
@@ -323,7 +327,8 @@ def run_study(out_dir, recall=DEFAULT_RECALL, model=DEFAULT_MODEL, resume=False,
 
     check_out_dir(out_dir)
     check_settings(settings)
-    refuse_missing_hub_model(model)  # a model not on disk fails in milliseconds, not after the first stages
+    if model != TINY_MODEL:
+        refuse_missing_hub_model(model)  # a model not on disk fails in milliseconds, not after the first stages
     # checked before the first stage, and stored by name (so "cuda" and "cuda:0" resume alike)
     settings["device"] = resolve_device(settings["device"])
     settings["dtype"] = resolve_dtype(settings["dtype"])[0]
