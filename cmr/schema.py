@@ -32,6 +32,7 @@ __all__ = [
     "validate_model_comparison",
     "validate_predictive_check",
     "validate_cmr_states",
+    "validate_circuit_trace",
     "register_kind",
     "known_kinds",
     "check_attrs_netcdf_safe",
@@ -255,7 +256,17 @@ def validate_cmr_states(ds: xr.Dataset) -> None:
     require_dims(ds["support"], ["trial", "event", "study_position"], kind, "support")
 
 
+def validate_circuit_trace(ds: xr.Dataset) -> None:
+    """Check a circuit_trace dataset (CMR run as an attention circuit; docs/schema.md)."""
+    kind = "circuit_trace"
+    require_variables(ds, ["score", "support", "probability", "context", "cue_position"], kind)
+    for name in ("score", "support", "probability"):
+        require_dims(ds[name], ["step", "study_position"], kind, name)
+    require_dims(ds["context"], ["step", "unit"], kind, "context")
+
+
 _VALIDATORS = {
+    "circuit_trace": validate_circuit_trace,
     "events": validate_events,
     "recall_cv": validate_recall_cv,
     "model_comparison": validate_model_comparison,
