@@ -17,7 +17,8 @@ from tests.conftest import REPO_ROOT
 PACKAGES = {"cmr": "cmr", "adapters": "icl_cmr.adapters", "analyses": "icl_cmr.analyses", "data": "icl_cmr.data"}
 HEAVY_LM = ("torch", "transformer_lens", "transformers", "tokenizers", "gguf")
 # the adapter family that may touch torch and TransformerLens
-LM_MODULES = ("icl_cmr.adapters.transformer_lens", "icl_cmr.adapters.interventions", "icl_cmr.adapters.toy_model")
+LM_MODULES = ("icl_cmr.adapters.transformer_lens", "icl_cmr.adapters.interventions", "icl_cmr.adapters.toy_model",
+              "icl_cmr.adapters.composition")
 
 
 def _modules() -> dict[str, Path]:
