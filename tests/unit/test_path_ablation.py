@@ -1,0 +1,92 @@
+"""Path-level ablation: the recomputed attention equals the model's own, with and without edits."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.conftest import require
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    require("torch")
+    from icl_cmr.adapters.transformer_lens import tiny_model
+
+    return tiny_model(n_layers=3, seed=1)
+
+
+def _library_pattern(model, tokens, layer, head, path, removed):
+    """The target head's pattern from the library's own forward pass with its split q/k inputs edited."""
+    import torch
+
+    slot = head if path == "Q" else head // (model.n_heads // int(model.bridge.W_K.shape[1]))
+    got = {}
+
+    def subtract(tensor, hook):
+        tensor = tensor.clone()
+        tensor[:, :, slot] -= removed
+        return tensor
+
+    def keep(tensor, hook):
+        got["pattern"] = tensor[:, head].detach().numpy()
+
+    model.bridge.set_use_split_qkv_input(True)
+    try:
+        with torch.no_grad():
+            model.bridge.run_with_hooks(tokens, fwd_hooks=[(f"blocks.{layer}.attn.hook_{path.lower()}_input", subtract),
+                                                           (f"blocks.{layer}.attn.hook_pattern", keep)])
+    finally:
+        model.bridge.set_use_split_qkv_input(False)
+    return got["pattern"]
+
+
+@pytest.mark.parametrize("path", ["Q", "K"])
+def test_recomputed_ablation_equals_the_librarys_split_input_pass(tiny, path):
+    import torch
+
+    from icl_cmr.adapters import path_ablation
+    from icl_cmr.adapters.transformer_lens import make_prompts
+
+    made = make_prompts(tiny, n_words=12, n_prompts=2, seed=0)
+    tokens = torch.as_tensor(made.tokens)
+    layer, head = 2, 3
+    ds = path_ablation.path_ablation(tiny, [(layer, head)], n_words=12, n_prompts=2, seed=0, lags=range(-2, 3))
+    # removing every earlier head's direct output from the one path, through the library's own hooks
+    z = {}
+
+    def keep_z(tensor, hook):
+        z[int(hook.name.split(".")[1])] = tensor.detach()
+
+    with torch.no_grad():
+        tiny.bridge.run_with_hooks(tokens, fwd_hooks=[(f"blocks.{e}.attn.hook_z", keep_z) for e in range(layer)])
+    w_o = tiny.bridge.W_O.detach()
+    every = sum(z[e][:, :, g] @ w_o[e, g] for e in range(layer) for g in range(tiny.n_heads))
+    pattern = _library_pattern(tiny, tokens, layer, head, path, every)
+    k = np.arange(11)
+    induction = pattern[:, 13 + k, 2 + k].mean()
+    p = ["Q", "K"].index(path)
+    np.testing.assert_allclose(float(ds["induction_all"][0, p]), induction, rtol=1e-5)
+    single = _library_pattern(tiny, tokens, layer, head, path, z[1][:, :, 2] @ w_o[1, 2])
+    base = float(ds["base_induction"][0])
+    np.testing.assert_allclose(float(ds["source_drop"][0, p, 1, 2]), 1 - single[:, 13 + k, 2 + k].mean() / base,
+                               rtol=1e-4, atol=1e-6)
+    assert np.isnan(ds["source_drop"].values[0, :, layer:]).all()
+
+
+@pytest.mark.parametrize("drops, expected", [
+    ((0.05, 0.9), "K"), ((0.9, 0.05), "Q"), ((0.5, 0.6), "mixed"), ((0.1, 0.1), "neither"), ((0.3, 0.7), "K"),
+    ((-0.3, 0.99), "K"),
+])
+def test_classification_rules(drops, expected):
+    from icl_cmr.adapters.path_ablation import classify
+
+    assert classify(*drops) == expected
+
+
+def test_bad_target_heads_get_one_typed_error(tiny):
+    from cmr.errors import ParameterError
+    from icl_cmr.adapters.path_ablation import path_ablation
+
+    for heads in ([], [(0, 1)], [(3, 0)], [(1, 9)]):
+        with pytest.raises(ParameterError):
+            path_ablation(tiny, heads, n_words=8, n_prompts=1)
