@@ -276,7 +276,7 @@ def path_ablation(model, heads, *, n_words: int = 50, n_prompts: int = 2, seed: 
         coords={"target": np.arange(n_t), "layer": ("target", [layer for layer, _ in targets]),
                 "head": ("target", [head for _, head in targets]), "path": list(PATHS),
                 "source_layer": np.arange(n_l), "source_head": np.arange(n_h), "lag": lags},
-        attrs=provenance_attrs("path_ablation", "icl_cmr.adapters.path_ablation.path_ablation", model=model.name,
+        attrs=provenance_attrs("path_ablation", "icl_cmr.adapters.causal_composition.path_ablation", model=model.name,
                                n_words=int(n_words), n_prompts=int(n_prompts), seed=int(seed),
                                significant_drop=SIGNIFICANT_DROP, dominance=DOMINANCE, upstream_drop=UPSTREAM_DROP),
     )

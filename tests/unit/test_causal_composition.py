@@ -44,7 +44,7 @@ def _library_pattern(model, tokens, layer, head, path, removed):
 def test_recomputed_ablation_equals_the_librarys_split_input_pass(tiny, path):
     import torch
 
-    from icl_cmr.adapters import path_ablation
+    from icl_cmr.adapters import causal_composition as path_ablation
     from icl_cmr.adapters.transformer_lens import make_prompts
 
     made = make_prompts(tiny, n_words=12, n_prompts=2, seed=0)
@@ -78,14 +78,14 @@ def test_recomputed_ablation_equals_the_librarys_split_input_pass(tiny, path):
     ((-0.3, 0.99), "K"),
 ])
 def test_classification_rules(drops, expected):
-    from icl_cmr.adapters.path_ablation import classify
+    from icl_cmr.adapters.causal_composition import classify
 
     assert classify(*drops) == expected
 
 
 def test_bad_target_heads_get_one_typed_error(tiny):
     from cmr.errors import ParameterError
-    from icl_cmr.adapters.path_ablation import path_ablation
+    from icl_cmr.adapters.causal_composition import path_ablation
 
     for heads in ([], [(0, 1)], [(3, 0)], [(1, 9)]):
         with pytest.raises(ParameterError):
