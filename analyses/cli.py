@@ -24,6 +24,7 @@ COMMANDS = (
     "fit",
     "export",
     "ablate",
+    "composition",
     "train_toy",
     "run_study",
     "bench",
