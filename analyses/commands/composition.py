@@ -87,7 +87,7 @@ def composition_summary(scores) -> str:
         top = s.where(s == s.max()).stack(pair=s.dims).dropna("pair")
         pair = top["pair"].values[0]
         lines.append(f"  {kind}: mean {float(s.mean()):.3f} vs random {float(scores['baseline_mean'].sel(composition=kind)):.3f} "
-                     f"(sd {float(scores["baseline_sd"].sel(composition=kind)):.4f}); largest {float(s.max()):.3f}, "
+                     f"(sd {float(scores['baseline_sd'].sel(composition=kind)):.4f}); largest {float(s.max()):.3f}, "
                      f"L{pair[2]}.H{pair[3]} -> L{pair[0]}.H{pair[1]}")
     return "\n".join(lines)
 
