@@ -90,3 +90,36 @@ def test_bad_target_heads_get_one_typed_error(tiny):
     for heads in ([], [(0, 1)], [(3, 0)], [(1, 9)]):
         with pytest.raises(ParameterError):
             path_ablation(tiny, heads, n_words=8, n_prompts=1)
+
+
+def test_the_command_refuses_a_bad_output_before_loading_a_model(tmp_path, capsys):
+    from icl_cmr.analyses.cli import main
+
+    assert main(["composition", "-o", str(tmp_path / "scores.txt")]) == 1
+    assert "error" in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())
+
+
+def test_the_commands_tables_read_both_datasets(tiny):
+    from icl_cmr.adapters import causal_composition, composition
+    from icl_cmr.analyses.commands.composition import causal_table, composition_summary
+
+    scores = composition.composition_scores(tiny, n_baseline=10)
+    summary = composition_summary(scores)
+    assert [line.split(":")[0].strip() for line in summary.splitlines()] == ["Q", "K", "V"]
+    causal = causal_composition.path_ablation(tiny, [(2, 1), (1, 0)], n_words=8, n_prompts=1, composition=scores)
+    assert np.isfinite(causal["source_composition"].values[0, :, :2]).all()
+    table = causal_table(causal).splitlines()
+    assert table[1].split()[0] == "L2.H1" and table[2].split()[0] == "L1.H0"
+    assert table[1].split()[4] in ("K", "Q", "mixed", "neither")
+
+
+def test_the_composition_figures_draw_both_datasets(tiny):
+    require("matplotlib")
+    from icl_cmr.adapters import causal_composition, composition
+    from icl_cmr.analyses import plots
+
+    scores = composition.composition_scores(tiny, n_baseline=10)
+    assert len(plots.composition_matrix(scores).axes) == 4  # three panels and the colour bar
+    causal = causal_composition.path_ablation(tiny, [(2, 1)], n_words=8, n_prompts=1)
+    assert [t.get_text() for t in plots.causal_composition(causal).axes[0].get_xticklabels()][0].startswith("L2.H1")
