@@ -17,7 +17,8 @@ of its attention lag profile. A head is K-composed when removing the earlier hea
 destroys its induction score and removing them from its query input does not (the textbook
 induction head of Elhage et al. 2021, a previous-token head feeding the key); Q-composed in
 the mirror case (a duplicate-token head feeding the query, CMR's circuit, docs/circuit.md);
-mixed when both matter.
+mixed when both matter. A head with (almost) no induction score has nothing to lose and is
+reported as ``weak``.
 """
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ from cmr.schema import provenance_attrs, require_dims, require_variables, valida
 from .errors import ModelNotAvailableError
 from .transformer_lens import make_prompts
 
-__all__ = ["PATHS", "SIGNIFICANT_DROP", "DOMINANCE", "UPSTREAM_DROP", "classify", "induction_scores",
+__all__ = ["PATHS", "SIGNIFICANT_DROP", "DOMINANCE", "UPSTREAM_DROP", "MIN_INDUCTION", "classify", "induction_scores",
            "path_ablation", "validate_path_ablation"]
 
 PATHS = ("Q", "K")
@@ -40,6 +41,8 @@ SIGNIFICANT_DROP = 0.25
 DOMINANCE = 2.0
 #: an earlier head is named as upstream when removing it alone drops the score this much
 UPSTREAM_DROP = 0.1
+#: below this induction score a head has no induction to remove: its relative drops are not classified
+MIN_INDUCTION = 0.05
 
 
 #: earlier heads ablated together in one batched recomputation (bounds its memory)
@@ -50,8 +53,11 @@ class _Stop(Exception):
     """Raised by the last hook of a pass: nothing after the last target layer is needed."""
 
 
-def classify(drop_q: float, drop_k: float) -> str:
-    """``"K"``, ``"Q"``, ``"mixed"`` or ``"neither"`` from the relative drops of the two paths."""
+def classify(drop_q: float, drop_k: float, base_induction: float = 1.0) -> str:
+    """``"K"``, ``"Q"``, ``"mixed"`` or ``"neither"`` from the relative drops of the two paths;
+    ``"weak"`` when the head's induction score is below :data:`MIN_INDUCTION`."""
+    if not base_induction >= MIN_INDUCTION:
+        return "weak"
     q_on, k_on = drop_q >= SIGNIFICANT_DROP, drop_k >= SIGNIFICANT_DROP
     if k_on and (not q_on or drop_k >= DOMINANCE * drop_q):
         return "K"
@@ -207,7 +213,8 @@ def path_ablation(model, heads, *, n_words: int = 50, n_prompts: int = 2, seed: 
         lag) and ``profile_all`` (target, path, lag), attention by lag; ``source_drop``
         (target, path, source_layer, source_head), the relative drop when that earlier head
         alone is removed (NaN for heads not earlier); ``source_composition`` (same dims, when
-        ``composition`` is given); ``composition_class`` (target) K, Q, mixed or neither, and
+        ``composition`` is given); ``composition_class`` (target) K, Q, mixed, neither, or weak (induction score
+        below ``MIN_INDUCTION``: nothing to remove), and
         ``upstream`` (target), the earlier heads whose removal alone drops the score by
         ``UPSTREAM_DROP`` or more ("layer.head/path", largest first). Means over prompts.
     """
@@ -250,9 +257,10 @@ def path_ablation(model, heads, *, n_words: int = 50, n_prompts: int = 2, seed: 
                 flat = source_drop[t, p, :layer].reshape(-1)
                 flat[start:start + single.shape[0]] = 1.0 - single.mean(axis=-1) / base
                 source_drop[t, p, :layer] = flat.reshape(layer, n_h)
-        classes.append(classify(drop_all[t, 0], drop_all[t, 1]))
+        classes.append(classify(drop_all[t, 0], drop_all[t, 1], base))
         named = [(source_drop[t, p, e, g], f"{e}.{g}/{path}") for p, path in enumerate(PATHS)
-                 for e in range(layer) for g in range(n_h) if source_drop[t, p, e, g] >= UPSTREAM_DROP]
+                 for e in range(layer) for g in range(n_h)
+                 if source_drop[t, p, e, g] >= UPSTREAM_DROP and classes[-1] != "weak"]
         upstream.append(" ".join(name for _, name in sorted(named, reverse=True)) or "-")
     dims4 = ("target", "path", "source_layer", "source_head")
     variables = {

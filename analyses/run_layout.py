@@ -22,6 +22,8 @@ __all__ = [
     "HEADS_FILE",
     "ATTENTION_FILE",
     "ABLATION_FILE",
+    "COMPOSITION_FILE",
+    "CAUSAL_COMPOSITION_FILE",
     "FIGURES_DIR",
     "REPORT_FILE",
     "slug",
@@ -56,6 +58,8 @@ GRID_FILE = "cmr_grid.nc"
 HEADS_FILE = "heads.nc"
 ATTENTION_FILE = "attention_top_head.nc"  # attention pattern of the top induction head, prompt 0
 ABLATION_FILE = "ablation.nc"
+COMPOSITION_FILE = "composition.nc"  # composition scores of every head pair
+CAUSAL_COMPOSITION_FILE = "causal_composition.nc"  # path-level ablation of the top heads
 FIGURES_DIR = "figures"
 REPORT_FILE = "report.md"
 

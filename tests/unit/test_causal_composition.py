@@ -111,7 +111,7 @@ def test_the_commands_tables_read_both_datasets(tiny):
     assert np.isfinite(causal["source_composition"].values[0, :, :2]).all()
     table = causal_table(causal).splitlines()
     assert table[1].split()[0] == "L2.H1" and table[2].split()[0] == "L1.H0"
-    assert table[1].split()[4] in ("K", "Q", "mixed", "neither")
+    assert table[1].split()[4] in ("K", "Q", "mixed", "neither", "weak")
 
 
 def test_the_composition_figures_draw_both_datasets(tiny):
@@ -123,3 +123,23 @@ def test_the_composition_figures_draw_both_datasets(tiny):
     assert len(plots.composition_matrix(scores).axes) == 4  # three panels and the colour bar
     causal = causal_composition.path_ablation(tiny, [(2, 1)], n_words=8, n_prompts=1)
     assert [t.get_text() for t in plots.causal_composition(causal).axes[0].get_xticklabels()][0].startswith("L2.H1")
+
+
+def test_the_study_report_section_states_the_classes(tiny):
+    import types
+
+    from icl_cmr.adapters import causal_composition, composition
+    from icl_cmr.analyses import report
+
+    scores = composition.composition_scores(tiny, n_baseline=10)
+    causal = causal_composition.path_ablation(tiny, [(2, 1), (1, 0)], n_words=8, n_prompts=1)
+    distance = np.full((3, 4), 0.3)
+    summary = report.composition_stage_summary(scores, causal, {(2, 1): ["induction"], (1, 0): ["cmr_like"]},
+                                               distance)
+    lines = report._composition_section(types.SimpleNamespace(summaries={"composition": summary}))
+    rows = [line for line in lines if line.startswith("| L")]
+    assert [row.split("|")[1].strip() for row in rows] == ["L2.H1", "L1.H0"]
+    assert rows[1].split("|")[2].strip() == "cmr-like"
+    classes = [row.split("|")[7].strip() for row in rows]
+    assert any(line.startswith("Classes of the tested heads") for line in lines)
+    assert ("none of the tested heads is Q-composed" in "\n".join(lines)) == ("Q" not in classes)
