@@ -39,7 +39,7 @@ def _events(n, recalls):
     return cmr.from_table(pd.DataFrame(rows))
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(textbook_cases())
 def test_textbook_circuit_scores_are_cmr_supports_at_every_step(case):
     n, recalls, params = case
@@ -101,7 +101,7 @@ def _paper_reference(beta_enc, beta_rec, gamma, n, recalls):
     return np.array(out)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(st.integers(2, 10).flatmap(lambda n: st.tuples(st.just(n), st.permutations(range(1, n + 1)))),
        positive_unit, unit, unit)
 def test_paper_circuit_scores_are_the_variants_supports(case, beta_enc, beta_rec, gamma):
