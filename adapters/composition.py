@@ -86,7 +86,7 @@ def head_weights(model) -> dict:
         scale = _norm_fold(norm, d_model)[:, None]
         for name in ("W_Q", "W_K", "W_V"):
             folded = scale * weights[name][layer]
-            if _centred(type(norm).__name__):
+            if _centred(type(getattr(norm, "original_component", norm)).__name__):
                 folded = folded - folded.mean(axis=-2, keepdims=True)  # (I - 11^T/d) diag(w) W
             weights[name][layer] = folded
     n_heads, n_kv = weights["W_Q"].shape[1], weights["W_K"].shape[1]
