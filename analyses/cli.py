@@ -31,6 +31,7 @@ COMMANDS = (
     "export",
     "ablate",
     "recall_lm",
+    "composition",
     "train_toy",
     "run_study",
     "bench",

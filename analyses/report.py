@@ -36,6 +36,53 @@ def ablation_summary(result, top_heads) -> dict:
     return out
 
 
+def composition_stage_summary(scores, causal, roles, distance) -> dict:
+    """JSON-safe summary of the composition stage: scores against the baseline, the tested heads."""
+    out = {"mean_score": {}, "baseline_mean": {}, "heads": []}
+    for kind in scores["composition"].values:
+        out["mean_score"][str(kind)] = float(scores["score"].sel(composition=kind).mean())
+        out["baseline_mean"][str(kind)] = float(scores["baseline_mean"].sel(composition=kind))
+    for t in causal["target"].values:
+        row = causal.sel(target=t)
+        layer, head = int(row["layer"]), int(row["head"])
+        out["heads"].append({
+            "head": f"L{layer}.H{head}", "roles": list(roles[(layer, head)]),
+            "induction": float(row["base_induction"]), "drop_q": float(row["drop_all"].sel(path="Q")),
+            "drop_k": float(row["drop_all"].sel(path="K")), "class": str(row["composition_class"].values),
+            "upstream": str(row["upstream"].values), "distance": float(distance[layer, head]),
+        })
+    return out
+
+
+def _composition_section(ctx) -> list[str]:
+    s = ctx.summaries.get("composition")
+    if not s:
+        return []
+    means = ", ".join(f"{k} {_fmt(v)} (random {_fmt(s['baseline_mean'][k])})" for k, v in s["mean_score"].items())
+    lines = [
+        "## Which composition the heads use",
+        "",
+        "CMR built as attention is a Q-composition circuit (docs/circuit.md). Mean composition scores "
+        f"(Elhage et al. 2021) over all head pairs: {means}. Causal test: every earlier head's direct output "
+        "removed from only the query input or only the key input of the head; relative drop of its "
+        "induction score (K: the key path carries it, Q: the query path, mixed: both).",
+        "",
+        "| head | chosen as | induction score | lsq CMR distance | drop (query path) | drop (key path) | class | upstream |",
+        "|---|---|---:|---:|---:|---:|---|---|",
+    ]
+    for h in s["heads"]:
+        lines.append(f"| {h['head']} | {', '.join(r.replace('_', '-') for r in h['roles'])} | {_fmt(h['induction'])} | "
+                     f"{_fmt(h['distance'])} | {_fmt(h['drop_q'])} | {_fmt(h['drop_k'])} | {h['class']} | {h['upstream']} |")
+    counts = {}
+    for h in s["heads"]:
+        counts[h["class"]] = counts.get(h["class"], 0) + 1
+    lines += ["", "Classes of the tested heads: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
+              + ". The study argued that CMR-like heads resemble Q-composition; "
+              + ("none of the tested heads is Q-composed." if "Q" not in counts else
+                 f"{counts['Q']} of {len(s['heads'])} tested heads are Q-composed."), ""]
+    return lines
+
+
 def _fmt(x, digits=3):
     return "n/a" if x is None or (isinstance(x, float) and not np.isfinite(x)) else f"{x:.{digits}f}"
 
@@ -198,7 +245,8 @@ def write_report(ctx, manifest=None) -> Path:
         f"Settings: `{json.dumps(ctx.settings, sort_keys=True)}`",
         "",
     ]
-    lines += _human_section(ctx) + _heads_section(ctx) + _fits_section(ctx) + _ablation_section(ctx)
+    lines += _human_section(ctx) + _heads_section(ctx) + _fits_section(ctx) + _composition_section(ctx)
+    lines += _ablation_section(ctx)
     lines += report_section(ctx.summaries.get("llm_recall", {}))
     lines += _timings(ctx, manifest)
     text = "\n".join(lines) + "\n"

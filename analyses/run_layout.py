@@ -24,6 +24,8 @@ __all__ = [
     "ABLATION_FILE",
     "LLM_RECALL_FILE",
     "LLM_RECALL_ABLATION_FILE",
+    "COMPOSITION_FILE",
+    "CAUSAL_COMPOSITION_FILE",
     "FIGURES_DIR",
     "REPORT_FILE",
     "slug",
@@ -66,6 +68,8 @@ ATTENTION_FILE = "attention_top_head.nc"  # attention pattern of the top inducti
 ABLATION_FILE = "ablation.nc"
 LLM_RECALL_FILE = "llm_recall_events.nc"  # the model's own free recall (events)
 LLM_RECALL_ABLATION_FILE = "llm_recall_ablation.nc"
+COMPOSITION_FILE = "composition.nc"  # composition scores of every head pair
+CAUSAL_COMPOSITION_FILE = "causal_composition.nc"  # path-level ablation of the top heads
 FIGURES_DIR = "figures"
 REPORT_FILE = "report.md"
 

@@ -9,10 +9,12 @@ Stages (each resumable, outputs written atomically; see analyses/pipeline.py):
                    attention pattern of its top induction head over one prompt
 4. ``fit_heads``   CMR fits of every head (objectives ``paper`` and ``lsq``) + fair Gaussian
 5. ``fit_humans``  the same call on every human subject's lag-CRP
-6. ``ablation``    ICL score with the top 10% CMR-like heads ablated vs random head sets
+6. ``composition`` composition scores of every head pair and the causal Q/K composition test
+                   of the top induction and CMR-like heads
+7. ``ablation``    ICL score with the top 10% CMR-like heads ablated vs random head sets
    ``llm_recall``  the model's own free recall of word lists, intact and with head sets ablated
-7. ``figures``     publication figures
-8. ``report``      report.md (+ report.html) whose numbers come from this run's outputs
+8. ``figures``     publication figures
+9. ``report``      report.md (+ report.html) whose numbers come from this run's outputs
 """
 from __future__ import annotations
 
@@ -24,7 +26,9 @@ from icl_cmr.analyses.pipeline import RunContext, Stage, check_out_dir, run_stag
 from icl_cmr.analyses.run_layout import (
     ABLATION_FILE,
     ATTENTION_FILE,
+    CAUSAL_COMPOSITION_FILE,
     CMR_LIKE_DISTANCE,
+    COMPOSITION_FILE,
     DEFAULT_MODEL,
     DEFAULT_RECALL,
     DEMO_SETTINGS,
@@ -195,6 +199,36 @@ def _fit_humans(ctx: RunContext) -> dict:
     return summary
 
 
+#: heads of each kind (top induction, most CMR-like) in the study's causal composition test
+COMPOSITION_TOP = 3
+
+
+def _composition(ctx: RunContext) -> dict:
+    from cmr.io import load_dataset, save_dataset
+    from icl_cmr.adapters import causal_composition, composition
+    from icl_cmr.analyses.report import composition_stage_summary
+
+    s = ctx.settings
+    model = load_study_model(s["model"], device=s["device"], dtype=s["dtype"])
+    scores = composition.composition_scores(model, n_baseline=50, rng=int(s["seed"]))
+    save_dataset(scores, ctx.path(COMPOSITION_FILE))
+    induction = causal_composition.induction_scores(model, seed=int(s["seed"]))
+    distance = load_dataset(ctx.path(head_fit_file("lsq")), kind="profile_fit")["distance"]
+    distance = distance.squeeze([d for d in ("model", "checkpoint") if d in distance.dims], drop=True)
+    distance = distance.transpose("layer", "head").values
+    induction[0], distance[0] = -np.inf, np.inf  # layer 0 has no earlier head to compose with
+    picks = {"induction": np.argsort(induction, axis=None)[::-1][:COMPOSITION_TOP],
+             "cmr_like": np.argsort(np.nan_to_num(distance, nan=np.inf), axis=None)[:COMPOSITION_TOP]}
+    roles = {}
+    for role, flat in picks.items():
+        for index in flat:
+            roles.setdefault(tuple(int(i) for i in np.unravel_index(index, induction.shape)), []).append(role)
+    heads = list(roles)
+    causal = causal_composition.path_ablation(model, heads, seed=int(s["seed"]), composition=scores)
+    save_dataset(causal, ctx.path(CAUSAL_COMPOSITION_FILE))
+    return composition_stage_summary(scores, causal, roles, distance)
+
+
 def _ablation(ctx: RunContext) -> dict:
     from icl_cmr.adapters.text_corpus import load_passages
     from icl_cmr.adapters.transformer_lens import measure_peak_memory, with_run_record
@@ -269,6 +303,8 @@ def build_stages(settings: dict) -> list[Stage]:
         Stage("fit_humans", tuple(human_fit_files(settings).values()), _fit_humans,
               "the same fits for every human subject"),
     ]
+    stages.append(Stage("composition", (COMPOSITION_FILE, CAUSAL_COMPOSITION_FILE), _composition,
+                        "composition scores and the causal Q/K composition test of the top heads"))
     if int(settings.get("ablation_passages", 0)) > 0:
         stages.append(Stage("ablation", (ABLATION_FILE,), _ablation,
                             "ICL score with the top CMR-like heads ablated vs random head sets"))

@@ -20,6 +20,7 @@ transformer_lens or matplotlib). Where things live (for reading the source):
 * the simplified CMR of Ji-An et al. (2024): :mod:`cmr.paper`;
 * lag-profile grids of either variant: :mod:`cmr.grids`;
 * one fit for any lag profile (heads or humans): :mod:`cmr.profile_fit`;
+* CMR built as a two-layer attention circuit: :mod:`cmr.circuit`;
 * property testing of any CMR model or port: :mod:`cmr.testing` (imported on its own, not
   by ``import cmr``; its strategies need hypothesis).
 """
@@ -59,6 +60,8 @@ from .grids import paper_mc_grid as paper_mc_grid
 from .grids import paper_teacher_forced_grid as paper_teacher_forced_grid
 from .grids import textbook_teacher_forced_grid as textbook_teacher_forced_grid
 from ._checks import lag_window as lag_window
+from .circuit import CIRCUIT_VARIANTS as CIRCUIT_VARIANTS
+from .circuit import attention_circuit as attention_circuit
 from .io import load_dataset as load_dataset
 from .io import save_dataset as save_dataset
 from .io import write_result as write_result
@@ -176,6 +179,9 @@ __all__ = [
     "textbook_teacher_forced_grid",
     "paper_crp",
     "cut_lag_window",
+    # CMR as an attention circuit
+    "attention_circuit",
+    "CIRCUIT_VARIANTS",
     # fitting lag profiles
     "fit_profiles",
     "information_criteria",

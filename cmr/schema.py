@@ -33,6 +33,7 @@ __all__ = [
     "validate_model_comparison",
     "validate_predictive_check",
     "validate_cmr_states",
+    "validate_circuit_trace",
     "register_kind",
     "known_kinds",
     "check_attrs_netcdf_safe",
@@ -323,7 +324,17 @@ def validate_profile_null(ds: xr.Dataset) -> None:
             raise SchemaError(f"profile_null dataset needs attr {name!r}")
 
 
+def validate_circuit_trace(ds: xr.Dataset) -> None:
+    """Check a circuit_trace dataset (CMR run as an attention circuit; docs/schema.md)."""
+    kind = "circuit_trace"
+    require_variables(ds, ["score", "support", "probability", "context", "cue_position"], kind)
+    for name in ("score", "support", "probability"):
+        require_dims(ds[name], ["step", "study_position"], kind, name)
+    require_dims(ds["context"], ["step", "unit"], kind, "context")
+
+
 _VALIDATORS = {
+    "circuit_trace": validate_circuit_trace,
     "events": validate_events,
     "profile_null": validate_profile_null,
     "recall_cv": validate_recall_cv,

@@ -20,6 +20,8 @@ Fitted parameters (:mod:`.fits`)
     :func:`parameters_heads_vs_humans`, :func:`parameter_recovery`
 Causal test (:mod:`.ablation`)
     :func:`ablation_result`
+Composition (:mod:`.composition`)
+    :func:`composition_matrix`, :func:`causal_composition`
 Training dynamics (:mod:`.dynamics`)
     :func:`training_dynamics`
 Posterior predictive check (:mod:`.predictive`)
@@ -28,6 +30,7 @@ The language model as a recall subject (:mod:`.llm_recall`)
     :func:`recall_vs_humans`
 """
 from .ablation import ablation_result
+from .composition import causal_composition, composition_matrix
 from .dynamics import training_dynamics
 from .predictive import predictive_check
 from .fits import parameter_recovery, parameters_heads_vs_humans
@@ -71,6 +74,9 @@ __all__ = [
     "parameter_recovery",
     # causal test and training dynamics
     "ablation_result",
+    # composition
+    "composition_matrix",
+    "causal_composition",
     "training_dynamics",
     # fitted CMR against the data
     "predictive_check",

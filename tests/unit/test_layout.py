@@ -18,7 +18,8 @@ PACKAGES = {"cmr": "cmr", "adapters": "icl_cmr.adapters", "analyses": "icl_cmr.a
 HEAVY_LM = ("torch", "transformer_lens", "transformers", "tokenizers", "gguf")
 # the adapter family that may touch torch and TransformerLens
 LM_MODULES = ("icl_cmr.adapters.transformer_lens", "icl_cmr.adapters.interventions", "icl_cmr.adapters.toy_model",
-              "icl_cmr.adapters.free_recall_task")
+              "icl_cmr.adapters.free_recall_task", "icl_cmr.adapters.composition",
+              "icl_cmr.adapters.causal_composition")
 
 
 def _modules() -> dict[str, Path]:

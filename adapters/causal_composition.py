@@ -1,0 +1,300 @@
+"""Causal composition test: remove an earlier head's output from only the query or key input of a head.
+
+Path-level ablation (the causal counterpart of :mod:`icl_cmr.adapters.composition`): on
+repeated-list prompts (BOS + a random word list + the same list again), the direct output
+``z W_O`` of an earlier head is subtracted from the query input of one later head only
+(``blocks.L.attn.hook_q_input``, one slice per query head), or from its key input only
+(``hook_k_input``, one slice per key/value head: with grouped-query attention the other query
+heads of the group see the same keys, but only this head is read). Only the direct path is
+cut: MLPs and intermediate heads still see the earlier head's output. The value input does not
+enter the attention pattern, so it cannot move an induction score or a lag profile and is not
+tested here.
+
+For each target head the test measures the drop of its induction score (attention from a
+second-copy token to the token after its first copy) when every earlier head is removed from
+the query side, from the key side, and when each earlier head is removed alone, and the change
+of its attention lag profile. A head is K-composed when removing the earlier heads from its key input
+destroys its induction score and removing them from its query input does not (the textbook
+induction head of Elhage et al. 2021, a previous-token head feeding the key); Q-composed in
+the mirror case (a duplicate-token head feeding the query, CMR's circuit, docs/circuit.md);
+mixed when both matter. A head with (almost) no induction score has nothing to lose and is
+reported as ``weak``.
+"""
+from __future__ import annotations
+
+import numpy as np
+import xarray as xr
+
+from cmr.errors import ParameterError
+from cmr.schema import provenance_attrs, require_dims, require_variables, validate
+
+from .errors import ModelNotAvailableError
+from .transformer_lens import make_prompts
+
+__all__ = ["PATHS", "SIGNIFICANT_DROP", "DOMINANCE", "UPSTREAM_DROP", "MIN_INDUCTION", "classify", "induction_scores",
+           "path_ablation", "validate_path_ablation"]
+
+PATHS = ("Q", "K")
+#: a relative drop of the induction score at least this large counts as an effect of the path
+SIGNIFICANT_DROP = 0.25
+#: one path dominates when its relative drop is at least this many times the other's
+DOMINANCE = 2.0
+#: an earlier head is named as upstream when removing it alone drops the score this much
+UPSTREAM_DROP = 0.1
+#: below this induction score a head has no induction to remove: its relative drops are not classified
+MIN_INDUCTION = 0.05
+
+
+#: earlier heads ablated together in one batched recomputation (bounds its memory)
+_CHUNK = 32
+
+
+class _Stop(Exception):
+    """Raised by the last hook of a pass: nothing after the last target layer is needed."""
+
+
+def classify(drop_q: float, drop_k: float, base_induction: float = 1.0) -> str:
+    """``"K"``, ``"Q"``, ``"mixed"`` or ``"neither"`` from the relative drops of the two paths;
+    ``"weak"`` when the head's induction score is below :data:`MIN_INDUCTION`."""
+    if not base_induction >= MIN_INDUCTION:
+        return "weak"
+    q_on, k_on = drop_q >= SIGNIFICANT_DROP, drop_k >= SIGNIFICANT_DROP
+    if k_on and (not q_on or drop_k >= DOMINANCE * drop_q):
+        return "K"
+    if q_on and (not k_on or drop_q >= DOMINANCE * drop_k):
+        return "Q"
+    return "mixed" if (q_on and k_on) else "neither"
+
+
+def _lag_statistics(pattern, n_words: int, lags) -> tuple[np.ndarray, np.ndarray]:
+    """Induction score (...,) and lag profile (..., lag) of attention patterns (..., seq, seq)."""
+    k = np.arange(n_words)
+    query = n_words + 1 + k
+    induction = pattern[..., query[:-1], 1 + k[:-1] + 1].mean(axis=-1)
+    profile = np.full(pattern.shape[:-2] + (len(lags),), np.nan)
+    for i, lag in enumerate(lags):
+        ok = (k + lag >= 0) & (k + lag < n_words)
+        profile[..., i] = pattern[..., query[ok], 1 + k[ok] + lag].mean(axis=-1)
+    return induction, profile
+
+
+def _base_pass(model, tokens, layers, last):
+    """One pass to the last target layer: head outputs z (layers < last), each target layer's
+    residual input, rotary tables and attention pattern."""
+    import torch
+
+    cache = {}
+
+    def keeper(name):  # keyed by the name asked for (the library reports aliases by their own names)
+        def keep(tensor, hook):
+            cache[name] = tensor.detach()
+            if name == f"blocks.{last}.attn.hook_pattern":
+                raise _Stop
+
+        return keep
+
+    names = [f"blocks.{layer}.attn.hook_z" for layer in range(last)]
+    for layer in layers:
+        names += [f"blocks.{layer}.hook_in", f"blocks.{layer}.attn.hook_cos", f"blocks.{layer}.attn.hook_sin",
+                  f"blocks.{layer}.attn.hook_pattern"]
+    with torch.no_grad():
+        try:
+            model.bridge.run_with_hooks(tokens, fwd_hooks=[(name, keeper(name)) for name in names])
+        except _Stop:
+            pass
+    return cache
+
+
+class _HeadAttention:
+    """Recomputes one head's attention pattern from separate query-side and key-side inputs.
+
+    Llama-style attention (pre-norm RMSNorm, rotary, causal softmax), through the model's own
+    modules; checked against the pattern the model computed (``check``).
+    """
+
+    def __init__(self, model, cache, layer: int, head: int):
+        block = model.bridge.blocks[layer]
+        self.norm, self.attn = block.ln1.original_component, block.attn.original_component
+        self.head, self.layer = head, layer
+        self.kv = head // int(getattr(self.attn, "num_key_value_groups", 1))
+        self.cos, self.sin = cache[f"blocks.{layer}.attn.hook_cos"], cache[f"blocks.{layer}.attn.hook_sin"]
+        self.residual = cache[f"blocks.{layer}.hook_in"]
+        self.observed = cache[f"blocks.{layer}.attn.hook_pattern"][:, head]
+
+    def _project(self, x, proj, index):
+        """This head's slice of a projection of the normed input: (..., seq, d_head), then (n, 1, seq, d_head)."""
+        import torch.nn.functional as F
+
+        d_head = int(self.attn.head_dim)
+        rows = slice(index * d_head, (index + 1) * d_head)
+        bias = proj.bias[rows] if proj.bias is not None else None
+        out = F.linear(self.norm(x), proj.weight[rows], bias)
+        return out.reshape(-1, 1, *out.shape[-2:])
+
+    def pattern(self, removed_q=None, removed_k=None):
+        """Attention pattern (..., batch, seq, seq) with ``removed_*`` (..., batch, seq, d_model) taken
+        out of the query-side or key-side input (leading dims: one ablation each)."""
+        import torch
+        from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
+
+        x_q = self.residual if removed_q is None else self.residual - removed_q
+        x_k = self.residual if removed_k is None else self.residual - removed_k
+        lead = torch.broadcast_shapes(x_q.shape, x_k.shape)[:-1]
+        with torch.no_grad():
+            q = self._project(x_q.expand(*lead, -1), self.attn.q_proj, self.head)
+            k = self._project(x_k.expand(*lead, -1), self.attn.k_proj, self.kv)
+            q, k = apply_rotary_pos_emb(q, k, self.cos, self.sin)
+            scores = (q @ k.transpose(-1, -2))[:, 0] * float(self.attn.scaling)
+            seq = scores.shape[-1]
+            future = torch.triu(torch.ones(seq, seq, dtype=torch.bool, device=scores.device), 1)
+            pattern = scores.masked_fill(future, float("-inf")).softmax(-1)
+            return pattern.reshape(*lead[:-1], seq, seq).float().cpu().numpy()
+
+    def check(self, tolerance: float = 1e-4) -> None:
+        got = self.pattern()
+        want = self.observed.float().cpu().numpy()
+        error = float(np.abs(got - want).max())
+        if not error <= tolerance:
+            raise ModelNotAvailableError(
+                f"path ablation recomputes attention as Llama-style models do (RMSNorm, rotary, causal "
+                f"softmax); for L{self.layer}.H{self.head} of this model the recomputed pattern differs "
+                f"from the model's own by {error:.2g}")
+
+
+def induction_scores(model, *, n_words: int = 50, n_prompts: int = 2, seed: int = 0) -> np.ndarray:
+    """Induction score of every head on the prompts of :func:`path_ablation`, float64 (layer, head)."""
+    import torch
+
+    made = make_prompts(model, n_words=n_words, n_prompts=n_prompts, seed=seed)
+    tokens = torch.as_tensor(made.tokens).to(model.device)
+    scores = np.zeros((model.n_layers, model.n_heads))
+
+    def keep(tensor, hook):
+        layer = int(hook.name.split(".")[1])
+        pattern = tensor.detach().float().cpu().numpy()
+        for head in range(model.n_heads):
+            scores[layer, head] = _lag_statistics(pattern[:, head], n_words, [1])[0].mean()
+
+    with torch.no_grad():
+        model.bridge.run_with_hooks(tokens, fwd_hooks=[(lambda name: name.endswith("attn.hook_pattern"), keep)])
+    return scores
+
+
+def path_ablation(model, heads, *, n_words: int = 50, n_prompts: int = 2, seed: int = 0, lags=range(-5, 6),
+                  composition=None) -> xr.Dataset:
+    """The causal composition test of ``heads`` (see the module docstring).
+
+    One forward pass (to the last target layer) records every earlier head's output and each
+    target layer's residual input; each ablation then recomputes only the target head's
+    attention from the edited query-side or key-side input (checked against the model's own
+    pattern without edits), so every earlier head is tested alone on both paths.
+
+    Parameters
+    ----------
+    model : LoadedModel
+        A Llama-style model (RMSNorm, rotary attention).
+    heads : sequence of (layer, head)
+        Target heads (layer >= 1).
+    n_words, n_prompts, seed : int
+        Prompts (:func:`icl_cmr.adapters.transformer_lens.make_prompts`).
+    lags : sequence of int
+        Lags of the attention profiles.
+    composition : xarray.Dataset, optional
+        The model's ``composition`` dataset; when given, ``source_composition`` holds the
+        weight-based score of every (source, target, path) next to its causal drop.
+
+    Returns
+    -------
+    xarray.Dataset
+        Kind ``path_ablation`` with dims ``target`` (coords ``layer``, ``head``), ``path``
+        (Q, K), ``source_layer``, ``source_head``, ``lag``: ``base_induction`` (target);
+        ``induction_all`` and ``drop_all`` (target, path), the induction score and its
+        relative drop after removing every earlier head from the path; ``profile`` (target,
+        lag) and ``profile_all`` (target, path, lag), attention by lag; ``source_drop``
+        (target, path, source_layer, source_head), the relative drop when that earlier head
+        alone is removed (NaN for heads not earlier); ``source_composition`` (same dims, when
+        ``composition`` is given); ``composition_class`` (target) K, Q, mixed, neither, or weak (induction score
+        below ``MIN_INDUCTION``: nothing to remove), and
+        ``upstream`` (target), the earlier heads whose removal alone drops the score by
+        ``UPSTREAM_DROP`` or more ("layer.head/path", largest first). Means over prompts.
+    """
+    import torch
+
+    targets = [(int(layer), int(head)) for layer, head in heads]
+    if not targets or any(not (1 <= layer < model.n_layers and 0 <= head < model.n_heads) for layer, head in targets):
+        raise ParameterError(f"heads must be (layer, head) pairs with 1 <= layer < {model.n_layers} and "
+                             f"0 <= head < {model.n_heads}; got {list(heads)!r}")
+    lags = [int(lag) for lag in lags]
+    made = make_prompts(model, n_words=n_words, n_prompts=n_prompts, seed=seed)
+    tokens = torch.as_tensor(made.tokens).to(model.device)
+    last = max(layer for layer, _ in targets)
+    cache = _base_pass(model, tokens, sorted({layer for layer, _ in targets}), last)
+    w_o = model.bridge.W_O.detach()  # (layer, head, d_head, d_model)
+    with torch.no_grad():  # direct output z W_O of every earlier head: (layer, head, batch, pos, d_model)
+        z = torch.stack([cache[f"blocks.{e}.attn.hook_z"] for e in range(last)])  # (layer, batch, pos, head, d_head)
+        direct = torch.einsum("lbphd,lhdm->lhbpm", z, w_o[:last].to(z.dtype))
+    n_t, n_l, n_h = len(targets), model.n_layers, model.n_heads
+    base_induction = np.full(n_t, np.nan)
+    induction_all, drop_all = np.full((n_t, 2), np.nan), np.full((n_t, 2), np.nan)
+    profile, profile_all = np.full((n_t, len(lags)), np.nan), np.full((n_t, 2, len(lags)), np.nan)
+    source_drop = np.full((n_t, 2, n_l, n_h), np.nan)
+    classes, upstream = [], []
+    for t, (layer, head) in enumerate(targets):
+        attention = _HeadAttention(model, cache, layer, head)
+        attention.check()
+        induction, base_profile = _lag_statistics(attention.pattern(), n_words, lags)
+        base = induction.mean()
+        base_induction[t], profile[t] = base, base_profile.mean(axis=0)
+        every = direct[:layer].sum(dim=(0, 1))
+        singles = direct[:layer].reshape(layer * n_h, *direct.shape[2:])
+        for p, path in enumerate(PATHS):
+            key = f"removed_{path.lower()}"
+            ablated, ablated_profile = _lag_statistics(attention.pattern(**{key: every}), n_words, lags)
+            induction_all[t, p], drop_all[t, p] = ablated.mean(), 1.0 - ablated.mean() / base
+            profile_all[t, p] = ablated_profile.mean(axis=0)
+            for start in range(0, layer * n_h, _CHUNK):
+                single, _ = _lag_statistics(attention.pattern(**{key: singles[start:start + _CHUNK]}), n_words, [1])
+                flat = source_drop[t, p, :layer].reshape(-1)
+                flat[start:start + single.shape[0]] = 1.0 - single.mean(axis=-1) / base
+                source_drop[t, p, :layer] = flat.reshape(layer, n_h)
+        classes.append(classify(drop_all[t, 0], drop_all[t, 1], base))
+        named = [(source_drop[t, p, e, g], f"{e}.{g}/{path}") for p, path in enumerate(PATHS)
+                 for e in range(layer) for g in range(n_h)
+                 if source_drop[t, p, e, g] >= UPSTREAM_DROP and classes[-1] != "weak"]
+        upstream.append(" ".join(name for _, name in sorted(named, reverse=True)) or "-")
+    dims4 = ("target", "path", "source_layer", "source_head")
+    variables = {
+        "base_induction": ("target", base_induction),
+        "induction_all": (("target", "path"), induction_all),
+        "drop_all": (("target", "path"), drop_all),
+        "profile": (("target", "lag"), profile),
+        "profile_all": (("target", "path", "lag"), profile_all),
+        "source_drop": (dims4, source_drop),
+        "composition_class": ("target", np.array(classes, dtype=str)),
+        "upstream": ("target", np.array(upstream, dtype=str)),
+    }
+    if composition is not None:
+        values = np.full(source_drop.shape, np.nan)
+        for t, (layer, head) in enumerate(targets):
+            for p, path in enumerate(PATHS):
+                values[t, p] = composition["score"].sel(composition=path, layer=layer, head=head).values
+        variables["source_composition"] = (dims4, values)
+    ds = xr.Dataset(
+        variables,
+        coords={"target": np.arange(n_t), "layer": ("target", [layer for layer, _ in targets]),
+                "head": ("target", [head for _, head in targets]), "path": list(PATHS),
+                "source_layer": np.arange(n_l), "source_head": np.arange(n_h), "lag": lags},
+        attrs=provenance_attrs("path_ablation", "icl_cmr.adapters.causal_composition.path_ablation", model=model.name,
+                               n_words=int(n_words), n_prompts=int(n_prompts), seed=int(seed),
+                               significant_drop=SIGNIFICANT_DROP, dominance=DOMINANCE, upstream_drop=UPSTREAM_DROP),
+    )
+    ds.attrs["model"] = model.name
+    return validate(ds, "path_ablation")
+
+
+def validate_path_ablation(ds: xr.Dataset) -> None:
+    """Check a path_ablation dataset (docs/schema.md)."""
+    kind = "path_ablation"
+    require_variables(ds, ["base_induction", "drop_all", "source_drop", "composition_class"], kind)
+    require_dims(ds["drop_all"], ["target", "path"], kind, "drop_all")
+    require_dims(ds["source_drop"], ["target", "path", "source_layer", "source_head"], kind, "source_drop")

@@ -1,0 +1,79 @@
+"""Which composition heads use: weight-based composition scores and the causal Q/K test."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from ._common import checked
+from .style import PALETTE, house_style, new_figure
+
+__all__ = ["composition_matrix", "causal_composition"]
+
+
+def composition_matrix(scores):
+    """Composition scores above the random baseline, every earlier head against every later head.
+
+    Parameters
+    ----------
+    scores : xarray.Dataset
+        Kind ``composition`` (:func:`icl_cmr.adapters.composition.composition_scores`).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        One panel per composition (Q, K, V): ``excess`` (score minus the random mean) with the
+        later head (layer-major) down and the earlier head across; grey where undefined.
+    """
+    scores = checked(scores, "composition", "icl_cmr.adapters.composition.composition_scores")
+    kinds = [str(k) for k in scores["composition"].values]
+    n_layers, n_heads = scores.sizes["layer"], scores.sizes["head"]
+    excess = scores["excess"].transpose("composition", "layer", "head", "source_layer", "source_head").values
+    top = float(np.nanmax(excess)) if np.isfinite(excess).any() else 1.0
+    fig, axes = new_figure(len(kinds), width=2.6, height=2.6, squeeze=False)
+    with house_style():
+        for ax, kind, values in zip(axes[0], kinds, excess):
+            image = ax.imshow(values.reshape(n_layers * n_heads, -1), cmap="magma", vmin=0.0, vmax=top,
+                              interpolation="nearest")
+            image.cmap.set_bad("0.9")
+            ticks = np.arange(0, n_layers, max(1, n_layers // 5)) * n_heads
+            ax.set_xticks(ticks, [str(t // n_heads) for t in ticks])
+            ax.set_yticks(ticks, [str(t // n_heads) for t in ticks])
+            ax.set_title(f"{kind}-composition")
+            ax.set_xlabel("Earlier head (layer)")
+            ax.set_ylabel("Later head (layer)")
+        fig.colorbar(image, ax=axes[0].tolist(), shrink=0.8, label="Score above random")
+    return fig
+
+
+def causal_composition(causal):
+    """Relative drop of each tested head's induction score, query path against key path.
+
+    Parameters
+    ----------
+    causal : xarray.Dataset
+        Kind ``path_ablation`` (:func:`icl_cmr.adapters.causal_composition.path_ablation`).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Paired bars per head (removing every earlier head from its query input, from its key
+        input), labelled with the head's class; dashed line at the significance threshold.
+    """
+    causal = checked(causal, "path_ablation", "icl_cmr.adapters.causal_composition.path_ablation")
+    labels = [f"L{int(layer)}.H{int(head)}\n{cls}" for layer, head, cls in
+              zip(causal["layer"].values, causal["head"].values, causal["composition_class"].values)]
+    x = np.arange(len(labels))
+    fig, ax = new_figure(width=max(2.6, 0.7 * len(labels) + 1.0), height=2.4)
+    with house_style():
+        for i, path in enumerate(causal["path"].values):
+            ax.bar(x + (i - 0.5) * 0.38, causal["drop_all"].sel(path=path).values, width=0.36, color=PALETTE[i],
+                   label=f"{path} input")
+        ax.axhline(0.0, color="k", lw=0.6)
+        threshold = json.loads(causal.attrs["provenance"]).get("significant_drop")
+        if threshold is not None:
+            ax.axhline(threshold, color="0.5", lw=0.8, ls="--")
+        ax.set_xticks(x, labels)
+        ax.set_ylabel("Drop of induction score")
+        ax.legend(frameon=False)
+    return fig
