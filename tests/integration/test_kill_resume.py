@@ -1,7 +1,10 @@
 """SIGKILL at random points: of a single write, and of a whole study run resumed again and again.
 
-The children are forked from the test process (``multiprocessing`` with ``fork``), so they start
-with everything imported and each kill costs only the work it interrupts. A kill can land
+The children are forked from a fork server (``multiprocessing`` with ``forkserver``) that imported
+the toolkit, torch and matplotlib once, so they start with everything imported and each kill
+costs only the work it interrupts; the server never ran torch or numba threads, so its forks are
+safe whatever the test process ran before (a fork of a process whose OpenMP pools are running
+can hang). A kill can land
 anywhere: in a computation, between a stage's outputs, inside ``to_netcdf`` or between the
 flush and the rename of a write; some kills are placed inside writes on purpose.
 """
@@ -22,7 +25,8 @@ import xarray as xr
 from cmr.io import PARTIAL, load_dataset, save_dataset
 from tests.conftest import require
 
-FORK = multiprocessing.get_context("fork")
+FORK = multiprocessing.get_context("forkserver")
+FORK.set_forkserver_preload(["matplotlib", "torch", "icl_cmr.analyses.study", "tests.integration.test_kill_resume"])
 VOLATILE = ("created_utc", "peak_memory_bytes", "peak_memory_measure")  # differ between any two runs
 
 
@@ -78,7 +82,7 @@ def _tiny_recall(path: Path) -> Path:
 
 
 def _single_threaded():
-    """A forked child must not use the OpenMP pools its parent may have started (they do not survive a fork)."""
+    """One thread each: the children of one test run side by side with nothing else to share."""
     import numba
     import torch
 
