@@ -650,6 +650,14 @@ def _peak_memory(where, reset: bool) -> dict:
     if where.type == "mps":
         return {"peak_memory_bytes": int(torch.mps.driver_allocated_memory()),
                 "peak_memory_measure": "torch.mps.driver_allocated_memory() at the end of the run (no peak is kept)"}
+    if reset:  # Linux: VmHWM is the peak that clear_refs reset (getrusage also keeps the peaks of exited threads)
+        try:
+            with open("/proc/self/status") as handle:
+                hwm = next(line for line in handle if line.startswith("VmHWM:"))
+            return {"peak_memory_bytes": int(hwm.split()[1]) * 1024,
+                    "peak_memory_measure": "peak resident memory of the process during the run (VmHWM)"}
+        except (OSError, StopIteration, ValueError, IndexError):
+            pass
     try:
         import resource
     except ImportError:  # Windows
@@ -667,9 +675,9 @@ def measure_peak_memory(device):
     Keys ``peak_memory_bytes`` (int; -1 where nothing can be measured) and
     ``peak_memory_measure`` (how). CUDA: ``torch.cuda.max_memory_allocated`` after
     ``reset_peak_memory_stats`` (tensors on that GPU, the weights included). CPU: the peak
-    resident memory of the whole process (``resource.getrusage``: weights, libraries and data),
-    reset at the start through ``/proc/self/clear_refs`` on Linux (elsewhere it counts from the
-    start of the process). MPS: torch keeps no peak there, so the memory its driver holds at
+    resident memory of the whole process (weights, libraries and data): on Linux ``VmHWM``,
+    reset at the start through ``/proc/self/clear_refs``; elsewhere ``resource.getrusage``,
+    counted from the start of the process. MPS: torch keeps no peak there, so the memory its driver holds at
     the end. Both resets are process-wide: a measurement inside the block restarts this one.
     """
     import torch

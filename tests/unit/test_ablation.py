@@ -14,6 +14,7 @@ import xarray as xr
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from icl_cmr.adapters import interventions
 from icl_cmr.analyses import ablation
 from cmr.errors import ParameterError, SchemaError
 from cmr.io import load_dataset, save_dataset
@@ -59,17 +60,17 @@ def _reference_losses(model, passages, targets, bos=0):
 def test_zero_ablation_at_hook_z_equals_weight_surgery(tiny):
     bridge, reference, passages = tiny
     targets = np.arange(1, 30)
-    base, _ = ablation.passage_losses(bridge, passages, targets, batch_size=2)
+    base, _ = interventions.passage_losses(bridge, passages, targets, batch_size=2)
     np.testing.assert_allclose(base, _reference_losses(reference, passages, targets), rtol=0, atol=1e-5)
     heads = [(1, 1), (0, 3)]
-    ablated, _ = ablation.passage_losses(bridge, passages, targets, heads=heads, mode="zero", batch_size=2)
+    ablated, _ = interventions.passage_losses(bridge, passages, targets, heads=heads, mode="zero", batch_size=2)
     surgery = copy.deepcopy(reference)
     d_head = 8
     for layer, head in heads:
         surgery.model.layers[layer].self_attn.o_proj.weight.data[:, head * d_head:(head + 1) * d_head] = 0
     np.testing.assert_allclose(ablated, _reference_losses(surgery, passages, targets), rtol=0, atol=1e-5)
     assert np.abs(ablated - base).max() > 1e-3  # ablating heads changes the outputs
-    again, _ = ablation.passage_losses(bridge, passages, targets, batch_size=3)
+    again, _ = interventions.passage_losses(bridge, passages, targets, batch_size=3)
     np.testing.assert_array_equal(again, base)  # hooks are removed afterwards
 
 
@@ -78,15 +79,15 @@ def test_mean_ablation_uses_the_heads_mean_output(tiny):
     import torch
 
     targets = np.arange(1, 30)
-    _, means = ablation.passage_losses(bridge, passages, targets, capture_means=True, batch_size=2)
+    _, means = interventions.passage_losses(bridge, passages, targets, capture_means=True, batch_size=2)
     length = targets.max() + 1
     ids = torch.cat([torch.zeros((len(passages), 1), dtype=torch.long), torch.as_tensor(passages[:, : length - 1])], 1)
     with torch.inference_mode():
         _, cache = bridge.run_with_cache(ids, names_filter=lambda n: n.endswith("attn.hook_z"))
     expected = cache["blocks.1.attn.hook_z"][:, 1:].double().mean(dim=(0, 1)).numpy()
     np.testing.assert_allclose(means[1], expected, atol=1e-6)
-    zero, _ = ablation.passage_losses(bridge, passages, targets, heads=[(1, 2)], mode="zero")
-    mean, _ = ablation.passage_losses(bridge, passages, targets, heads=[(1, 2)], mode="mean", means=means)
+    zero, _ = interventions.passage_losses(bridge, passages, targets, heads=[(1, 2)], mode="zero")
+    mean, _ = interventions.passage_losses(bridge, passages, targets, heads=[(1, 2)], mode="mean", means=means)
     assert np.abs(zero - mean).max() > 1e-4
     # oracle: mean ablation = zero ablation plus the constant W_O-projected mean added after attention
     surgery = copy.deepcopy(reference)
@@ -96,7 +97,7 @@ def test_mean_ablation_uses_the_heads_mean_output(tiny):
     o_proj.bias = torch.nn.Parameter(shift.float())
     np.testing.assert_allclose(mean, _reference_losses(surgery, passages, targets), atol=1e-5)
     with pytest.raises(ParameterError, match="means"):
-        ablation.passage_losses(bridge, passages, targets, heads=[(1, 2)], mode="mean")
+        interventions.passage_losses(bridge, passages, targets, heads=[(1, 2)], mode="mean")
 
 
 def test_set_losses_equal_one_bridge_pass_per_set(tiny, monkeypatch):
@@ -112,12 +113,12 @@ def test_set_losses_equal_one_bridge_pass_per_set(tiny, monkeypatch):
     targets = np.arange(1, 30)
     sets = [[(1, 1), (0, 3)], [(1, 2)], [(0, 0), (1, 0)]]
     base, losses, means = interventions.set_losses(bridge, passages, targets, sets, ("zero", "mean"), batch_size=4)
-    reference_base, reference_means = ablation.passage_losses(bridge, passages, targets, capture_means=True)
+    reference_base, reference_means = interventions.passage_losses(bridge, passages, targets, capture_means=True)
     np.testing.assert_allclose(base, reference_base, rtol=0, atol=1e-5)
     np.testing.assert_allclose(means, reference_means, rtol=0, atol=1e-6)
     for m, mode in enumerate(("zero", "mean")):
         for s, heads in enumerate(sets):
-            expected, _ = ablation.passage_losses(bridge, passages, targets, heads=heads, mode=mode, means=reference_means)
+            expected, _ = interventions.passage_losses(bridge, passages, targets, heads=heads, mode=mode, means=reference_means)
             np.testing.assert_allclose(losses[m, s], expected, rtol=0, atol=1e-5)
     assert np.abs(losses[0, 0] - base).max() > 1e-3
     import time

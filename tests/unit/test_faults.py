@@ -449,12 +449,12 @@ def _hold_lock_then_signal(path, ready, release):
 def test_two_writers_one_output(tmp_path):
     import multiprocessing
 
-    fork = multiprocessing.get_context("fork")
-    ready, release = fork.Event(), fork.Event()
-    holder = fork.Process(target=_hold_lock_then_signal, args=(tmp_path / "crp.nc", ready, release))
+    spawn = multiprocessing.get_context("spawn")  # never fork a test process whose thread pools may be running
+    ready, release = spawn.Event(), spawn.Event()
+    holder = spawn.Process(target=_hold_lock_then_signal, args=(tmp_path / "crp.nc", ready, release))
     holder.start()
     try:
-        assert ready.wait(30)
+        assert ready.wait(120)
         with pytest.raises(errors.OutputError, match="another process is writing"):
             save_dataset(_crp(), tmp_path / "crp.nc")
     finally:
