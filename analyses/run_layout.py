@@ -45,9 +45,9 @@ DEMO_SETTINGS = {
     "n_words": 100,
     "seed": 0,
     "grid_trials": 50,  # Monte Carlo trials per start position (the study used 500)
-    # 10 passages x (top + induction control + 50 random sets) at ~1.9x less per condition: about
-    # the time of the earlier 12 x (1 + 20) full passes. The full test is `icl-cmr ablate`.
-    "ablation_passages": 10,
+    # 6 passages x (intact + top + induction control + 50 random sets): about 5 minutes of the
+    # demo's 10 on 2 cores (48 s per passage measured); the full test is `icl-cmr ablate`.
+    "ablation_passages": 6,
     "ablation_random": 50,
     "ablation_matched": 0,
     "ablation_modes": ["zero"],
