@@ -15,11 +15,13 @@ from icl_cmr.analyses.run_layout import CMR_LIKE_DISTANCE
 
 def ablation_summary(result, top_heads) -> dict:
     """JSON-safe summary of an ``ablation`` dataset (per mode: effects and statistics)."""
+    # the random family alone (not the induction control nor layer-matched sets)
+    random_sets = [s for s in result["head_set"].values if str(s).startswith("random_")]
     out = {"top_heads": [f"L{l}.H{h}" for l, h in top_heads], "n_passages": int(result.sizes["passage"]),
-           "n_random": int(result.sizes["head_set"]) - 1, "modes": {}}
+           "n_random": len(random_sets), "modes": {}}
     for mode in result["mode"].values:
         effect = result["mean_effect"].sel(mode=mode)
-        random = effect.sel(head_set=[s for s in result["head_set"].values if s != "top"]).values
+        random = effect.sel(head_set=random_sets).values
         entry = {
             "baseline_icl_score": float(result["baseline_icl_score"].mean()),
             "top_effect": float(effect.sel(head_set="top")),

@@ -163,8 +163,12 @@ def test_run_ablation_dataset_round_trip(tiny, tmp_path):
     assert len(ablation.summary_lines(ds)) == 12
     from icl_cmr.analyses.report import ablation_summary
 
-    summary = ablation_summary(ds, [(1, 0), (1, 3)])["modes"]["zero"]
+    whole = ablation_summary(ds, [(1, 0), (1, 3)])
+    summary = whole["modes"]["zero"]
     assert summary["top_vs_layer_matched"]["n_null"] == 2 and summary["empirical_pvalue"] == float(row["rank_pvalue"])
+    # the random family alone: neither the induction control nor the layer-matched sets
+    assert whole["n_random"] == 3
+    assert summary["random_effect_mean"] == pytest.approx(random.mean())
     path = save_dataset(ds, tmp_path / "ablation.nc")
     back = load_dataset(path, kind="ablation")
     xr.testing.assert_identical(back, ds)
