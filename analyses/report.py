@@ -73,8 +73,10 @@ def _composition_section(ctx) -> list[str]:
         "|---|---|---:|---:|---:|---:|---|---|",
     ]
     for h in s["heads"]:
+        # a weak head has almost no induction score to lose: its relative drops mean nothing
+        drops = ("-", "-") if h["class"] == "weak" else (_fmt(h["drop_q"]), _fmt(h["drop_k"]))
         lines.append(f"| {h['head']} | {', '.join(r.replace('_', '-') for r in h['roles'])} | {_fmt(h['induction'])} | "
-                     f"{_fmt(h['distance'])} | {_fmt(h['drop_q'])} | {_fmt(h['drop_k'])} | {h['class']} | {h['upstream']} |")
+                     f"{_fmt(h['distance'])} | {drops[0]} | {drops[1]} | {h['class']} | {h['upstream']} |")
     counts = {}
     for h in s["heads"]:
         counts[h["class"]] = counts.get(h["class"], 0) + 1
