@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from tests.conftest import REPO_ROOT, require
+from tests.conftest import REPO_ROOT, reference_path, require
 
 GUIDE = REPO_ROOT / "docs" / "user-guide.md"
 README = REPO_ROOT / "README.md"
@@ -49,6 +49,21 @@ def test_readme_python_example_reaches_a_lag_crp_a_fit_and_a_figure(tmp_path, mo
     assert float(fit["logl"].sum()) > float(default["logl"].sum())
     first = capsys.readouterr().out.splitlines()[0]
     assert np.isnan(namespace["crp"]["profile"].mean("subject").sel(lag=0)) and "nan" in first
+
+
+def test_fitting_guide_examples_run(monkeypatch):
+    """docs/fitting.md: the published GPT-2 fit and the human fit (the cluster block needs a cluster)."""
+    require("psifr")
+    monkeypatch.setenv("ICL_CMR_REFERENCE", str(reference_path("icl-cmr").parent))
+    guide = REPO_ROOT / "docs" / "fitting.md"
+    blocks = re.findall(r"```python\n(.*?)```", guide.read_text(), flags=re.S)
+    assert len(blocks) == 2
+    namespace: dict = {}
+    exec(compile(blocks[0], str(guide), "exec"), namespace)  # noqa: S102 - our own documentation
+    l5h1 = namespace["fits"].sel(layer=5, head=1).squeeze()
+    assert round(float(l5h1["distance"]), 4) == 0.0061 and round(float(l5h1["gain"]), 1) == 44.3
+    exec(compile(blocks[1], str(guide), "exec"), namespace)  # noqa: S102
+    assert namespace["fits"].sizes["subject"] == 126
 
 
 @pytest.mark.integration
