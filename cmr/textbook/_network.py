@@ -53,7 +53,7 @@ def work_arrays(n_blocks, max_length):
 
 
 @njit(cache=True, nogil=True)
-def _dot(a1, d1, s1, a2, d2, s2, pool, i, k, sim, sim_gram, row_sum):
+def pattern_dot(a1, d1, s1, a2, d2, s2, pool, i, k, sim, sim_gram, row_sum):
     """(a1 + d1 loc_i + s1 sem_i) . (a2 + d2 loc_k + s2 sem_k) over the pool's item units."""
     value = (a1 * a2 * pool + a1 * d2 + d1 * a2 + a1 * s2 * row_sum[k] + s1 * a2 * row_sum[i]
              + d1 * s2 * sim[k, i] + s1 * d2 * sim[i, k] + s1 * s2 * sim_gram[i, k])
@@ -87,8 +87,8 @@ def build_structure(params, n, pool, sim, sim_gram, row_sum, feature_gram, n_blo
     for i in range(n):
         ready[i] = False
         for k in range(n):
-            g_item = _dot(afc, dfc, sfc, afc, dfc, sfc, pool, i, k, sim, sim_gram, row_sum)
-            h_item = _dot(acf, dcf, scf, afc, dfc, sfc, pool, i, k, sim, sim_gram, row_sum)
+            g_item = pattern_dot(afc, dfc, sfc, afc, dfc, sfc, pool, i, k, sim, sim_gram, row_sum)
+            h_item = pattern_dot(acf, dcf, scf, afc, dfc, sfc, pool, i, k, sim, sim_gram, row_sum)
             g_feat = cfc * cfc * feature_gram[i, k]
             h_feat = ccf * cfc * feature_gram[i, k]
             if n_blocks == 1:
@@ -351,24 +351,6 @@ def trials_log_likelihood(param_table, trial_param, trial_group, order, group_le
             logl += math.log(value)  # NaN stays NaN: the public layer warns
         trial_logl[t] = logl
         trial_n[t] = count
-
-
-@njit(cache=True, nogil=True)
-def population_log_likelihood(param_sets, trial_group, order, group_length, group_pool, group_sim,
-                              group_sim_gram, group_row_sum, group_feature_gram, n_blocks, recalls):
-    """Total floored log-likelihood of all trials for each row of ``param_sets`` (S, 19)."""
-    n_trials, n_out = recalls.shape
-    trial_logl = np.zeros(n_trials)
-    trial_n = np.zeros(n_trials, dtype=np.int64)
-    event_p = np.zeros((n_trials, n_out + 1))
-    trial_param = np.zeros(n_trials, dtype=np.int64)
-    totals = np.zeros(param_sets.shape[0])
-    for s in range(param_sets.shape[0]):
-        trials_log_likelihood(param_sets[s:s + 1], trial_param, trial_group, order, group_length, group_pool,
-                              group_sim, group_sim_gram, group_row_sum, group_feature_gram, n_blocks, recalls,
-                              trial_logl, trial_n, event_p)
-        totals[s] = trial_logl.sum()
-    return totals
 
 
 @njit(cache=True, nogil=True)

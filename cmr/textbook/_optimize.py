@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ParameterError
-from . import _network
+from . import _lanes
 from ._trials import TrialArrays
 from .parameters import (
     MODEL_PARAMETER_NAMES, PARAMETER_NAMES, PARAMETER_SPECS, SEMANTIC_PARAMETER_SPECS, default_parameters,
@@ -150,7 +150,7 @@ class _Objective:
         self.n_invalid = 0
 
     def _score(self, sets):
-        return _network.population_log_likelihood(sets, self.arrays.trial_group, self.order, *self.groups,
+        return _lanes.population_log_likelihood(sets, self.arrays.trial_group, self.order, *self.groups,
                                                   self.arrays.recalls)
 
     def totals(self, sets: np.ndarray) -> np.ndarray:

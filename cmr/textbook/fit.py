@@ -175,10 +175,10 @@ def fit_units(spec: ModelSpec, arrays: TrialArrays, units, seeds, *, n_jobs=1, e
     threads = 1 if executor is not None else max(1, n_jobs // workers)
     tasks = [(fit_unit, (spec, arrays.subset(rows), unit_seed, de_options, polish, threads))
              for rows, unit_seed in zip(units, seeds)]
-    from . import _network
+    from . import _lanes
 
     one = arrays.subset(units[0][:1])  # compile (or load) the kernel once, outside the threads
-    _network.population_log_likelihood(spec.template[None, :], one.trial_group, one.order(np.zeros(1, np.int64)),
+    _lanes.population_log_likelihood(spec.template[None, :], one.trial_group, one.order(np.zeros(1, np.int64)),
                                        *one.kernel_groups(), one.recalls)
     return run_tasks(tasks, n_jobs=workers, executor=executor, progress=progress, desc=desc)
 

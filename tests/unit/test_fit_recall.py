@@ -136,7 +136,7 @@ def test_parameter_recovery_study_b_enc_b_rec_t():
 
 def test_kernel_compiled_once_for_all_subjects(fits):
     """All subjects and all fits share one compiled specialisation (no per-subject recompilation)."""
-    from cmr.textbook import _network
+    from cmr.textbook import _lanes, _network
 
-    assert len(_network.population_log_likelihood.signatures) == 1
+    assert len(_lanes.population_log_likelihood.signatures) == 1
     assert len(_network.trials_log_likelihood.signatures) == 1

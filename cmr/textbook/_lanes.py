@@ -1,0 +1,298 @@
+"""numba kernel scoring many parameter sets at once, one SIMD lane per set.
+
+An optimiser generation scores ~150 parameter sets on the same trials. Which items are
+recalled, and when context is updated, depends only on the data, so the sets can run side by
+side: every work array carries a last axis of lanes (one per set) and every loop over lanes
+is elementwise, which the compiler vectorises. Each lane does the arithmetic of
+``_network.trials_log_likelihood`` in the same order (the same expressions, sums in the same
+order), so a lane's total is that kernel's trial log-likelihoods summed in trial order, to the
+last bit. Only ``math.exp`` and ``math.log`` stay scalar calls.
+
+Layout: ``p`` (19, W) parameter columns; per block ``b`` and lane ``s``: ``gram``, ``hcf``
+(L, L, W) as ``_network``'s ``MAT_G``, ``MAT_H``; ``col_a[j, i]`` and ``col_c[j, i]`` its
+``MAT_AS[i, j]`` and ``MAT_CC[j, i]``; ``xs``, ``us``, ``rows`` (L, m, W) its ``coords``.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from ._kernels import (
+    ACF, AFC, B_ENC, B_REC, B_START, DCF, DFC, EVENT_FLOOR, LFC, SUPPORT_FLOOR, TEMP, primacy_rate,
+    stop_probability,
+)
+from ._network import CCF, CFC, SCF, SFC, SFF, pattern_dot
+
+LANES = 64  # most parameter sets scored side by side (blocks of equal width)
+
+
+@njit(cache=True, nogil=True)
+def _build(lane_params, p, w, n, pool, sim, sim_gram, row_sum, feature_gram, n_blocks, gram, hcf, xs, us, rows,
+           vecs, x, u, tmp, stops, ready):
+    """``_network.build_structure`` for ``w`` lanes (vecs: A0, UB0, Z0, NRM) and P(stop) by output."""
+    for i in range(n):
+        ready[i] = False
+        for k in range(n):
+            f_ik = feature_gram[i, k]
+            for s in range(w):
+                afc, dfc, sfc, cfc = p[AFC, s], p[DFC, s], p[SFC, s], p[CFC, s]
+                acf, dcf, scf, ccf = p[ACF, s], p[DCF, s], p[SCF, s], p[CCF, s]
+                g_item = pattern_dot(afc, dfc, sfc, afc, dfc, sfc, pool, i, k, sim, sim_gram, row_sum)
+                h_item = pattern_dot(acf, dcf, scf, afc, dfc, sfc, pool, i, k, sim, sim_gram, row_sum)
+                g_feat = cfc * cfc * f_ik
+                h_feat = ccf * cfc * f_ik
+                if n_blocks == 1:
+                    gram[0, i, k, s] = g_item + g_feat
+                    hcf[0, i, k, s] = h_item + h_feat
+                else:
+                    gram[0, i, k, s] = g_item
+                    hcf[0, i, k, s] = h_item
+                    gram[1, i, k, s] = g_feat
+                    hcf[1, i, k, s] = h_feat
+    rate, rho, step = tmp[0], tmp[1], tmp[2]
+    for b in range(n_blocks):
+        g = gram[b]
+        for q in range(n + 1):
+            for s in range(w):
+                x[q, s] = 0.0
+                u[q, s] = 0.0
+        for s in range(w):
+            x[0, s] = 1.0  # cymr: context starts as the start unit
+            u[0, s] = 1.0
+        for i in range(n):
+            for s in range(w):
+                g_ii = g[i, i, s]
+                scale = 1.0 / math.sqrt(g_ii) if g_ii > 0 else 0.0
+                beta = p[B_ENC, s]
+                cdot = u[1 + i, s] * scale
+                rho[s] = math.sqrt(1.0 + beta * beta * (cdot * cdot - 1.0)) - beta * cdot
+                step[s] = beta * scale
+            for q in range(n + 1):
+                for s in range(w):
+                    x[q, s] *= rho[s]
+                    u[q, s] *= rho[s]
+            for s in range(w):
+                x[1 + i, s] += step[s]
+            for k in range(n):
+                for s in range(w):
+                    u[1 + k, s] += step[s] * g[k, i, s]
+            for q in range(n + 1):
+                for s in range(w):
+                    xs[b, i, q, s] = x[q, s]
+                    us[b, i, q, s] = u[q, s]
+        for s in range(w):
+            beta = p[B_START, s]
+            cdot = u[0, s]
+            rho[s] = math.sqrt(1.0 + beta * beta * (cdot * cdot - 1.0)) - beta * cdot
+        for q in range(n + 1):
+            for s in range(w):
+                x[q, s] *= rho[s]
+                u[q, s] *= rho[s]
+        for s in range(w):
+            x[0, s] += p[B_START, s]
+            u[0, s] += p[B_START, s]
+        h = hcf[b]
+        for i in range(n):
+            for s in range(w):
+                rate[s] = primacy_rate(lane_params[s], i)
+            for s in range(w):
+                rows[b, i, 0, s] = rate[s] * us[b, i, 0, s]
+            for k in range(n):
+                for s in range(w):
+                    rows[b, i, 1 + k, s] = h[i, k, s] + rate[s] * us[b, i, 1 + k, s]
+        cc, a0, z0 = tmp[0], tmp[1], tmp[2]
+        for j in range(n):
+            for s in range(w):
+                cc[s] = 0.0
+                a0[s] = 0.0
+                z0[s] = 0.0
+            for q in range(n + 1):
+                for s in range(w):
+                    cc[s] += xs[b, j, q, s] * us[b, j, q, s]
+                    a0[s] += rows[b, j, q, s] * x[q, s]
+                    z0[s] += u[q, s] * xs[b, j, q, s]
+            for s in range(w):
+                lfc = p[LFC, s]
+                norm2 = g[j, j, s] + 2.0 * lfc * us[b, j, 1 + j, s] + lfc * lfc * cc[s]
+                vecs[b, 3, j, s] = math.sqrt(norm2) if norm2 > 0 else 0.0
+                vecs[b, 0, j, s] = a0[s]
+                vecs[b, 1, j, s] = u[1 + j, s]
+                vecs[b, 2, j, s] = z0[s]
+    for k in range(n):
+        for s in range(w):
+            stops[k, s] = stop_probability(lane_params[s], k, n - k)
+
+
+@njit(cache=True, nogil=True)
+def _recall_update(p, w, n, n_blocks, j, gram, xs, us, rows, vecs, col_a, col_c, ready, state, tmp):
+    """``_network.recall_update`` of item ``j`` for ``w`` lanes (columns of j computed on first use)."""
+    if not ready[j]:
+        for b in range(n_blocks):
+            for i in range(n):
+                acc = col_a[b, j, i]
+                cc = col_c[b, j, i]
+                for s in range(w):
+                    acc[s] = 0.0
+                    cc[s] = 0.0
+                for q in range(n + 1):
+                    for s in range(w):
+                        acc[s] += rows[b, i, q, s] * xs[b, j, q, s]
+                        cc[s] += xs[b, j, q, s] * us[b, i, q, s]
+        ready[j] = True
+    rho, coef = tmp[0], tmp[1]
+    for b in range(n_blocks):
+        a, ub, z = state[b, 0], state[b, 1], state[b, 2]
+        for s in range(w):
+            nrm = vecs[b, 3, j, s]
+            scale = 1.0 / nrm if nrm > 0 else 0.0
+            beta = p[B_REC, s]
+            cdot = (ub[j, s] + p[LFC, s] * z[j, s]) * scale
+            rho[s] = math.sqrt(1.0 + beta * beta * (cdot * cdot - 1.0)) - beta * cdot
+            coef[s] = beta * scale
+        for i in range(n):
+            for s in range(w):
+                lfc = p[LFC, s]
+                a[i, s] = rho[s] * a[i, s] + coef[s] * (rows[b, i, 1 + j, s] + lfc * col_a[b, j, i, s])
+                ub[i, s] = rho[s] * ub[i, s] + coef[s] * (gram[b, i, j, s] + lfc * us[b, j, 1 + i, s])
+                z[i, s] = rho[s] * z[i, s] + coef[s] * (us[b, i, 1 + j, s] + lfc * col_c[b, j, i, s])
+
+
+@njit(cache=True, nogil=True)
+def _add_log(value, logl):
+    """logl + log(value clipped to [EVENT_FLOOR, 1]) (NaN stays NaN)."""
+    if value < EVENT_FLOOR:
+        value = EVENT_FLOOR
+    elif value > 1.0:
+        value = 1.0
+    return logl + math.log(value)
+
+
+@njit(cache=True, nogil=True)
+def _trial_logl(p, w, n, sim, recalls, n_blocks, gram, xs, us, rows, vecs, col_a, col_c, ready, state, support,
+                stops, recalled, tmp, logl):
+    """One trial's floored log-likelihood for ``w`` lanes into ``logl`` (``_network._trial_events``)."""
+    for b in range(n_blocks):
+        for r in range(3):
+            for i in range(n):
+                for s in range(w):
+                    state[b, r, i, s] = vecs[b, r, i, s]
+    for i in range(n):
+        recalled[i] = False
+    for s in range(w):
+        logl[s] = 0.0
+    top, total, chosen = tmp[2], tmp[3], tmp[4]
+    n_events = 0
+    previous = -1
+    last = recalls.shape[0]
+    for k in range(recalls.shape[0]):
+        if recalls[k] == 0:
+            last = k
+            break
+    for k in range(last):
+        pos = recalls[k]
+        if pos < 0 or recalled[pos - 1]:
+            continue
+        item = pos - 1
+        for s in range(w):
+            top[s] = -np.inf
+            total[s] = 0.0
+        for i in range(n):
+            if recalled[i]:
+                continue
+            value = support[i]
+            for s in range(w):
+                value[s] = 0.0
+            for b in range(n_blocks):
+                for s in range(w):
+                    value[s] += state[b, 0, i, s]
+            if previous >= 0:
+                sim_i = sim[previous, i]
+                for s in range(w):
+                    value[s] += p[SFF, s] * sim_i
+            for s in range(w):
+                v = value[s]
+                if v < SUPPORT_FLOOR:
+                    v = SUPPORT_FLOOR
+                value[s] = v
+                if v > top[s]:
+                    top[s] = v
+        for i in range(n):
+            if recalled[i]:
+                continue
+            for s in range(w):
+                weight = math.exp(2.0 * (support[i, s] - top[s]) / p[TEMP, s])
+                total[s] += weight
+                if i == item:
+                    chosen[s] = weight
+        for s in range(w):
+            p_stop = stops[n_events, s] if n_events < n else 1.0
+            logl[s] = _add_log(chosen[s] / total[s] * (1.0 - p_stop), logl[s])
+        n_events += 1
+        recalled[item] = True
+        if n_events < n and k < last - 1:  # the context after the last recall is never used
+            _recall_update(p, w, n, n_blocks, item, gram, xs, us, rows, vecs, col_a, col_c, ready, state, tmp)
+        previous = item
+    for s in range(w):
+        logl[s] = _add_log(stops[n_events, s] if n_events < n else 1.0, logl[s])
+
+
+@njit(cache=True, nogil=True)
+def population_log_likelihood(param_sets, trial_group, order, group_length, group_pool, group_sim,
+                              group_sim_gram, group_row_sum, group_feature_gram, n_blocks, recalls):
+    """Total floored log-likelihood of all trials for each row of ``param_sets`` (S, 19).
+
+    Equals ``_network.trials_log_likelihood`` with every trial on the same row, summed over
+    trials in index order. ``order`` visits trials of one pattern group consecutively (a study
+    phase is built once per run of a group and lane block).
+    """
+    n_sets, n_params = param_sets.shape
+    n_trials = recalls.shape[0]
+    max_length = group_sim.shape[1]
+    m = max_length + 1
+    lanes = LANES
+    p = np.zeros((n_params, lanes))
+    gram = np.zeros((n_blocks, max_length, max_length, lanes))
+    hcf = np.zeros((n_blocks, max_length, max_length, lanes))
+    col_a = np.zeros((n_blocks, max_length, max_length, lanes))
+    col_c = np.zeros((n_blocks, max_length, max_length, lanes))
+    xs = np.zeros((n_blocks, max_length, m, lanes))
+    us = np.zeros((n_blocks, max_length, m, lanes))
+    rows = np.zeros((n_blocks, max_length, m, lanes))
+    vecs = np.zeros((n_blocks, 4, max_length, lanes))
+    state = np.zeros((n_blocks, 3, max_length, lanes))
+    x = np.zeros((m, lanes))
+    u = np.zeros((m, lanes))
+    support = np.zeros((max_length, lanes))
+    stops = np.zeros((max_length + 1, lanes))
+    tmp = np.zeros((5, lanes))
+    recalled = np.zeros(max_length, dtype=np.bool_)
+    ready = np.zeros(max_length, dtype=np.bool_)
+    trial_logl = np.zeros((n_trials, lanes))
+    totals = np.zeros(n_sets)
+    n_blocks_of_lanes = (n_sets + lanes - 1) // lanes
+    width = (n_sets + n_blocks_of_lanes - 1) // max(1, n_blocks_of_lanes)  # even blocks: 150 sets -> 3 x 50
+    for first in range(0, n_sets, width):
+        w = min(width, n_sets - first)
+        lane_params = param_sets[first:first + w]
+        for q in range(n_params):
+            for s in range(w):
+                p[q, s] = lane_params[s, q]
+        built = -1
+        for idx in range(n_trials):
+            t = order[idx]
+            g = trial_group[t]
+            n = group_length[g]
+            if g != built:
+                _build(lane_params, p, w, n, group_pool[g], group_sim[g], group_sim_gram[g], group_row_sum[g],
+                       group_feature_gram[g], n_blocks, gram, hcf, xs, us, rows, vecs, x, u, tmp, stops, ready)
+                built = g
+            _trial_logl(p, w, n, group_sim[g], recalls[t], n_blocks, gram, xs, us, rows, vecs, col_a, col_c, ready,
+                        state, support, stops, recalled, tmp, trial_logl[t])
+        for s in range(w):
+            total = 0.0
+            for t in range(n_trials):
+                total += trial_logl[t, s]
+            totals[first + s] = total
+    return totals
