@@ -19,11 +19,8 @@ import math
 import numpy as np
 from numba import njit
 
-from ._kernels import (
-    ACF, AFC, B_ENC, B_REC, B_START, DCF, DFC, EVENT_FLOOR, LFC, SUPPORT_FLOOR, TEMP, primacy_rate,
-    stop_probability,
-)
-from ._network import CCF, CFC, SCF, SFC, SFF, pattern_dot
+from ._kernels import B_ENC, B_REC, B_START, EVENT_FLOOR, LFC, SUPPORT_FLOOR, TEMP, primacy_rate, stop_probability
+from ._network import SFF, pair_terms, scored_recalls
 
 LANES = 64  # most parameter sets scored side by side (blocks of equal width)
 
@@ -35,22 +32,14 @@ def _build(lane_params, p, w, n, pool, sim, sim_gram, row_sum, feature_gram, n_b
     for i in range(n):
         ready[i] = False
         for k in range(n):
-            f_ik = feature_gram[i, k]
             for s in range(w):
-                afc, dfc, sfc, cfc = p[AFC, s], p[DFC, s], p[SFC, s], p[CFC, s]
-                acf, dcf, scf, ccf = p[ACF, s], p[DCF, s], p[SCF, s], p[CCF, s]
-                g_item = pattern_dot(afc, dfc, sfc, afc, dfc, sfc, pool, i, k, sim, sim_gram, row_sum)
-                h_item = pattern_dot(acf, dcf, scf, afc, dfc, sfc, pool, i, k, sim, sim_gram, row_sum)
-                g_feat = cfc * cfc * f_ik
-                h_feat = ccf * cfc * f_ik
-                if n_blocks == 1:
-                    gram[0, i, k, s] = g_item + g_feat
-                    hcf[0, i, k, s] = h_item + h_feat
-                else:
-                    gram[0, i, k, s] = g_item
-                    hcf[0, i, k, s] = h_item
-                    gram[1, i, k, s] = g_feat
-                    hcf[1, i, k, s] = h_feat
+                g0, h0, g1, h1 = pair_terms(lane_params[s], pool, i, k, sim, sim_gram, row_sum, feature_gram,
+                                            n_blocks)
+                gram[0, i, k, s] = g0
+                hcf[0, i, k, s] = h0
+                if n_blocks == 2:
+                    gram[1, i, k, s] = g1
+                    hcf[1, i, k, s] = h1
     rate, rho, step = tmp[0], tmp[1], tmp[2]
     for b in range(n_blocks):
         g = gram[b]
@@ -171,30 +160,20 @@ def _add_log(value, logl):
 
 @njit(cache=True, nogil=True)
 def _trial_logl(p, w, n, sim, recalls, n_blocks, gram, xs, us, rows, vecs, col_a, col_c, ready, state, support,
-                stops, recalled, tmp, logl):
+                stops, recalled, items, tmp, logl):
     """One trial's floored log-likelihood for ``w`` lanes into ``logl`` (``_network._trial_events``)."""
     for b in range(n_blocks):
         for r in range(3):
             for i in range(n):
                 for s in range(w):
                     state[b, r, i, s] = vecs[b, r, i, s]
-    for i in range(n):
-        recalled[i] = False
     for s in range(w):
         logl[s] = 0.0
     top, total, chosen = tmp[2], tmp[3], tmp[4]
-    n_events = 0
+    count = scored_recalls(recalls, n, recalled, items)
     previous = -1
-    last = recalls.shape[0]
-    for k in range(recalls.shape[0]):
-        if recalls[k] == 0:
-            last = k
-            break
-    for k in range(last):
-        pos = recalls[k]
-        if pos < 0 or recalled[pos - 1]:
-            continue
-        item = pos - 1
+    for e in range(count):
+        item = items[e]
         for s in range(w):
             top[s] = -np.inf
             total[s] = 0.0
@@ -227,15 +206,13 @@ def _trial_logl(p, w, n, sim, recalls, n_blocks, gram, xs, us, rows, vecs, col_a
                 if i == item:
                     chosen[s] = weight
         for s in range(w):
-            p_stop = stops[n_events, s] if n_events < n else 1.0
-            logl[s] = _add_log(chosen[s] / total[s] * (1.0 - p_stop), logl[s])
-        n_events += 1
+            logl[s] = _add_log(chosen[s] / total[s] * (1.0 - stops[e, s]), logl[s])
         recalled[item] = True
-        if n_events < n and k < last - 1:  # the context after the last recall is never used
+        if e < count - 1:  # the context after the last recall is never used
             _recall_update(p, w, n, n_blocks, item, gram, xs, us, rows, vecs, col_a, col_c, ready, state, tmp)
         previous = item
     for s in range(w):
-        logl[s] = _add_log(stops[n_events, s] if n_events < n else 1.0, logl[s])
+        logl[s] = _add_log(stops[count, s] if count < n else 1.0, logl[s])
 
 
 @njit(cache=True, nogil=True)
@@ -268,6 +245,7 @@ def population_log_likelihood(param_sets, trial_group, order, group_length, grou
     stops = np.zeros((max_length + 1, lanes))
     tmp = np.zeros((5, lanes))
     recalled = np.zeros(max_length, dtype=np.bool_)
+    items = np.zeros(max_length, dtype=np.int64)
     ready = np.zeros(max_length, dtype=np.bool_)
     trial_logl = np.zeros((n_trials, lanes))
     totals = np.zeros(n_sets)
@@ -289,7 +267,7 @@ def population_log_likelihood(param_sets, trial_group, order, group_length, grou
                        group_feature_gram[g], n_blocks, gram, hcf, xs, us, rows, vecs, x, u, tmp, stops, ready)
                 built = g
             _trial_logl(p, w, n, group_sim[g], recalls[t], n_blocks, gram, xs, us, rows, vecs, col_a, col_c, ready,
-                        state, support, stops, recalled, tmp, trial_logl[t])
+                        state, support, stops, recalled, items, tmp, trial_logl[t])
         for s in range(w):
             total = 0.0
             for t in range(n_trials):

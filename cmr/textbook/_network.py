@@ -63,6 +63,21 @@ def pattern_dot(a1, d1, s1, a2, d2, s2, pool, i, k, sim, sim_gram, row_sum):
 
 
 @njit(cache=True, nogil=True)
+def pair_terms(params, pool, i, k, sim, sim_gram, row_sum, feature_gram, n_blocks):
+    """Gram ``G[i, k]`` and support ``H[i, k]`` entries of items i, k: (G, H) of block 0, then
+    of block 1 (the feature sublayer; zeros with one block, where features join block 0)."""
+    afc, dfc, sfc, cfc = params[AFC], params[DFC], params[SFC], params[CFC]
+    acf, dcf, scf, ccf = params[ACF], params[DCF], params[SCF], params[CCF]
+    g_item = pattern_dot(afc, dfc, sfc, afc, dfc, sfc, pool, i, k, sim, sim_gram, row_sum)
+    h_item = pattern_dot(acf, dcf, scf, afc, dfc, sfc, pool, i, k, sim, sim_gram, row_sum)
+    g_feat = cfc * cfc * feature_gram[i, k]
+    h_feat = ccf * cfc * feature_gram[i, k]
+    if n_blocks == 1:
+        return g_item + g_feat, h_item + h_feat, 0.0, 0.0
+    return g_item, h_item, g_feat, h_feat
+
+
+@njit(cache=True, nogil=True)
 def _integrate(x, u, n, cdot, beta):
     """Scale x and u = G x by rho, the first half of c <- rho c + beta c_in; return rho."""
     rho = math.sqrt(1.0 + beta * beta * (cdot * cdot - 1.0)) - beta * cdot
@@ -81,24 +96,16 @@ def build_structure(params, n, pool, sim, sim_gram, row_sum, feature_gram, n_blo
     ``sim``, ``sim_gram``, ``feature_gram`` (n, n) and ``row_sum`` (n,) are the list's pattern
     terms (zeros where the model has none).
     """
-    afc, dfc, sfc, cfc = params[AFC], params[DFC], params[SFC], params[CFC]
-    acf, dcf, scf, ccf = params[ACF], params[DCF], params[SCF], params[CCF]
     lfc = params[LFC]
     for i in range(n):
         ready[i] = False
         for k in range(n):
-            g_item = pattern_dot(afc, dfc, sfc, afc, dfc, sfc, pool, i, k, sim, sim_gram, row_sum)
-            h_item = pattern_dot(acf, dcf, scf, afc, dfc, sfc, pool, i, k, sim, sim_gram, row_sum)
-            g_feat = cfc * cfc * feature_gram[i, k]
-            h_feat = ccf * cfc * feature_gram[i, k]
-            if n_blocks == 1:
-                mats[0, MAT_G, i, k] = g_item + g_feat
-                mats[0, MAT_H, i, k] = h_item + h_feat
-            else:
-                mats[0, MAT_G, i, k] = g_item
-                mats[0, MAT_H, i, k] = h_item
-                mats[1, MAT_G, i, k] = g_feat
-                mats[1, MAT_H, i, k] = h_feat
+            g0, h0, g1, h1 = pair_terms(params, pool, i, k, sim, sim_gram, row_sum, feature_gram, n_blocks)
+            mats[0, MAT_G, i, k] = g0
+            mats[0, MAT_H, i, k] = h0
+            if n_blocks == 2:
+                mats[1, MAT_G, i, k] = g1
+                mats[1, MAT_H, i, k] = h1
     for b in range(n_blocks):
         g = mats[b, MAT_G]
         h = mats[b, MAT_H]
@@ -252,37 +259,47 @@ def _choice_probability(params, n, n_blocks, state, sim, previous, recalled, ite
 
 
 @njit(cache=True, nogil=True)
+def scored_recalls(recalls, n, seen, items):
+    """The scored recalls of one trial's row, in output order, into ``items`` (0-based serial
+    positions); returns their count. cymr's rules: output stops at the first padding zero;
+    intrusions (< 0) and repeats are skipped. ``seen`` (n,) is scratch, left all False."""
+    for i in range(n):
+        seen[i] = False
+    count = 0
+    for k in range(recalls.shape[0]):
+        pos = recalls[k]
+        if pos == 0:
+            break
+        if pos < 0 or seen[pos - 1]:
+            continue
+        seen[pos - 1] = True
+        items[count] = pos - 1
+        count += 1
+    for e in range(count):
+        seen[items[e]] = False
+    return count
+
+
+@njit(cache=True, nogil=True)
 def _trial_events(params, n, sim, recalls, n_blocks, mats, vecs, coords, ready, state, support, stops,
-                  recalled, no_x, event_p):
+                  recalled, items, no_x, event_p):
     """Raw probabilities of one trial's scored events (cymr's rules; see likelihood.py).
 
     ``stops[k]`` is P(stop) before output k while items are left (1 when none are).
     """
     start_recall(n, n_blocks, vecs, state)
-    for i in range(n):
-        recalled[i] = False
-    n_events = 0
+    count = scored_recalls(recalls, n, recalled, items)
     previous = -1
-    last = recalls.shape[0]
-    for k in range(recalls.shape[0]):
-        if recalls[k] == 0:
-            last = k
-            break
-    for k in range(last):
-        pos = recalls[k]
-        if pos < 0 or recalled[pos - 1]:
-            continue
-        item = pos - 1
-        p_stop = stops[n_events] if n_events < n else 1.0
-        event_p[n_events] = _choice_probability(params, n, n_blocks, state, sim, previous, recalled, item,
-                                                support) * (1.0 - p_stop)
-        n_events += 1
+    for e in range(count):
+        item = items[e]
+        event_p[e] = _choice_probability(params, n, n_blocks, state, sim, previous, recalled, item,
+                                         support) * (1.0 - stops[e])
         recalled[item] = True
-        if n_events < n and k < last - 1:  # the context after the last recall is never used
+        if e < count - 1:  # the context after the last recall is never used
             recall_update(params, n, n_blocks, item, mats, vecs, coords, ready, state, no_x)
         previous = item
-    event_p[n_events] = stops[n_events] if n_events < n else 1.0
-    return n_events + 1
+    event_p[count] = stops[count] if count < n else 1.0
+    return count + 1
 
 
 @njit(cache=True, nogil=True)
@@ -329,6 +346,7 @@ def trials_log_likelihood(param_table, trial_param, trial_group, order, group_le
     support = np.zeros(max_length)
     stops = np.zeros(max_length + 1)
     recalled = np.zeros(max_length, dtype=np.bool_)
+    items = np.zeros(max_length, dtype=np.int64)
     no_x = np.zeros((0, 0))
     visited = np.array([-1, -1])  # parameter row and group of the study phase in ``work``
     for idx in range(order.shape[0]):
@@ -340,7 +358,7 @@ def trials_log_likelihood(param_table, trial_param, trial_group, order, group_le
         for k in range(row.shape[0]):
             row[k] = np.nan
         count = _trial_events(params, n, group_sim[g], recalls[t], n_blocks, mats, vecs, coords, ready, state,
-                              support, stops, recalled, no_x, row)
+                              support, stops, recalled, items, no_x, row)
         logl = 0.0
         for k in range(count):
             value = row[k]
