@@ -1,8 +1,9 @@
 """Maximum-likelihood search of one fitting unit (a subject, a pooled group, a training fold).
 
 The unit's whole differential-evolution population is scored in one call per generation,
-split into contiguous chunks over threads (the numba kernels release the GIL); the best
-member is polished with L-BFGS-B. Each restart is an independent search from its own seed
+split into contiguous chunks over threads (the numba kernels release the GIL), each chunk's
+sets run side by side as SIMD lanes (``_lanes``; a set's score does not depend on its
+neighbours); the best member is polished with L-BFGS-B. Each restart is an independent search from its own seed
 and all restarts are returned. :func:`fit_unit` is a plain module-level function of
 picklable arguments, so it runs unchanged in a thread, a process or on a dask worker.
 """
