@@ -228,31 +228,31 @@ def population_log_likelihood(param_sets, trial_group, order, group_length, grou
     n_trials = recalls.shape[0]
     max_length = group_sim.shape[1]
     m = max_length + 1
-    lanes = LANES
-    p = np.zeros((n_params, lanes))
-    gram = np.zeros((n_blocks, max_length, max_length, lanes))
-    hcf = np.zeros((n_blocks, max_length, max_length, lanes))
-    col_a = np.zeros((n_blocks, max_length, max_length, lanes))
-    col_c = np.zeros((n_blocks, max_length, max_length, lanes))
-    xs = np.zeros((n_blocks, max_length, m, lanes))
-    us = np.zeros((n_blocks, max_length, m, lanes))
-    rows = np.zeros((n_blocks, max_length, m, lanes))
-    vecs = np.zeros((n_blocks, 4, max_length, lanes))
-    state = np.zeros((n_blocks, 3, max_length, lanes))
-    x = np.zeros((m, lanes))
-    u = np.zeros((m, lanes))
-    support = np.zeros((max_length, lanes))
-    stops = np.zeros((max_length + 1, lanes))
-    tmp = np.zeros((5, lanes))
+    blocks = max(1, (n_sets + LANES - 1) // LANES)
+    lanes = max(1, (n_sets + blocks - 1) // blocks)  # blocks of equal width (150 sets: 3 x 50), no idle lanes
+    stride = (lanes + 7) // 8 * 8  # rows of whole cache lines (64 bytes)
+    p = np.zeros((n_params, stride))
+    gram = np.zeros((n_blocks, max_length, max_length, stride))
+    hcf = np.zeros((n_blocks, max_length, max_length, stride))
+    col_a = np.zeros((n_blocks, max_length, max_length, stride))
+    col_c = np.zeros((n_blocks, max_length, max_length, stride))
+    xs = np.zeros((n_blocks, max_length, m, stride))
+    us = np.zeros((n_blocks, max_length, m, stride))
+    rows = np.zeros((n_blocks, max_length, m, stride))
+    vecs = np.zeros((n_blocks, 4, max_length, stride))
+    state = np.zeros((n_blocks, 3, max_length, stride))
+    x = np.zeros((m, stride))
+    u = np.zeros((m, stride))
+    support = np.zeros((max_length, stride))
+    stops = np.zeros((max_length + 1, stride))
+    tmp = np.zeros((5, stride))
     recalled = np.zeros(max_length, dtype=np.bool_)
     items = np.zeros(max_length, dtype=np.int64)
     ready = np.zeros(max_length, dtype=np.bool_)
-    trial_logl = np.zeros((n_trials, lanes))
+    trial_logl = np.zeros((n_trials, stride))
     totals = np.zeros(n_sets)
-    n_blocks_of_lanes = (n_sets + lanes - 1) // lanes
-    width = (n_sets + n_blocks_of_lanes - 1) // max(1, n_blocks_of_lanes)  # even blocks: 150 sets -> 3 x 50
-    for first in range(0, n_sets, width):
-        w = min(width, n_sets - first)
+    for first in range(0, n_sets, lanes):
+        w = min(lanes, n_sets - first)
         lane_params = param_sets[first:first + w]
         for q in range(n_params):
             for s in range(w):
