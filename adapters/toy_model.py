@@ -31,14 +31,15 @@ from cmr.errors import DataSourceError, ParameterError
 from cmr.io import atomic_directory, atomic_write
 
 __all__ = ["ToySettings", "QUICK", "RECIPES", "checkpoint_steps", "build_tokenizer", "text_batch",
-           "make_copy_batch", "train_toy", "list_checkpoints", "prompt_words"]
+           "make_copy_batch", "sinusoid_positions", "position_blind_model", "train_toy", "list_checkpoints",
+           "prompt_words"]
 
 SETTINGS_FILE = "train_toy.json"
 LOG_FILE = "training_log.json"
 TOKENIZER_DIR = "tokenizer"
 CHECKPOINT_DIR = "checkpoints"
 #: training-data recipes (see the module docstring)
-RECIPES = ("copies",)
+RECIPES = ("copies", "position-blind")
 
 
 @dataclass(frozen=True)
@@ -183,6 +184,66 @@ def make_copy_batch(stream: np.ndarray, rng: np.random.Generator, batch_size: in
     return batch, copied, source
 
 
+def sinusoid_positions(n_positions: int, d_model: int) -> np.ndarray:
+    """Fixed absolute position vectors in the upper half of the residual stream, float64 (position, d_model).
+
+    Frequencies ``100 ** (-f / F)`` rad per position (``F = d_model // 8``, periods 6 to about
+    350 positions), each written as the block ``(sin, cos, -sin, -cos)``: every vector sums to
+    zero and has unit norm, so a LayerNorm's mean and variance do not depend on the position,
+    and moving one position on is a fixed linear map (a rotation in every block).
+    """
+    half = d_model // 2
+    n_freq = half // 4
+    if n_freq < 1:
+        raise ParameterError(f"the position-blind recipe needs d_model >= 8; got {d_model}")
+    angle = np.arange(n_positions)[:, None] * 100.0 ** (-np.arange(n_freq) / n_freq)[None, :]
+    block = np.stack([np.sin(angle), np.cos(angle), -np.sin(angle), -np.cos(angle)], axis=-1)
+    table = np.zeros((n_positions, d_model))
+    table[:, half:half + 4 * n_freq] = block.reshape(n_positions, -1) / np.sqrt(2 * n_freq)
+    return table
+
+
+def position_blind_model(settings: ToySettings, vocab: int, bos: int):
+    """The GPT-2-style model of the ``"position-blind"`` recipe, seeded, with its constraint in place.
+
+    Token embeddings live in the lower half of the residual stream and fixed absolute positions
+    (:func:`sinusoid_positions`, not trained) in the upper half; the queries and keys of layer 0
+    read only the lower half. Layer-0 attention therefore cannot see where a token is (only what
+    it is): no layer-0 head can be a previous-token head, so no K-composition induction circuit
+    can form, while a duplicate-token head can, and its values can carry the position of the
+    earlier copy into the query of a layer-1 head (Q-composition). Gradients of the constrained
+    entries are masked to zero (AdamW's decay keeps a zero at zero), so every checkpoint is an
+    ordinary ``GPT2LMHeadModel`` with those entries exactly zero.
+    """
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    config = GPT2Config(
+        vocab_size=vocab, n_positions=max(256, settings.seq_len + 1), n_embd=settings.d_model,
+        n_layer=settings.n_layers, n_head=settings.n_heads, n_inner=settings.d_mlp, resid_pdrop=0.0,
+        embd_pdrop=0.0, attn_pdrop=0.0, bos_token_id=bos, eos_token_id=bos, pad_token_id=0,
+        tie_word_embeddings=False,
+    )
+    with torch.random.fork_rng(devices=[]):  # seeded without touching the caller's global RNG
+        torch.manual_seed(settings.seed)
+        model = GPT2LMHeadModel(config)
+    d_model, half = settings.d_model, settings.d_model // 2
+    with torch.no_grad():
+        positions = torch.as_tensor(sinusoid_positions(config.n_positions, d_model), dtype=torch.float32)
+        model.transformer.wpe.weight.copy_(positions)
+    model.transformer.wpe.weight.requires_grad_(False)
+    token_mask = torch.ones_like(model.transformer.wte.weight)
+    token_mask[:, half:] = 0.0
+    c_attn = model.transformer.h[0].attn.c_attn.weight  # Conv1D (d_model, 3 d_model): x @ W, columns q | k | v
+    qk_mask = torch.ones_like(c_attn)
+    qk_mask[half:, :2 * d_model] = 0.0
+    for param, mask in ((model.transformer.wte.weight, token_mask), (c_attn, qk_mask)):
+        with torch.no_grad():
+            param.mul_(mask)
+        param.register_hook(lambda grad, mask=mask: grad * mask)
+    return model
+
+
 def _write_json(path: Path, data) -> None:
     with atomic_write(path) as tmp:
         tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
@@ -248,16 +309,19 @@ def train_toy(out_dir, settings: ToySettings = ToySettings(), *, progress: bool 
                                (settings.copy_min, settings.copy_max), settings.copy_gap)
     eval_repeat, eval_copied, eval_source = batches(eval_stream, eval_rng, 32, 1.0)
     eval_repeat = torch.as_tensor(eval_repeat)
-    config = LlamaConfig(
-        vocab_size=vocab, hidden_size=settings.d_model, intermediate_size=settings.d_mlp,
-        num_hidden_layers=settings.n_layers, num_attention_heads=settings.n_heads,
-        num_key_value_heads=settings.n_heads, max_position_embeddings=max(256, settings.seq_len + 1),
-        bos_token_id=bos, eos_token_id=bos, pad_token_id=0, tie_word_embeddings=False,
-        rope_parameters=dict(rope_type="default", rope_theta=float(settings.rope_theta)),
-    )
-    with torch.random.fork_rng(devices=[]):  # seeded without touching the caller's global RNG
-        torch.manual_seed(settings.seed)
-        model = LlamaForCausalLM(config)
+    if settings.recipe == "position-blind":
+        model = position_blind_model(settings, vocab, bos)
+    else:
+        config = LlamaConfig(
+            vocab_size=vocab, hidden_size=settings.d_model, intermediate_size=settings.d_mlp,
+            num_hidden_layers=settings.n_layers, num_attention_heads=settings.n_heads,
+            num_key_value_heads=settings.n_heads, max_position_embeddings=max(256, settings.seq_len + 1),
+            bos_token_id=bos, eos_token_id=bos, pad_token_id=0, tie_word_embeddings=False,
+            rope_parameters=dict(rope_type="default", rope_theta=float(settings.rope_theta)),
+        )
+        with torch.random.fork_rng(devices=[]):  # seeded without touching the caller's global RNG
+            torch.manual_seed(settings.seed)
+            model = LlamaForCausalLM(config)
     model.config._attn_implementation = "sdpa"
     optimizer = torch.optim.AdamW(model.parameters(), lr=settings.learning_rate, betas=(0.9, 0.95), weight_decay=0.01)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / settings.warmup))

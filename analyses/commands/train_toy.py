@@ -37,6 +37,12 @@ def register(sub):
     p.add_argument("--steps", type=int, default=None, help="training steps (default 3000; quick 1500)")
     p.add_argument("--seed", type=int, default=0, help="seed of initialisation and data order (default 0)")
     p.add_argument("--checkpoints", type=int, default=None, help="number of checkpoints incl. step 0 (default 24; quick 16)")
+    p.add_argument("--recipe", choices=("copies", "position-blind"), default="copies",
+                   help="copies (default): a Llama-style model with rotary positions, which forms a layer-0 "
+                        "previous-token head feeding the keys of layer-1 induction heads (K-composition); "
+                        "position-blind: the same data, a GPT-2-style model with fixed absolute positions whose "
+                        "layer-0 queries and keys cannot read position, so induction can only form through a "
+                        "layer-0 duplicate-token head feeding the queries of layer 1 (Q-composition)")
     p.add_argument("--repeat-fraction", type=float, default=None, metavar="F",
                    help="share of rows with repeated phrases (default 1.0)")
     p.add_argument("--text", default="wikipedia", help="training text: wikipedia (default), a file or a directory")
@@ -67,7 +73,7 @@ def run(args) -> int:
         set_threads(args.threads)
     out = Path(args.output)
     settings = toy_model.QUICK if args.quick else toy_model.ToySettings()
-    changes = {"seed": args.seed, "text": str(args.text)}
+    changes = {"seed": args.seed, "text": str(args.text), "recipe": args.recipe}
     if args.steps is not None:
         changes["steps"] = args.steps
     if args.checkpoints is not None:
