@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -30,9 +30,9 @@ import numpy as np
 from cmr.errors import DataSourceError, ParameterError
 from cmr.io import atomic_directory, atomic_write
 
-__all__ = ["ToySettings", "QUICK", "RECIPES", "checkpoint_steps", "build_tokenizer", "text_batch",
-           "make_copy_batch", "sinusoid_positions", "position_blind_model", "train_toy", "list_checkpoints",
-           "prompt_words"]
+__all__ = ["ToySettings", "QUICK", "RECIPES", "recipe_settings", "checkpoint_steps", "build_tokenizer", "text_batch",
+           "make_copy_batch", "sinusoid_positions", "POSITION_NORM", "SIMILARITY_INIT_STD", "position_blind_model",
+           "train_toy", "list_checkpoints", "prompt_words"]
 
 SETTINGS_FILE = "train_toy.json"
 LOG_FILE = "training_log.json"
@@ -90,6 +90,12 @@ class ToySettings:
 
 #: a shorter run for demos: the default run stopped at 1500 steps (past the phase change)
 QUICK = ToySettings(steps=1500, n_checkpoints=16)
+
+
+def recipe_settings(recipe: str = "copies", *, quick: bool = False) -> ToySettings:
+    """The settings of a recipe's run (``quick``: the same run stopped at half its steps)."""
+    settings = QUICK if quick else ToySettings()
+    return replace(settings, recipe=recipe).validate()
 
 
 def checkpoint_steps(steps: int, n_checkpoints: int) -> list[int]:
@@ -203,17 +209,30 @@ def sinusoid_positions(n_positions: int, d_model: int) -> np.ndarray:
     return table
 
 
-def position_blind_model(settings: ToySettings, vocab: int, bos: int):
-    """The GPT-2-style model of the ``"position-blind"`` recipe, seeded, with its constraint in place.
+#: norm of the fixed position vectors of the ``"position-blind"`` recipe (token embeddings start near 0.1)
+POSITION_NORM = 0.2
+#: standard deviation of the layer-0 query (= key) weights of the ``"position-blind"`` recipe at initialisation
+SIMILARITY_INIT_STD = 0.3
 
-    Token embeddings live in the lower half of the residual stream and fixed absolute positions
-    (:func:`sinusoid_positions`, not trained) in the upper half; the queries and keys of layer 0
-    read only the lower half. Layer-0 attention therefore cannot see where a token is (only what
-    it is): no layer-0 head can be a previous-token head, so no K-composition induction circuit
-    can form, while a duplicate-token head can, and its values can carry the position of the
-    earlier copy into the query of a layer-1 head (Q-composition). Gradients of the constrained
-    entries are masked to zero (AdamW's decay keeps a zero at zero), so every checkpoint is an
-    ordinary ``GPT2LMHeadModel`` with those entries exactly zero.
+
+def position_blind_model(settings: ToySettings, vocab: int, bos: int):
+    """The GPT-2-style model of the ``"position-blind"`` recipe, seeded, with its constraints in place.
+
+    * Token embeddings live in the lower half of the residual stream, fixed absolute positions
+      (:func:`sinusoid_positions` times :data:`POSITION_NORM`, not trained) in the upper half.
+    * Layer-0 attention is position-blind: its queries and keys read only the lower half, so it
+      can see what a token is but not where: no layer-0 head can be a previous-token head, and no
+      K-composition induction circuit can form. Its values read everything, so a layer-0 head
+      can carry the position of the token it attends to.
+    * Layer-0 attention compares tokens by similarity: its keys share the weights (and biases) of
+      its queries (``W_K = W_Q``), drawn with standard deviation :data:`SIMILARITY_INIT_STD`, so
+      from the start a token attends most to copies of itself (a duplicate-token head, CMR's
+      item-to-context head: query ``f_k``, keys ``f_j``). What layer 1 does with it (Q-composition:
+      reading the earlier copy's position in its query) is left to training.
+
+    Gradients of the constrained entries are masked (zero) or summed (tied), and AdamW's decay
+    keeps a zero at zero and tied entries equal, so every checkpoint is an ordinary
+    ``GPT2LMHeadModel`` in which those entries are exactly zero or equal.
     """
     import torch
     from transformers import GPT2Config, GPT2LMHeadModel
@@ -224,23 +243,39 @@ def position_blind_model(settings: ToySettings, vocab: int, bos: int):
         embd_pdrop=0.0, attn_pdrop=0.0, bos_token_id=bos, eos_token_id=bos, pad_token_id=0,
         tie_word_embeddings=False,
     )
+    d_model, half = settings.d_model, settings.d_model // 2
     with torch.random.fork_rng(devices=[]):  # seeded without touching the caller's global RNG
         torch.manual_seed(settings.seed)
         model = GPT2LMHeadModel(config)
-    d_model, half = settings.d_model, settings.d_model // 2
-    with torch.no_grad():
-        positions = torch.as_tensor(sinusoid_positions(config.n_positions, d_model), dtype=torch.float32)
-        model.transformer.wpe.weight.copy_(positions)
-    model.transformer.wpe.weight.requires_grad_(False)
-    token_mask = torch.ones_like(model.transformer.wte.weight)
-    token_mask[:, half:] = 0.0
-    c_attn = model.transformer.h[0].attn.c_attn.weight  # Conv1D (d_model, 3 d_model): x @ W, columns q | k | v
-    qk_mask = torch.ones_like(c_attn)
-    qk_mask[half:, :2 * d_model] = 0.0
-    for param, mask in ((model.transformer.wte.weight, token_mask), (c_attn, qk_mask)):
+        c_attn = model.transformer.h[0].attn.c_attn  # Conv1D (d_model, 3 d_model): x @ W, columns q | k | v
         with torch.no_grad():
-            param.mul_(mask)
-        param.register_hook(lambda grad, mask=mask: grad * mask)
+            c_attn.weight[:, :d_model].normal_(0.0, SIMILARITY_INIT_STD)
+    with torch.no_grad():
+        positions = sinusoid_positions(config.n_positions, d_model) * POSITION_NORM
+        model.transformer.wpe.weight.copy_(torch.as_tensor(positions, dtype=torch.float32))
+        c_attn.weight[half:, :d_model] = 0.0
+        c_attn.weight[:, d_model:2 * d_model] = c_attn.weight[:, :d_model]
+        c_attn.bias[d_model:2 * d_model] = c_attn.bias[:d_model]
+        model.transformer.wte.weight[:, half:] = 0.0
+    model.transformer.wpe.weight.requires_grad_(False)
+
+    def tie(grad):
+        shared = grad[..., :d_model] + grad[..., d_model:2 * d_model]
+        return torch.cat([shared, shared, grad[..., 2 * d_model:]], dim=-1)
+
+    def blind(grad):
+        grad = tie(grad).clone()
+        grad[half:, :2 * d_model] = 0.0
+        return grad
+
+    def token_half(grad):
+        grad = grad.clone()
+        grad[:, half:] = 0.0
+        return grad
+
+    c_attn.weight.register_hook(blind)
+    c_attn.bias.register_hook(tie)
+    model.transformer.wte.weight.register_hook(token_half)
     return model
 
 

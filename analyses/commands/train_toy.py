@@ -72,8 +72,8 @@ def run(args) -> int:
 
         set_threads(args.threads)
     out = Path(args.output)
-    settings = toy_model.QUICK if args.quick else toy_model.ToySettings()
-    changes = {"seed": args.seed, "text": str(args.text), "recipe": args.recipe}
+    settings = toy_model.recipe_settings(args.recipe, quick=args.quick)
+    changes = {"seed": args.seed, "text": str(args.text)}
     if args.steps is not None:
         changes["steps"] = args.steps
     if args.checkpoints is not None:

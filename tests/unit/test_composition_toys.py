@@ -101,3 +101,68 @@ def test_weight_composition_scores_point_to_the_same_circuits(hand_built):
     q = score.sel(composition="Q", layer=1, source_layer=0)
     assert float(k.sel(head=0, source_head=0)) > 0.1 and float(q.sel(head=1, source_head=1)) > 0.1
     assert float(q.sel(head=0).max()) < 0.02 and float(k.sel(head=1).max()) < 0.02
+
+
+def test_the_class_against_cmr_distance_figure_marks_each_class(hand_built):
+    require("matplotlib")
+    import xarray as xr
+    from matplotlib.colors import to_hex
+
+    from cmr.profile_fit import fit_profiles
+    from cmr.schema import provenance_attrs
+    from icl_cmr.adapters.causal_composition import path_ablation
+    from icl_cmr.adapters.transformer_lens import extract_heads
+    from icl_cmr.analyses import plots
+    from icl_cmr.analyses.plots.composition import CLASS_COLOURS
+
+    causal = path_ablation(hand_built, [(1, 0), (1, 1)], n_words=8, n_prompts=1, lags=range(-2, 3))
+    heads = extract_heads(hand_built, n_words=8, n_prompts=1, lags=3)
+    lags = np.arange(-3, 4)  # a synthetic one-parameter grid (a bump at lag +1) keeps the fit offline
+    widths = np.array([0.5, 1.0, 2.0])
+    grid = xr.Dataset({"profile": (("width", "lag"), np.exp(-((lags[None] - 1) ** 2) / (2 * widths[:, None] ** 2)))},
+                      coords={"width": widths, "lag": lags})
+    grid.attrs.update(provenance_attrs("lag_profile", "test"), profile_kind="synthetic", unit_kind="cmr_parameters")
+    fits = fit_profiles(heads.sel(layer=[1]), grid, objective="lsq", lags=3)  # a layer-0 head is constant
+    fig = plots.composition_against_cmr({"hand-built": causal}, {"hand-built": fits})
+    points = [c for c in fig.axes[0].collections if len(c.get_offsets())]
+    assert [to_hex(c.get_facecolor()[0]) for c in points] == [to_hex(CLASS_COLOURS["K"]), to_hex(CLASS_COLOURS["Q"])]
+    distance = fits["distance"].sel(layer=1, head=1).squeeze()
+    np.testing.assert_allclose(points[1].get_offsets()[0], [float(distance),
+                                                             float(causal["base_induction"][1])])
+    with pytest.raises(ValueError, match="same labels"):
+        plots.composition_against_cmr({"a": causal}, {"b": fits})
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("recipe, expected, upstream_score", [("copies", "K", "previous_token_score"),
+                                                              ("position-blind", "Q", "duplicate_token_score")])
+def test_the_trained_toys_are_classified_by_their_circuit(tmp_path, recipe, expected, upstream_score):
+    """Each toy at seed 0, trained to its full length (minutes): its layer-1 induction heads are
+    classified by the causal test as the recipe's circuit, through the layer-0 head of the right type
+    (previous-token for the default recipe, duplicate-token for the position-blind one)."""
+    require("torch")
+    import torch
+
+    from icl_cmr.adapters import toy_model
+    from icl_cmr.adapters.causal_composition import MIN_INDUCTION, induction_scores, path_ablation
+    from icl_cmr.adapters.transformer_lens import extract_heads, load_model
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        settings = dataclasses.replace(toy_model.recipe_settings(recipe), n_checkpoints=2)
+        toy_model.train_toy(tmp_path, settings, progress=False, log=lambda _: None)
+    finally:
+        torch.set_num_threads(threads)
+    step, directory = toy_model.list_checkpoints(tmp_path)[-1]
+    model = load_model(str(directory))
+    induction = induction_scores(model, n_words=20, n_prompts=4)
+    tested = [(1, h) for h in range(model.n_heads) if induction[1, h] >= 0.2]
+    assert tested, f"no layer-1 induction head at step {step}: {induction.round(3).tolist()}"
+    causal = path_ablation(model, tested, n_words=20, n_prompts=4)
+    assert set(causal["composition_class"].values) == {expected}
+    heads = extract_heads(model, n_prompts=4, words=toy_model.prompt_words(tmp_path, 20), lags=5)
+    source = int(heads[upstream_score].squeeze(drop=True).sel(layer=0).argmax("head"))
+    for upstream in causal["upstream"].values:
+        assert upstream.split()[0] == f"0.{source}/{expected}"
+    assert MIN_INDUCTION < 0.2
