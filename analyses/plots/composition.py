@@ -99,14 +99,15 @@ def composition_against_cmr(causal, fits):
     -------
     matplotlib.figure.Figure
         One point per tested head: x = CMR distance, y = induction score; colour = class (K, Q,
-        mixed, neither, weak), marker = model; labelled with the head.
+        mixed, neither, weak), marker = model; labelled with the head. The distance axis is
+        log-scaled when every distance is positive.
     """
     causal = labelled(causal, "path_ablation", "icl_cmr.adapters.causal_composition.path_ablation")
     fits = labelled(fits, "profile_fit", "cmr.fit_profiles")
     if set(causal) != set(fits):
         raise ParameterError(f"causal and fits must have the same labels; got {sorted(causal)} and {sorted(fits)}")
     fig, ax = new_figure(width=3.6, height=2.8)
-    seen = set()
+    seen, xs = set(), []
     with house_style():
         for index, (label, ds) in enumerate(causal.items()):
             distance = heads_2d(fits[label]["distance"])
@@ -115,6 +116,7 @@ def composition_against_cmr(causal, fits):
                 layer, head, cls = int(row["layer"]), int(row["head"]), str(row["composition_class"].values)
                 x = float(distance.sel(layer=layer, head=head))
                 y = float(row["base_induction"])
+                xs.append(x)
                 ax.scatter([x], [y], s=28, marker=MARKERS[index % len(MARKERS)], color=CLASS_COLOURS.get(cls, "k"),
                            edgecolor="k", linewidth=0.4, zorder=3)
                 ax.annotate(f"{label + ' ' if label else ''}L{layer}.H{head}", (x, y), xytext=(3, 2),
@@ -128,6 +130,8 @@ def composition_against_cmr(causal, fits):
             for index, label in enumerate(causal):
                 ax.scatter([], [], s=28, marker=MARKERS[index % len(MARKERS)], color="w", edgecolor="k",
                            linewidth=0.6, label=label)
+        if all(x > 0 for x in xs):  # distances of different models span decades
+            ax.set_xscale("log")
         ax.set_xlabel("CMR distance (smaller: more CMR-like)")
         ax.set_ylabel("Induction score")
         ax.legend(frameon=False, fontsize=6)
