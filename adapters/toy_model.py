@@ -15,6 +15,12 @@ induction heads, with an abrupt drop of the loss on copied tokens (about step 1,
 Rows with one long repeated segment instead let the model copy through fixed-offset heads
 without an induction head (docs/training-dynamics.md).
 
+The ``"position-blind"`` recipe trains on the same data a GPT-2-style model with fixed absolute
+positions whose layer-0 attention compares tokens by similarity and cannot see position
+(:func:`position_blind_model`): no previous-token head can form, so layer 1 can only find the
+earlier copy through the layer-0 duplicate-token heads' output in its query (Q-composition,
+CMR's circuit; docs/circuit.md).
+
 Every torch call of the toy lives here; the dynamics scan (:mod:`icl_cmr.analyses.dynamics`)
 reads the checkpoints through the same pipeline as a released model.
 """

@@ -20,10 +20,17 @@ of per-layer curves against training step (best induction score, best CMR distan
 CMR-like heads, fitted beta_enc / beta_rec / gamma and inverse temperature of the layer's most
 CMR-like head) -> DIR/dynamics.csv. --resume keeps finished checkpoints.
 
+--recipe position-blind trains on the same data a GPT-2-style model (fixed absolute positions)
+whose layer-0 attention compares tokens by similarity and cannot see where they are: it starts
+with duplicate-token heads and can never form a previous-token head, so induction can only be
+built the way CMR is (Q-composition: the earlier copy's position enters the layer-1 query).
+Compare the two with icl-cmr composition on a checkpoint (docs/circuit.md).
+
 Examples:
   icl-cmr train-toy -o toy --threads 1      # 3000 steps, about 7 minutes on one core
   icl-cmr train-toy -o toy --quick          # the first 1500 steps of the same run
   icl-cmr train-toy -o toy --steps 6000 --seed 1
+  icl-cmr train-toy -o toyq --recipe position-blind --no-scan
 """
 
 
