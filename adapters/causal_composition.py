@@ -78,9 +78,13 @@ def _lag_statistics(pattern, n_words: int, lags) -> tuple[np.ndarray, np.ndarray
     return induction, profile
 
 
+def _rotary(model) -> bool:
+    return getattr(model.bridge.cfg, "positional_embedding_type", "") == "rotary"
+
+
 def _base_pass(model, tokens, layers, last):
     """One pass to the last target layer: head outputs z (layers < last), each target layer's
-    residual input, rotary tables and attention pattern."""
+    residual input, attention pattern and (rotary models) rotary tables."""
     import torch
 
     cache = {}
@@ -94,9 +98,10 @@ def _base_pass(model, tokens, layers, last):
         return keep
 
     names = [f"blocks.{layer}.attn.hook_z" for layer in range(last)]
+    rotary = _rotary(model)
     for layer in layers:
-        names += [f"blocks.{layer}.hook_in", f"blocks.{layer}.attn.hook_cos", f"blocks.{layer}.attn.hook_sin",
-                  f"blocks.{layer}.attn.hook_pattern"]
+        names += [f"blocks.{layer}.hook_in", f"blocks.{layer}.attn.hook_pattern"]
+        names += [f"blocks.{layer}.attn.hook_cos", f"blocks.{layer}.attn.hook_sin"] if rotary else []
     with torch.no_grad():
         try:
             model.bridge.run_with_hooks(tokens, fwd_hooks=[(name, keeper(name)) for name in names])
@@ -108,43 +113,56 @@ def _base_pass(model, tokens, layers, last):
 class _HeadAttention:
     """Recomputes one head's attention pattern from separate query-side and key-side inputs.
 
-    Llama-style attention (pre-norm RMSNorm, rotary, causal softmax), through the model's own
-    modules; checked against the pattern the model computed (``check``).
+    Pre-norm attention (the layer's own LayerNorm or RMSNorm module), the head's W_Q, W_K and
+    biases, rotary embeddings when the model has them (Llama-style) and none otherwise (absolute
+    positions live in the residual stream, GPT-2-style), causal softmax; checked against the
+    pattern the model computed (``check``).
     """
 
     def __init__(self, model, cache, layer: int, head: int):
-        block = model.bridge.blocks[layer]
+        bridge = model.bridge
+        block = bridge.blocks[layer]
         self.norm, self.attn = block.ln1.original_component, block.attn.original_component
         self.head, self.layer = head, layer
-        self.kv = head // int(getattr(self.attn, "num_key_value_groups", 1))
-        self.cos, self.sin = cache[f"blocks.{layer}.attn.hook_cos"], cache[f"blocks.{layer}.attn.hook_sin"]
+        self.kv = head // (model.n_heads // int(bridge.W_K.shape[1]))
+        self.w_q, self.w_k = bridge.W_Q[layer, head].detach(), bridge.W_K[layer, self.kv].detach()
+        self.b_q, self.b_k = self._bias(bridge, "b_Q", layer, head), self._bias(bridge, "b_K", layer, self.kv)
+        self.scaling = float(getattr(self.attn, "scaling", self.w_q.shape[-1] ** -0.5))
+        self.rotary = _rotary(model)
+        if self.rotary:
+            self.cos, self.sin = cache[f"blocks.{layer}.attn.hook_cos"], cache[f"blocks.{layer}.attn.hook_sin"]
         self.residual = cache[f"blocks.{layer}.hook_in"]
         self.observed = cache[f"blocks.{layer}.attn.hook_pattern"][:, head]
 
-    def _project(self, x, proj, index):
-        """This head's slice of a projection of the normed input: (..., seq, d_head), then (n, 1, seq, d_head)."""
-        import torch.nn.functional as F
+    @staticmethod
+    def _bias(bridge, name, layer, index):
+        try:
+            return getattr(bridge, name)[layer, index].detach()
+        except AttributeError:  # bias-free projections (Llama)
+            return None
 
-        d_head = int(self.attn.head_dim)
-        rows = slice(index * d_head, (index + 1) * d_head)
-        bias = proj.bias[rows] if proj.bias is not None else None
-        out = F.linear(self.norm(x), proj.weight[rows], bias)
+    def _project(self, x, weight, bias):
+        """This head's query or key from the normed input: (n, 1, seq, d_head)."""
+        out = self.norm(x) @ weight
+        out = out if bias is None else out + bias
         return out.reshape(-1, 1, *out.shape[-2:])
 
     def pattern(self, removed_q=None, removed_k=None):
         """Attention pattern (..., batch, seq, seq) with ``removed_*`` (..., batch, seq, d_model) taken
         out of the query-side or key-side input (leading dims: one ablation each)."""
         import torch
-        from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
 
         x_q = self.residual if removed_q is None else self.residual - removed_q
         x_k = self.residual if removed_k is None else self.residual - removed_k
         lead = torch.broadcast_shapes(x_q.shape, x_k.shape)[:-1]
         with torch.no_grad():
-            q = self._project(x_q.expand(*lead, -1), self.attn.q_proj, self.head)
-            k = self._project(x_k.expand(*lead, -1), self.attn.k_proj, self.kv)
-            q, k = apply_rotary_pos_emb(q, k, self.cos, self.sin)
-            scores = (q @ k.transpose(-1, -2))[:, 0] * float(self.attn.scaling)
+            q = self._project(x_q.expand(*lead, -1), self.w_q, self.b_q)
+            k = self._project(x_k.expand(*lead, -1), self.w_k, self.b_k)
+            if self.rotary:
+                from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
+
+                q, k = apply_rotary_pos_emb(q, k, self.cos, self.sin)
+            scores = (q @ k.transpose(-1, -2))[:, 0] * self.scaling
             seq = scores.shape[-1]
             future = torch.triu(torch.ones(seq, seq, dtype=torch.bool, device=scores.device), 1)
             pattern = scores.masked_fill(future, float("-inf")).softmax(-1)
@@ -156,8 +174,9 @@ class _HeadAttention:
         error = float(np.abs(got - want).max())
         if not error <= tolerance:
             raise ModelNotAvailableError(
-                f"path ablation recomputes attention as Llama-style models do (RMSNorm, rotary, causal "
-                f"softmax); for L{self.layer}.H{self.head} of this model the recomputed pattern differs "
+                f"path ablation recomputes attention as pre-norm Llama- and GPT-2-style models do (norm, "
+                f"W_Q/W_K with biases, rotary or absolute positions, causal softmax); for L{self.layer}.H{self.head} "
+                f"of this model the recomputed pattern differs "
                 f"from the model's own by {error:.2g}")
 
 
@@ -192,7 +211,8 @@ def path_ablation(model, heads, *, n_words: int = 50, n_prompts: int = 2, seed: 
     Parameters
     ----------
     model : LoadedModel
-        A Llama-style model (RMSNorm, rotary attention).
+        A pre-norm model: Llama-style (RMSNorm, rotary attention, grouped-query attention) or
+        GPT-2-style (LayerNorm, absolute positions, biases).
     heads : sequence of (layer, head)
         Target heads (layer >= 1).
     n_words, n_prompts, seed : int

@@ -15,6 +15,12 @@ induction heads, with an abrupt drop of the loss on copied tokens (about step 1,
 Rows with one long repeated segment instead let the model copy through fixed-offset heads
 without an induction head (docs/training-dynamics.md).
 
+The ``"position-blind"`` recipe trains on the same data a GPT-2-style model with fixed absolute
+positions whose layer-0 attention compares tokens by similarity and cannot see position
+(:func:`position_blind_model`): no previous-token head can form, so layer 1 can only find the
+earlier copy through the layer-0 duplicate-token heads' output in its query (Q-composition,
+CMR's circuit; docs/circuit.md).
+
 Every torch call of the toy lives here; the dynamics scan (:mod:`icl_cmr.analyses.dynamics`)
 reads the checkpoints through the same pipeline as a released model.
 """
@@ -22,7 +28,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -30,15 +36,16 @@ import numpy as np
 from cmr.errors import DataSourceError, ParameterError
 from cmr.io import atomic_directory, atomic_write
 
-__all__ = ["ToySettings", "QUICK", "RECIPES", "checkpoint_steps", "build_tokenizer", "text_batch",
-           "make_copy_batch", "train_toy", "list_checkpoints", "prompt_words"]
+__all__ = ["ToySettings", "QUICK", "RECIPES", "recipe_settings", "checkpoint_steps", "build_tokenizer", "text_batch",
+           "make_copy_batch", "sinusoid_positions", "POSITION_NORM", "SIMILARITY_INIT_STD", "position_blind_model",
+           "train_toy", "list_checkpoints", "prompt_words"]
 
 SETTINGS_FILE = "train_toy.json"
 LOG_FILE = "training_log.json"
 TOKENIZER_DIR = "tokenizer"
 CHECKPOINT_DIR = "checkpoints"
 #: training-data recipes (see the module docstring)
-RECIPES = ("copies",)
+RECIPES = ("copies", "position-blind")
 
 
 @dataclass(frozen=True)
@@ -89,6 +96,12 @@ class ToySettings:
 
 #: a shorter run for demos: the default run stopped at 1500 steps (past the phase change)
 QUICK = ToySettings(steps=1500, n_checkpoints=16)
+
+
+def recipe_settings(recipe: str = "copies", *, quick: bool = False) -> ToySettings:
+    """The settings of a recipe's run (``quick``: the same run stopped at half its steps)."""
+    settings = QUICK if quick else ToySettings()
+    return replace(settings, recipe=recipe).validate()
 
 
 def checkpoint_steps(steps: int, n_checkpoints: int) -> list[int]:
@@ -183,6 +196,95 @@ def make_copy_batch(stream: np.ndarray, rng: np.random.Generator, batch_size: in
     return batch, copied, source
 
 
+def sinusoid_positions(n_positions: int, d_model: int) -> np.ndarray:
+    """Fixed absolute position vectors in the upper half of the residual stream, float64 (position, d_model).
+
+    Frequencies ``100 ** (-f / F)`` rad per position (``F = d_model // 8``, periods 6 to about
+    350 positions), each written as the block ``(sin, cos, -sin, -cos)``: every vector sums to
+    zero and has unit norm, so a LayerNorm's mean and variance do not depend on the position,
+    and moving one position on is a fixed linear map (a rotation in every block).
+    """
+    half = d_model // 2
+    n_freq = half // 4
+    if n_freq < 1:
+        raise ParameterError(f"the position-blind recipe needs d_model >= 8; got {d_model}")
+    angle = np.arange(n_positions)[:, None] * 100.0 ** (-np.arange(n_freq) / n_freq)[None, :]
+    block = np.stack([np.sin(angle), np.cos(angle), -np.sin(angle), -np.cos(angle)], axis=-1)
+    table = np.zeros((n_positions, d_model))
+    table[:, half:half + 4 * n_freq] = block.reshape(n_positions, -1) / np.sqrt(2 * n_freq)
+    return table
+
+
+#: norm of the fixed position vectors of the ``"position-blind"`` recipe (token embeddings start near 0.1)
+POSITION_NORM = 0.2
+#: standard deviation of the layer-0 query (= key) weights of the ``"position-blind"`` recipe at initialisation
+SIMILARITY_INIT_STD = 0.3
+
+
+def position_blind_model(settings: ToySettings, vocab: int, bos: int):
+    """The GPT-2-style model of the ``"position-blind"`` recipe, seeded, with its constraints in place.
+
+    * Token embeddings live in the lower half of the residual stream, fixed absolute positions
+      (:func:`sinusoid_positions` times :data:`POSITION_NORM`, not trained) in the upper half.
+    * Layer-0 attention is position-blind: its queries and keys read only the lower half, so it
+      can see what a token is but not where: no layer-0 head can be a previous-token head, and no
+      K-composition induction circuit can form. Its values read everything, so a layer-0 head
+      can carry the position of the token it attends to.
+    * Layer-0 attention compares tokens by similarity: its keys share the weights (and biases) of
+      its queries (``W_K = W_Q``), drawn with standard deviation :data:`SIMILARITY_INIT_STD`, so
+      from the start a token attends most to copies of itself (a duplicate-token head, CMR's
+      item-to-context head: query ``f_k``, keys ``f_j``). What layer 1 does with it (Q-composition:
+      reading the earlier copy's position in its query) is left to training.
+
+    Gradients of the constrained entries are masked (zero) or summed (tied), and AdamW's decay
+    keeps a zero at zero and tied entries equal, so every checkpoint is an ordinary
+    ``GPT2LMHeadModel`` in which those entries are exactly zero or equal.
+    """
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    config = GPT2Config(
+        vocab_size=vocab, n_positions=max(256, settings.seq_len + 1), n_embd=settings.d_model,
+        n_layer=settings.n_layers, n_head=settings.n_heads, n_inner=settings.d_mlp, resid_pdrop=0.0,
+        embd_pdrop=0.0, attn_pdrop=0.0, bos_token_id=bos, eos_token_id=bos, pad_token_id=0,
+        tie_word_embeddings=False,
+    )
+    d_model, half = settings.d_model, settings.d_model // 2
+    with torch.random.fork_rng(devices=[]):  # seeded without touching the caller's global RNG
+        torch.manual_seed(settings.seed)
+        model = GPT2LMHeadModel(config)
+        c_attn = model.transformer.h[0].attn.c_attn  # Conv1D (d_model, 3 d_model): x @ W, columns q | k | v
+        with torch.no_grad():
+            c_attn.weight[:, :d_model].normal_(0.0, SIMILARITY_INIT_STD)
+    with torch.no_grad():
+        positions = sinusoid_positions(config.n_positions, d_model) * POSITION_NORM
+        model.transformer.wpe.weight.copy_(torch.as_tensor(positions, dtype=torch.float32))
+        c_attn.weight[half:, :d_model] = 0.0
+        c_attn.weight[:, d_model:2 * d_model] = c_attn.weight[:, :d_model]
+        c_attn.bias[d_model:2 * d_model] = c_attn.bias[:d_model]
+        model.transformer.wte.weight[:, half:] = 0.0
+    model.transformer.wpe.weight.requires_grad_(False)
+
+    def tie(grad):
+        shared = grad[..., :d_model] + grad[..., d_model:2 * d_model]
+        return torch.cat([shared, shared, grad[..., 2 * d_model:]], dim=-1)
+
+    def blind(grad):
+        grad = tie(grad).clone()
+        grad[half:, :2 * d_model] = 0.0
+        return grad
+
+    def token_half(grad):
+        grad = grad.clone()
+        grad[:, half:] = 0.0
+        return grad
+
+    c_attn.weight.register_hook(blind)
+    c_attn.bias.register_hook(tie)
+    model.transformer.wte.weight.register_hook(token_half)
+    return model
+
+
 def _write_json(path: Path, data) -> None:
     with atomic_write(path) as tmp:
         tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
@@ -248,16 +350,19 @@ def train_toy(out_dir, settings: ToySettings = ToySettings(), *, progress: bool 
                                (settings.copy_min, settings.copy_max), settings.copy_gap)
     eval_repeat, eval_copied, eval_source = batches(eval_stream, eval_rng, 32, 1.0)
     eval_repeat = torch.as_tensor(eval_repeat)
-    config = LlamaConfig(
-        vocab_size=vocab, hidden_size=settings.d_model, intermediate_size=settings.d_mlp,
-        num_hidden_layers=settings.n_layers, num_attention_heads=settings.n_heads,
-        num_key_value_heads=settings.n_heads, max_position_embeddings=max(256, settings.seq_len + 1),
-        bos_token_id=bos, eos_token_id=bos, pad_token_id=0, tie_word_embeddings=False,
-        rope_parameters=dict(rope_type="default", rope_theta=float(settings.rope_theta)),
-    )
-    with torch.random.fork_rng(devices=[]):  # seeded without touching the caller's global RNG
-        torch.manual_seed(settings.seed)
-        model = LlamaForCausalLM(config)
+    if settings.recipe == "position-blind":
+        model = position_blind_model(settings, vocab, bos)
+    else:
+        config = LlamaConfig(
+            vocab_size=vocab, hidden_size=settings.d_model, intermediate_size=settings.d_mlp,
+            num_hidden_layers=settings.n_layers, num_attention_heads=settings.n_heads,
+            num_key_value_heads=settings.n_heads, max_position_embeddings=max(256, settings.seq_len + 1),
+            bos_token_id=bos, eos_token_id=bos, pad_token_id=0, tie_word_embeddings=False,
+            rope_parameters=dict(rope_type="default", rope_theta=float(settings.rope_theta)),
+        )
+        with torch.random.fork_rng(devices=[]):  # seeded without touching the caller's global RNG
+            torch.manual_seed(settings.seed)
+            model = LlamaForCausalLM(config)
     model.config._attn_implementation = "sdpa"
     optimizer = torch.optim.AdamW(model.parameters(), lr=settings.learning_rate, betas=(0.9, 0.95), weight_decay=0.01)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / settings.warmup))

@@ -320,8 +320,12 @@ def load_model(name: str = DEFAULT_MODEL, *, cache_dir=None, device=None, dtype=
 
 
 def tiny_hf_model(*, seed: int = 0, n_layers: int = 2, n_heads: int = 4, n_kv_heads: int = 2,
-                  d_model: int = 32, n_words: int = 60, n_ctx: int = 256):
-    """The Hugging Face model and tokenizer behind :func:`tiny_model`, not yet wrapped."""
+                  d_model: int = 32, n_words: int = 60, n_ctx: int = 256, architecture: str = "llama"):
+    """The Hugging Face model and tokenizer behind :func:`tiny_model`, not yet wrapped.
+
+    ``architecture="gpt2"`` gives a GPT-2 instead (LayerNorm with random scales and biases,
+    learned absolute positions, biased projections; ``n_kv_heads`` is ignored).
+    """
     require_lm()
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
@@ -336,6 +340,12 @@ def tiny_hf_model(*, seed: int = 0, n_layers: int = 2, n_heads: int = 4, n_kv_he
     tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, bos_token="<s>", unk_token="<unk>",
                                         add_bos_token=True)
     tokenizer.init_kwargs.update(name_or_path="icl-cmr-tiny-llama", add_bos_token=True)
+    if architecture == "gpt2":
+        return _tiny_gpt2(seed, n_layers, n_heads, d_model, n_ctx, len(vocab)), tokenizer
+    if architecture != "llama":
+        from cmr.errors import ParameterError
+
+        raise ParameterError(f"architecture must be 'llama' or 'gpt2'; got {architecture!r}")
     config = LlamaConfig(
         vocab_size=len(vocab), hidden_size=d_model, intermediate_size=2 * d_model,
         num_hidden_layers=n_layers, num_attention_heads=n_heads, num_key_value_heads=n_kv_heads,
@@ -350,6 +360,27 @@ def tiny_hf_model(*, seed: int = 0, n_layers: int = 2, n_heads: int = 4, n_kv_he
                 if type(module).__name__.endswith("RMSNorm"):
                     module.weight.uniform_(0.5, 1.5)
     return model, tokenizer
+
+
+def _tiny_gpt2(seed, n_layers, n_heads, d_model, n_ctx, vocab_size):
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    config = GPT2Config(vocab_size=vocab_size, n_positions=n_ctx, n_embd=d_model, n_layer=n_layers, n_head=n_heads,
+                        n_inner=2 * d_model, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, bos_token_id=1,
+                        eos_token_id=0, pad_token_id=0, tie_word_embeddings=False, attn_implementation="eager",
+                        initializer_range=0.3)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = GPT2LMHeadModel(config)
+        with torch.no_grad():  # distinct norm scales and non-zero biases, so both are actually tested
+            for module in model.modules():
+                if isinstance(module, torch.nn.LayerNorm):
+                    module.weight.uniform_(0.5, 1.5)
+                    module.bias.normal_(0.0, 0.1)
+            for layer in model.transformer.h:
+                layer.attn.c_attn.bias.normal_(0.0, 0.3)
+    return model
 
 
 def tiny_model(*, seed: int = 0, device="cpu", dtype=None, **sizes) -> LoadedModel:
@@ -370,7 +401,8 @@ def tiny_model(*, seed: int = 0, device="cpu", dtype=None, **sizes) -> LoadedMod
     with torch.no_grad():
         for param in model.parameters():  # parameters only: buffers stay float32, as from_pretrained keeps them
             param.data = param.data.to(torch_dtype)
-    return LoadedModel(_boot("icl-cmr-tiny-llama", model, tokenizer, device, torch_dtype), tokenizer, "tiny-llama",
+    name = "tiny-gpt2" if sizes.get("architecture") == "gpt2" else "tiny-llama"
+    return LoadedModel(_boot(f"icl-cmr-{name}", model, tokenizer, device, torch_dtype), tokenizer, name,
                        f"random init, seed {seed}", "tiny_model", device=device, dtype=dtype_name)
 
 

@@ -83,7 +83,8 @@ def _composition_section(ctx) -> list[str]:
     lines += ["", "Classes of the tested heads: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
               + ". The study argued that CMR-like heads resemble Q-composition; "
               + ("none of the tested heads is Q-composed." if "Q" not in counts else
-                 f"{counts['Q']} of {len(s['heads'])} tested heads are Q-composed."), ""]
+                 f"{counts['Q']} of {len(s['heads'])} tested heads are Q-composed."), "",
+              "![Composition class of the tested heads against their CMR distance](figures/composition_vs_cmr.png)", ""]
     return lines
 
 

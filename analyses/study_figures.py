@@ -7,6 +7,7 @@ from icl_cmr.analyses import plots
 from icl_cmr.analyses.run_layout import (
     ABLATION_FILE,
     ATTENTION_FILE,
+    CAUSAL_COMPOSITION_FILE,
     FIGURES_DIR,
     HEADS_FILE,
     OBJECTIVES,
@@ -46,6 +47,9 @@ def make_all(ctx) -> list[str]:
                   for (s, o), f in human_fit_files(ctx.settings).items() if o == "lsq"}
     save(plots.parameters_heads_vs_humans(fits["lsq"], human_fits, len(top)), "parameters_heads_vs_humans.png")
     save(plots.soft_crp_vs_humans(human, heads, top[:4]), "human_vs_head_crp.png")
+    if ctx.path(CAUSAL_COMPOSITION_FILE).is_file():
+        causal = load_dataset(ctx.path(CAUSAL_COMPOSITION_FILE), kind="path_ablation")
+        save(plots.composition_against_cmr(causal, fits["lsq"]), "composition_vs_cmr.png")
     if ctx.path(ABLATION_FILE).is_file():
         save(plots.ablation_result(load_dataset(ctx.path(ABLATION_FILE), kind="ablation")), "ablation.png")
     return made

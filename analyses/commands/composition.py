@@ -17,8 +17,13 @@ the key (Elhage et al. 2021). This command measures which one a model's heads us
    the head; the drop of its induction score classifies it as K-composed, Q-composed, mixed or
    neither, and names the upstream heads whose removal alone matters; written to --causal.
 
-Example (SmolLM2, about a minute on 2 CPU cores):
+3. With --cmr, CMR fitted to every head's lag profile on the same prompts; with --figure, each
+   tested head's class against its CMR distance (is the Q-composed head more CMR-like?).
+
+Examples (SmolLM2, about a minute on 2 CPU cores; a toy checkpoint, seconds):
   icl-cmr composition -o composition.nc --causal causal.nc --top 4
+  icl-cmr composition toy/checkpoints/step_003000 -o comp.nc --causal causal.nc --cmr fits.nc \\
+      --figure class_vs_cmr.png --top 2 --n-words 20 --n-prompts 4
 """
 
 
@@ -38,6 +43,11 @@ def register(sub):
     p.add_argument("--n-words", type=int, default=50, help="words per prompt list (default 50)")
     p.add_argument("--n-prompts", type=int, default=2, help="prompts (default 2)")
     p.add_argument("--n-baseline", type=int, default=200, help="random factor sets of the baseline (default 200)")
+    p.add_argument("--cmr", metavar="FITS.nc",
+                   help="also fit CMR to every head's lag profile on the same prompts (the study's grid), write the "
+                        "fits here and print each tested head's CMR distance")
+    p.add_argument("--objective", choices=("paper", "lsq"), default="lsq", help="CMR fit objective (default lsq)")
+    p.add_argument("--figure", metavar="PNG", help="with --causal and --cmr: composition class against CMR distance")
     p.add_argument("--seed", type=int, default=0, help="seed of the prompts and the baseline (default 0)")
     add_device(p)
     add_output(p, "COMPOSITION.nc")
@@ -54,8 +64,11 @@ def run(args) -> int:
     from icl_cmr.analyses.ablation import parse_heads
 
     result_format(args.output)
-    if args.causal:
-        result_format(args.causal)
+    for name in ("causal", "cmr"):
+        if getattr(args, name):
+            result_format(getattr(args, name))
+    if args.figure and not (args.causal and args.cmr):
+        raise ParameterError("--figure needs --causal and --cmr (the class and the CMR distance of each tested head)")
     if args.top < 1:
         raise ParameterError(f"--top must be >= 1; got {args.top}")
     model = load_model(args.model, device=args.device, dtype=args.dtype)
@@ -75,8 +88,29 @@ def run(args) -> int:
     causal = causal_composition.path_ablation(model, heads, n_words=args.n_words, n_prompts=args.n_prompts,
                                               seed=args.seed, composition=scores)
     print(f"causal composition test -> {write_result(causal, args.causal)}")
-    print(causal_table(causal))
+    fits = cmr_fits(model, args) if args.cmr else None
+    print(causal_table(causal, fits))
+    if args.figure:
+        from icl_cmr.analyses.plots import composition_against_cmr, save_figure
+
+        save_figure(composition_against_cmr(causal, fits), args.figure)
+        print(f"figure -> {args.figure}")
     return 0
+
+
+def cmr_fits(model, args):
+    """CMR fits of every head's lag profile on the command's prompts, written to ``--cmr``."""
+    from cmr.io import write_result
+    from cmr.profile_fit import fit_profiles
+    from icl_cmr.adapters.transformer_lens import extract_heads
+    from icl_cmr.analyses.commands.fit import load_grid
+
+    heads = extract_heads(model, n_words=args.n_words, n_prompts=args.n_prompts, seed=args.seed)
+    grid, grid_name = load_grid(None)
+    fits = fit_profiles(heads, grid, objective=args.objective, invalid="nan")
+    print(f"CMR fits ({args.objective}, {grid_name}) of {model.n_layers * model.n_heads} heads -> "
+          f"{write_result(fits, args.cmr)}")
+    return fits
 
 
 def composition_summary(scores) -> str:
@@ -92,12 +126,19 @@ def composition_summary(scores) -> str:
     return "\n".join(lines)
 
 
-def causal_table(causal) -> str:
-    """One line per tested head: induction score, relative drops, class and upstream heads."""
-    lines = ["  head      induction  drop(Q)  drop(K)  class    upstream (layer.head/path)"]
+def causal_table(causal, fits=None) -> str:
+    """One line per tested head: induction score, relative drops, class, upstream heads (and, with
+    ``fits``, the head's CMR distance)."""
+    distance = None
+    if fits is not None:
+        distance = fits["distance"].squeeze([d for d in ("model", "checkpoint") if d in fits["distance"].dims], drop=True)
+    lines = ["  head      induction  drop(Q)  drop(K)  class    " + ("CMR distance  " if fits is not None else "")
+             + "upstream (layer.head/path)"]
     for t in causal["target"].values:
         row = causal.sel(target=t)
-        lines.append(f"  L{int(row['layer'])}.H{int(row['head']):<5} {float(row['base_induction']):9.3f}  "
+        layer, head = int(row["layer"]), int(row["head"])
+        extra = "" if distance is None else f"{float(distance.sel(layer=layer, head=head)):12.4f}  "
+        lines.append(f"  L{layer}.H{head:<5} {float(row['base_induction']):9.3f}  "
                      f"{float(row['drop_all'].sel(path='Q')):7.3f}  {float(row['drop_all'].sel(path='K')):7.3f}  "
-                     f"{str(row['composition_class'].values):7}  {row['upstream'].values}")
+                     f"{str(row['composition_class'].values):7}  {extra}{row['upstream'].values}")
     return "\n".join(lines)

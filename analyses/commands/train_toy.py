@@ -20,10 +20,17 @@ of per-layer curves against training step (best induction score, best CMR distan
 CMR-like heads, fitted beta_enc / beta_rec / gamma and inverse temperature of the layer's most
 CMR-like head) -> DIR/dynamics.csv. --resume keeps finished checkpoints.
 
+--recipe position-blind trains on the same data a GPT-2-style model (fixed absolute positions)
+whose layer-0 attention compares tokens by similarity and cannot see where they are: it starts
+with duplicate-token heads and can never form a previous-token head, so induction can only be
+built the way CMR is (Q-composition: the earlier copy's position enters the layer-1 query).
+Compare the two with icl-cmr composition on a checkpoint (docs/circuit.md).
+
 Examples:
   icl-cmr train-toy -o toy --threads 1      # 3000 steps, about 7 minutes on one core
   icl-cmr train-toy -o toy --quick          # the first 1500 steps of the same run
   icl-cmr train-toy -o toy --steps 6000 --seed 1
+  icl-cmr train-toy -o toyq --recipe position-blind --no-scan
 """
 
 
@@ -37,6 +44,12 @@ def register(sub):
     p.add_argument("--steps", type=int, default=None, help="training steps (default 3000; quick 1500)")
     p.add_argument("--seed", type=int, default=0, help="seed of initialisation and data order (default 0)")
     p.add_argument("--checkpoints", type=int, default=None, help="number of checkpoints incl. step 0 (default 24; quick 16)")
+    p.add_argument("--recipe", choices=("copies", "position-blind"), default="copies",
+                   help="copies (default): a Llama-style model with rotary positions, which forms a layer-0 "
+                        "previous-token head feeding the keys of layer-1 induction heads (K-composition); "
+                        "position-blind: the same data, a GPT-2-style model with fixed absolute positions whose "
+                        "layer-0 queries and keys cannot read position, so induction can only form through a "
+                        "layer-0 duplicate-token head feeding the queries of layer 1 (Q-composition)")
     p.add_argument("--repeat-fraction", type=float, default=None, metavar="F",
                    help="share of rows with repeated phrases (default 1.0)")
     p.add_argument("--text", default="wikipedia", help="training text: wikipedia (default), a file or a directory")
@@ -66,7 +79,7 @@ def run(args) -> int:
 
         set_threads(args.threads)
     out = Path(args.output)
-    settings = toy_model.QUICK if args.quick else toy_model.ToySettings()
+    settings = toy_model.recipe_settings(args.recipe, quick=args.quick)
     changes = {"seed": args.seed, "text": str(args.text)}
     if args.steps is not None:
         changes["steps"] = args.steps

@@ -21,7 +21,7 @@ Fitted parameters (:mod:`.fits`)
 Causal test (:mod:`.ablation`)
     :func:`ablation_result`
 Composition (:mod:`.composition`)
-    :func:`composition_matrix`, :func:`causal_composition`
+    :func:`composition_matrix`, :func:`causal_composition`, :func:`composition_against_cmr`
 Training dynamics (:mod:`.dynamics`)
     :func:`training_dynamics`
 Posterior predictive check (:mod:`.predictive`)
@@ -30,7 +30,7 @@ The language model as a recall subject (:mod:`.llm_recall`)
     :func:`recall_vs_humans`
 """
 from .ablation import ablation_result
-from .composition import causal_composition, composition_matrix
+from .composition import causal_composition, composition_against_cmr, composition_matrix
 from .dynamics import training_dynamics
 from .predictive import predictive_check
 from .fits import parameter_recovery, parameters_heads_vs_humans
@@ -77,6 +77,7 @@ __all__ = [
     # composition
     "composition_matrix",
     "causal_composition",
+    "composition_against_cmr",
     "training_dynamics",
     # fitted CMR against the data
     "predictive_check",

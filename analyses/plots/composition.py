@@ -5,10 +5,15 @@ import json
 
 import numpy as np
 
-from ._common import checked
-from .style import PALETTE, house_style, new_figure
+from cmr.errors import ParameterError
 
-__all__ = ["composition_matrix", "causal_composition"]
+from ._common import checked, heads_2d, labelled
+from .style import MARKERS, PALETTE, house_style, new_figure
+
+__all__ = ["composition_matrix", "causal_composition", "composition_against_cmr"]
+
+#: colour of each composition class in :func:`composition_against_cmr`
+CLASS_COLOURS = {"K": PALETTE[0], "Q": PALETTE[1], "mixed": PALETTE[3], "neither": PALETTE[6], "weak": "0.75"}
 
 
 def composition_matrix(scores):
@@ -76,4 +81,58 @@ def causal_composition(causal):
         ax.set_xticks(x, labels)
         ax.set_ylabel("Drop of induction score")
         ax.legend(frameon=False)
+    return fig
+
+
+def composition_against_cmr(causal, fits):
+    """Composition class of each tested head against its CMR distance, for one or several models.
+
+    Parameters
+    ----------
+    causal : xarray.Dataset or mapping label -> Dataset
+        Kind ``path_ablation`` (:func:`icl_cmr.adapters.causal_composition.path_ablation`).
+    fits : xarray.Dataset or mapping label -> Dataset
+        Kind ``profile_fit`` of the same model(s) (same labels), one checkpoint each (select one
+        first, e.g. ``fits.isel(checkpoint=-1)``): the ``distance`` of every head.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        One point per tested head: x = CMR distance, y = induction score; colour = class (K, Q,
+        mixed, neither, weak), marker = model; labelled with the head. The distance axis is
+        log-scaled when every distance is positive.
+    """
+    causal = labelled(causal, "path_ablation", "icl_cmr.adapters.causal_composition.path_ablation")
+    fits = labelled(fits, "profile_fit", "cmr.fit_profiles")
+    if set(causal) != set(fits):
+        raise ParameterError(f"causal and fits must have the same labels; got {sorted(causal)} and {sorted(fits)}")
+    fig, ax = new_figure(width=3.6, height=2.8)
+    seen, xs = set(), []
+    with house_style():
+        for index, (label, ds) in enumerate(causal.items()):
+            distance = heads_2d(fits[label]["distance"])
+            for t in ds["target"].values:
+                row = ds.sel(target=t)
+                layer, head, cls = int(row["layer"]), int(row["head"]), str(row["composition_class"].values)
+                x = float(distance.sel(layer=layer, head=head))
+                y = float(row["base_induction"])
+                xs.append(x)
+                ax.scatter([x], [y], s=28, marker=MARKERS[index % len(MARKERS)], color=CLASS_COLOURS.get(cls, "k"),
+                           edgecolor="k", linewidth=0.4, zorder=3)
+                ax.annotate(f"{label + ' ' if label else ''}L{layer}.H{head}", (x, y), xytext=(3, 2),
+                            textcoords="offset points", fontsize=5.5)
+                seen.add(cls)
+        for cls, colour in CLASS_COLOURS.items():
+            if cls in seen:
+                ax.scatter([], [], s=28, color=colour, edgecolor="k", linewidth=0.4, label=f"{cls}-composed"
+                           if cls in ("K", "Q") else cls)
+        if len(causal) > 1:
+            for index, label in enumerate(causal):
+                ax.scatter([], [], s=28, marker=MARKERS[index % len(MARKERS)], color="w", edgecolor="k",
+                           linewidth=0.6, label=label)
+        if all(x > 0 for x in xs):  # distances of different models span decades
+            ax.set_xscale("log")
+        ax.set_xlabel("CMR distance (smaller: more CMR-like)")
+        ax.set_ylabel("Induction score")
+        ax.legend(frameon=False, fontsize=6)
     return fig

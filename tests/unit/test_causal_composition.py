@@ -40,13 +40,24 @@ def _library_pattern(model, tokens, layer, head, path, removed):
     return got["pattern"]
 
 
+@pytest.fixture(scope="module")
+def tiny_gpt2():
+    require("torch")
+    from icl_cmr.adapters.transformer_lens import tiny_model
+
+    return tiny_model(n_layers=3, seed=1, architecture="gpt2")
+
+
+@pytest.mark.parametrize("architecture", ["llama", "gpt2"])
 @pytest.mark.parametrize("path", ["Q", "K"])
-def test_recomputed_ablation_equals_the_librarys_split_input_pass(tiny, path):
+def test_recomputed_ablation_equals_the_librarys_split_input_pass(tiny, tiny_gpt2, path, architecture):
+    """Llama (RMSNorm, rotary, grouped-query) and GPT-2 (LayerNorm with biases, absolute positions)."""
     import torch
 
     from icl_cmr.adapters import causal_composition as path_ablation
     from icl_cmr.adapters.transformer_lens import make_prompts
 
+    tiny = tiny if architecture == "llama" else tiny_gpt2
     made = make_prompts(tiny, n_words=12, n_prompts=2, seed=0)
     tokens = torch.as_tensor(made.tokens)
     layer, head = 2, 3

@@ -130,7 +130,7 @@ def test_training_is_seeded(trained, tmp_path):
 def test_invalid_settings_and_missing_runs(tmp_path):
     with pytest.raises(ParameterError, match="multiple of n_heads"):
         dataclasses.replace(TINY, d_model=15).validate()
-    with pytest.raises(ParameterError, match="recipe must be one of copies; got 'copy'"):
+    with pytest.raises(ParameterError, match="recipe must be one of copies, position-blind; got 'copy'"):
         dataclasses.replace(TINY, recipe="copy").validate()
     with pytest.raises(ParameterError, match="copy_min <= copy_max <= seq_len / 2 = 16; got copy_min=2, copy_max=17"):
         dataclasses.replace(TINY, copy_max=17).validate()
@@ -242,3 +242,38 @@ def test_default_recipe_forms_an_induction_circuit_at_seed_0(tmp_path):
     assert float(induction.sel(checkpoint=1200, layer=0)) < 0.15  # the circuit needs two layers
     profile = profiles["profile"].sel(checkpoint=1200, layer=1)
     assert (profile.idxmax("lag") == 1).all()  # both layer-1 heads peak at lag +1
+
+
+def test_the_position_blind_recipe_keeps_layer_0_blind_to_position(text_dir, tmp_path):
+    """After training, layer 0's queries and keys still read no position and share their weights:
+    its attention scores depend on the two tokens only, wherever they are."""
+    require("torch")
+    import torch
+
+    from icl_cmr.adapters.transformer_lens import load_model
+
+    settings = dataclasses.replace(TINY, text=str(text_dir), recipe="position-blind", n_checkpoints=2)
+    train_toy.train_toy(tmp_path, settings, progress=False, log=lambda _: None)
+    directory = train_toy.list_checkpoints(tmp_path)[-1][1]
+    weights = _weights(directory)
+    d, half = settings.d_model, settings.d_model // 2
+    c_attn = weights["transformer.h.0.attn.c_attn.weight"]
+    assert (c_attn[half:, :2 * d] == 0).all() and (weights["transformer.wte.weight"][:, half:] == 0).all()
+    np.testing.assert_array_equal(c_attn[:, :d], c_attn[:, d:2 * d])
+    assert c_attn[:half, :d].std() > 0.1  # drawn large, as the recipe says, and trained
+    np.testing.assert_allclose(weights["transformer.wpe.weight"],
+                               train_toy.sinusoid_positions(256, d) * train_toy.POSITION_NORM, atol=1e-7)
+    assert not (weights["transformer.h.1.attn.c_attn.weight"][half:, :2 * d] == 0).all()  # layer 1 sees position
+    model = load_model(str(directory))
+    tokens = torch.tensor([[1, 40, 41, 42, 40, 41, 40, 42, 41, 40]])
+    _, cache = model.bridge.run_with_cache(tokens, names_filter="blocks.0.attn.hook_attn_scores")
+    scores = cache["blocks.0.attn.hook_attn_scores"][0].numpy()  # (head, query, key)
+    pairs = {}
+    ids = tokens[0].tolist()
+    for i in range(len(ids)):
+        for j in range(i + 1):
+            pairs.setdefault((ids[i], ids[j]), []).append(scores[:, i, j])
+    repeated = [np.array(v) for v in pairs.values() if len(v) > 1]
+    assert len(repeated) >= 6
+    for values in repeated:
+        np.testing.assert_allclose(values, np.broadcast_to(values[0], values.shape), rtol=1e-4, atol=1e-5)
