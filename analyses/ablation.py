@@ -212,6 +212,25 @@ def holm(pvalues) -> np.ndarray:
     return result.reshape(p.shape)
 
 
+def holm_rank_floor(n_random: int, n_matched: int = 0, n_modes: int = 1, control: bool = False) -> float:
+    """The smallest Holm-adjusted rank p-value a design can give.
+
+    The rank family holds, per mode, the top set against the random sets, against the
+    layer-matched sets (``n_matched > 0``) and the control against the random sets
+    (``control``): ``m`` tests. A rank p is at least ``1 / (n + 1)`` with ``n`` null sets, and
+    Holm multiplies the smallest p of the family by ``m``, so no adjusted p falls below
+    ``m / (max(n_random, n_matched) + 1)``. At or above 0.05, no rank test of the design can be
+    significant after correction, whatever the data.
+    """
+    m = rank_family_size(n_matched, n_modes, control)
+    return min(1.0, m / (max(int(n_random), int(n_matched)) + 1))
+
+
+def rank_family_size(n_matched: int = 0, n_modes: int = 1, control: bool = False) -> int:
+    """Rank tests in the Holm family: per mode, top vs random, top vs layer-matched, control vs random."""
+    return int(n_modes) * (1 + (int(n_matched) > 0) + bool(control))
+
+
 #: fewest passages for a bootstrap interval of d_z
 MIN_BOOTSTRAP_PASSAGES = 10
 

@@ -22,11 +22,14 @@ seeded random sets of the same size from the other heads; --n-matched layer-matc
 the top induction heads of the same size.
 
 Statistics per mode: the primary test is the rank of the top set's mean effect among the random
-sets, with the exact permutation p = (1 + #{random >= top}) / (1 + n_random) (50 sets: smallest
-p 0.020). Beside it: its rank among the layer-matched sets, the induction control's rank among
+sets, with the exact permutation p = (1 + #{random >= top}) / (1 + n_random) (120 sets: smallest
+p 0.008). Beside it: its rank among the layer-matched sets, the induction control's rank among
 the random sets, paired tests by passage (t-test, Wilcoxon, Cohen's d_z with a bootstrap
 interval, a t interval of the mean difference), and Holm's correction across modes and
-comparisons (rank tests and t-tests as two families).
+comparisons (rank tests and t-tests as two families). Holm multiplies the smallest rank p by
+the number of rank tests m (up to 3 per mode), so a rank test can reach 0.05 only with at least
+20 m sets: 60 for one mode, 120 for both (the default); the command says so when a design
+cannot.
 
 Cost: per passage one unablated pass (with mean ablation a partial second one), then every
 (set x mode) condition resumes at the set's first ablated layer, batched --batch-size conditions per forward pass
@@ -57,7 +60,8 @@ def register(sub):
                    help="variable of --heads-from to rank by (default distance, smallest first; "
                         "induction_score and other *_score variables: largest first)")
     p.add_argument("--top-fraction", type=float, default=0.1, help="share of all heads in the top set (default 0.1)")
-    p.add_argument("--n-random", type=int, default=50, help="random head sets (default 50)")
+    p.add_argument("--n-random", type=int, default=120,
+                   help="random head sets (default 120: enough for Holm's correction over both modes)")
     p.add_argument("--n-matched", type=int, default=50, help="layer-matched random head sets (default 50; 0: none)")
     p.add_argument("--control-from", metavar="HEADS.nc",
                    help="heads file (icl-cmr heads) whose top induction_score heads form a control set")
@@ -116,6 +120,13 @@ def run(args) -> int:
                                                n_heads=len(top), largest=True)
     listed = ",".join(f"L{l}.H{h}" for l, h in top)
     print(f"top set fixed before any ablation ({len(top)} heads, {source}): {listed}", flush=True)
+    n_modes = 2 if args.mode == "both" else 1
+    floor = ablation.holm_rank_floor(args.n_random, args.n_matched, n_modes, control is not None)
+    if floor >= 0.05:
+        print(f"note: with {args.n_random} random and {args.n_matched} layer-matched sets, no rank test can reach "
+              f"p < 0.05 after Holm's correction (smallest adjusted p {floor:.3f}); "
+              f"--n-random {20 * ablation.rank_family_size(args.n_matched, n_modes, control is not None)} or more lifts it",
+              flush=True)
     model = load_model(args.model, device=args.device, dtype=args.dtype)
     passages = load_passages(args.text, model.tokenizer, args.n_passages, args.n_tokens, seed=args.seed)
     modes = ("zero", "mean") if args.mode == "both" else (args.mode,)

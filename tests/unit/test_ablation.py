@@ -289,6 +289,18 @@ def test_holm_hand_case_and_nan():
     np.testing.assert_allclose(ablation.holm([[0.5, 0.9]]), [[1.0, 1.0]])
 
 
+@pytest.mark.parametrize("n_random, n_matched, n_modes, control", [
+    (50, 0, 1, False), (50, 20, 1, True), (100, 50, 1, True), (50, 50, 2, True), (120, 50, 2, True), (3, 0, 1, False)])
+def test_holm_rank_floor_is_the_best_case_of_the_design(n_random, n_matched, n_modes, control):
+    # every rank test at its smallest possible p: 1 / (n + 1) for its own null family
+    best = [1 / (n_random + 1)] + ([1 / (n_matched + 1)] if n_matched else []) + ([1 / (n_random + 1)] if control else [])
+    family = np.array(best * n_modes)
+    assert family.size == ablation.rank_family_size(n_matched, n_modes, control)
+    floor = ablation.holm_rank_floor(n_random, n_matched, n_modes, control)
+    assert np.nanmin(ablation.holm(family)) == pytest.approx(floor)
+    assert (floor < 0.05) == (n_random >= 20 * family.size or n_matched >= 20 * family.size)
+
+
 def test_effect_intervals_match_scipy_and_cover_dz():
     from scipy import stats
 
