@@ -17,9 +17,10 @@ without an induction head (docs/training-dynamics.md).
 
 The ``"position-blind"`` recipe trains on the same data a GPT-2-style model with fixed absolute
 positions whose layer-0 attention compares tokens by similarity and cannot see position
-(:func:`position_blind_model`): no previous-token head can form, so layer 1 can only find the
-earlier copy through the layer-0 duplicate-token heads' output in its query (Q-composition,
-CMR's circuit; docs/circuit.md).
+(:func:`position_blind_model`): no previous-token head can form, so layer 1 must find the
+earlier copy through the layer-0 duplicate-token heads' output. The recipe leaves CMR's circuit
+(that output in the layer-1 query: Q-composition) open; trained at seed 0 the layer-1 induction
+heads read it in their keys as much as in their queries (mixed; docs/circuit.md).
 
 Every torch call of the toy lives here; the dynamics scan (:mod:`icl_cmr.analyses.dynamics`)
 reads the checkpoints through the same pipeline as a released model.
