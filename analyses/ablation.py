@@ -222,12 +222,17 @@ def holm_rank_floor(n_random: int, n_matched: int = 0, n_modes: int = 1, control
     ``m / (max(n_random, n_matched) + 1)``. At or above 0.05, no rank test of the design can be
     significant after correction, whatever the data.
     """
+    if int(n_random) < 1:
+        raise ParameterError(f"n_random must be >= 1 (the rank test needs random sets); got {n_random!r}")
     m = rank_family_size(n_matched, n_modes, control)
     return min(1.0, m / (max(int(n_random), int(n_matched)) + 1))
 
 
 def rank_family_size(n_matched: int = 0, n_modes: int = 1, control: bool = False) -> int:
     """Rank tests in the Holm family: per mode, top vs random, top vs layer-matched, control vs random."""
+    if int(n_matched) < 0 or int(n_modes) not in (1, 2):
+        raise ParameterError(f"n_matched must be >= 0 and n_modes 1 or 2 (zero and/or mean); "
+                             f"got n_matched={n_matched!r}, n_modes={n_modes!r}")
     return int(n_modes) * (1 + (int(n_matched) > 0) + bool(control))
 
 

@@ -308,7 +308,7 @@ def from_table(
 
 
 def _list_name(study_keys: pd.DataFrame, t) -> str:
-    """``subject 1, list 2`` (or ``subject 1, session 3, list 2`` with list keys), for messages."""
+    """``subject 1, list 2`` (or one more name per list key, e.g. ``subject 1, phase 3, list 2``), for messages."""
     return ", ".join(f"{name} {_label(study_keys[name][int(t)])!r}" for name in study_keys.columns)
 
 

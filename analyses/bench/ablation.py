@@ -3,7 +3,7 @@
 Both sides run SmolLM2-135M on the same passages (506 input tokens: BOS + text up to token
 505) and return the same losses at the 22 scored positions for the unablated model and for
 every head set zero-ablated: a top set of 27 heads (layers 7-26), ``N_RANDOM`` random sets and
-``N_MATCHED`` layer-matched sets. The reference is the previous procedure: one unablated pass
+``N_MATCHED`` layer-matched sets. The reference is the per-condition procedure: one unablated pass
 with mean capture, then one bridge pass per set (``passage_losses``, logits only at the scored
 positions). Ours: :func:`icl_cmr.adapters.interventions.set_losses` (plain SDPA model,
 resumed at each set's first ablated layer, conditions batched). Extras: seconds per passage
