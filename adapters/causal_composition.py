@@ -19,6 +19,15 @@ induction head of Elhage et al. 2021, a previous-token head feeding the key); Q-
 the mirror case (a duplicate-token head feeding the query, CMR's circuit, docs/circuit.md);
 mixed when both matter. A head with (almost) no induction score has nothing to lose and is
 reported as ``weak``.
+
+Composition means reading what an earlier head *moved* from another position. The part of an
+earlier head's output that comes from its attention to the position itself (``A[i, i] v_i W_O``)
+moves nothing: it re-encodes what is already there (for a layer-0 head, the token's own
+embedding and position). A key that reads its own position through that relay depends on the
+earlier head without being composed with it. So every ablation is done twice: with the whole
+direct output (``*_all``, ``source_drop``) and with its moved part only, the attention to
+other positions (``*_moved``, ``source_drop_moved``); the class and the upstream heads come from
+the moved part, and ``whole_output_class`` keeps the class of the whole output.
 """
 from __future__ import annotations
 
@@ -31,10 +40,12 @@ from cmr.schema import provenance_attrs, require_dims, require_variables, valida
 from .errors import ModelNotAvailableError
 from .transformer_lens import make_prompts
 
-__all__ = ["PATHS", "SIGNIFICANT_DROP", "DOMINANCE", "UPSTREAM_DROP", "MIN_INDUCTION", "classify", "induction_scores",
+__all__ = ["PATHS", "PARTS", "SIGNIFICANT_DROP", "DOMINANCE", "UPSTREAM_DROP", "MIN_INDUCTION", "classify", "induction_scores",
            "path_ablation", "validate_path_ablation"]
 
 PATHS = ("Q", "K")
+#: the removed part of an earlier head's direct output: all of it, or only what it moved from other positions
+PARTS = ("all", "moved")
 #: a relative drop of the induction score at least this large counts as an effect of the path
 SIGNIFICANT_DROP = 0.25
 #: one path dominates when its relative drop is at least this many times the other's
@@ -83,8 +94,8 @@ def _rotary(model) -> bool:
 
 
 def _base_pass(model, tokens, layers, last):
-    """One pass to the last target layer: head outputs z (layers < last), each target layer's
-    residual input, attention pattern and (rotary models) rotary tables."""
+    """One pass to the last target layer: head outputs z, values and attention patterns (layers <
+    last), each target layer's residual input, attention pattern and (rotary models) rotary tables."""
     import torch
 
     cache = {}
@@ -97,10 +108,10 @@ def _base_pass(model, tokens, layers, last):
 
         return keep
 
-    names = [f"blocks.{layer}.attn.hook_z" for layer in range(last)]
+    names = [f"blocks.{layer}.attn.hook_{hook}" for layer in range(last) for hook in ("z", "v", "pattern")]
     rotary = _rotary(model)
     for layer in layers:
-        names += [f"blocks.{layer}.hook_in", f"blocks.{layer}.attn.hook_pattern"]
+        names += [f"blocks.{layer}.hook_in"] + ([f"blocks.{layer}.attn.hook_pattern"] if layer == last else [])
         names += [f"blocks.{layer}.attn.hook_cos", f"blocks.{layer}.attn.hook_sin"] if rotary else []
     with torch.no_grad():
         try:
@@ -229,13 +240,17 @@ def path_ablation(model, heads, *, n_words: int = 50, n_prompts: int = 2, seed: 
         Kind ``path_ablation`` with dims ``target`` (coords ``layer``, ``head``), ``path``
         (Q, K), ``source_layer``, ``source_head``, ``lag``: ``base_induction`` (target);
         ``induction_all`` and ``drop_all`` (target, path), the induction score and its
-        relative drop after removing every earlier head from the path; ``profile`` (target,
-        lag) and ``profile_all`` (target, path, lag), attention by lag; ``source_drop``
-        (target, path, source_layer, source_head), the relative drop when that earlier head
-        alone is removed (NaN for heads not earlier); ``source_composition`` (same dims, when
-        ``composition`` is given); ``composition_class`` (target) K, Q, mixed, neither, or weak (induction score
-        below ``MIN_INDUCTION``: nothing to remove), and
-        ``upstream`` (target), the earlier heads whose removal alone drops the score by
+        relative drop after removing every earlier head's whole direct output from the path;
+        ``induction_moved`` and ``drop_moved``, the same after removing only the part each
+        earlier head moved from other positions (its attention to the position itself left
+        in); ``profile`` (target, lag), ``profile_all`` and ``profile_moved`` (target, path,
+        lag), attention by lag; ``source_drop`` and ``source_drop_moved`` (target, path,
+        source_layer, source_head), the relative drop when that earlier head alone is removed
+        (NaN for heads not earlier); ``source_composition`` (same dims, when ``composition``
+        is given); ``composition_class`` (target) K, Q, mixed, neither (from the moved drops),
+        or weak (induction score below ``MIN_INDUCTION``: nothing to remove);
+        ``whole_output_class`` (target), the same from the whole-output drops; and
+        ``upstream`` (target), the earlier heads whose moved output alone drops the score by
         ``UPSTREAM_DROP`` or more ("layer.head/path", largest first). Means over prompts.
     """
     import torch
@@ -252,49 +267,64 @@ def path_ablation(model, heads, *, n_words: int = 50, n_prompts: int = 2, seed: 
     w_o = model.bridge.W_O.detach()  # (layer, head, d_head, d_model)
     with torch.no_grad():  # direct output z W_O of every earlier head: (layer, head, batch, pos, d_model)
         z = torch.stack([cache[f"blocks.{e}.attn.hook_z"] for e in range(last)])  # (layer, batch, pos, head, d_head)
-        direct = torch.einsum("lbphd,lhdm->lhbpm", z, w_o[:last].to(z.dtype))
+        v = torch.stack([cache[f"blocks.{e}.attn.hook_v"] for e in range(last)])  # (layer, batch, pos, kv, d_head)
+        v = v.repeat_interleave(model.n_heads // v.shape[3], dim=3)  # the key/value head of each query head
+        to_self = torch.stack([cache[f"blocks.{e}.attn.hook_pattern"].diagonal(dim1=-2, dim2=-1)
+                               for e in range(last)])  # (layer, batch, head, pos): attention to the position itself
+        moved_z = z - to_self.transpose(2, 3)[..., None].to(z.dtype) * v
+        w_o = w_o[:last].to(z.dtype)
+        direct = {"all": torch.einsum("lbphd,lhdm->lhbpm", z, w_o),
+                  "moved": torch.einsum("lbphd,lhdm->lhbpm", moved_z, w_o)}
     n_t, n_l, n_h = len(targets), model.n_layers, model.n_heads
     base_induction = np.full(n_t, np.nan)
-    induction_all, drop_all = np.full((n_t, 2), np.nan), np.full((n_t, 2), np.nan)
-    profile, profile_all = np.full((n_t, len(lags)), np.nan), np.full((n_t, 2, len(lags)), np.nan)
-    source_drop = np.full((n_t, 2, n_l, n_h), np.nan)
-    classes, upstream = [], []
+    induction, drop = ({part: np.full((n_t, 2), np.nan) for part in PARTS} for _ in range(2))
+    profile = np.full((n_t, len(lags)), np.nan)
+    profile_removed = {part: np.full((n_t, 2, len(lags)), np.nan) for part in PARTS}
+    source_drop = {part: np.full((n_t, 2, n_l, n_h), np.nan) for part in PARTS}
+    classes, whole_classes, upstream = [], [], []
     for t, (layer, head) in enumerate(targets):
         attention = _HeadAttention(model, cache, layer, head)
         attention.check()
-        induction, base_profile = _lag_statistics(attention.pattern(), n_words, lags)
-        base = induction.mean()
+        base_ind, base_profile = _lag_statistics(attention.pattern(), n_words, lags)
+        base = base_ind.mean()
         base_induction[t], profile[t] = base, base_profile.mean(axis=0)
-        every = direct[:layer].sum(dim=(0, 1))
-        singles = direct[:layer].reshape(layer * n_h, *direct.shape[2:])
-        for p, path in enumerate(PATHS):
-            key = f"removed_{path.lower()}"
-            ablated, ablated_profile = _lag_statistics(attention.pattern(**{key: every}), n_words, lags)
-            induction_all[t, p], drop_all[t, p] = ablated.mean(), 1.0 - ablated.mean() / base
-            profile_all[t, p] = ablated_profile.mean(axis=0)
-            for start in range(0, layer * n_h, _CHUNK):
-                single, _ = _lag_statistics(attention.pattern(**{key: singles[start:start + _CHUNK]}), n_words, [1])
-                flat = source_drop[t, p, :layer].reshape(-1)
-                flat[start:start + single.shape[0]] = 1.0 - single.mean(axis=-1) / base
-                source_drop[t, p, :layer] = flat.reshape(layer, n_h)
-        classes.append(classify(drop_all[t, 0], drop_all[t, 1], base))
-        named = [(source_drop[t, p, e, g], f"{e}.{g}/{path}") for p, path in enumerate(PATHS)
+        for part in PARTS:
+            every = direct[part][:layer].sum(dim=(0, 1))
+            singles = direct[part][:layer].reshape(layer * n_h, *direct[part].shape[2:])
+            for p, path in enumerate(PATHS):
+                key = f"removed_{path.lower()}"
+                ablated, ablated_profile = _lag_statistics(attention.pattern(**{key: every}), n_words, lags)
+                induction[part][t, p], drop[part][t, p] = ablated.mean(), 1.0 - ablated.mean() / base
+                profile_removed[part][t, p] = ablated_profile.mean(axis=0)
+                for start in range(0, layer * n_h, _CHUNK):
+                    single, _ = _lag_statistics(attention.pattern(**{key: singles[start:start + _CHUNK]}), n_words, [1])
+                    flat = source_drop[part][t, p, :layer].reshape(-1)
+                    flat[start:start + single.shape[0]] = 1.0 - single.mean(axis=-1) / base
+                    source_drop[part][t, p, :layer] = flat.reshape(layer, n_h)
+        classes.append(classify(drop["moved"][t, 0], drop["moved"][t, 1], base))
+        whole_classes.append(classify(drop["all"][t, 0], drop["all"][t, 1], base))
+        named = [(source_drop["moved"][t, p, e, g], f"{e}.{g}/{path}") for p, path in enumerate(PATHS)
                  for e in range(layer) for g in range(n_h)
-                 if source_drop[t, p, e, g] >= UPSTREAM_DROP and classes[-1] != "weak"]
+                 if source_drop["moved"][t, p, e, g] >= UPSTREAM_DROP and classes[-1] != "weak"]
         upstream.append(" ".join(name for _, name in sorted(named, reverse=True)) or "-")
     dims4 = ("target", "path", "source_layer", "source_head")
     variables = {
         "base_induction": ("target", base_induction),
-        "induction_all": (("target", "path"), induction_all),
-        "drop_all": (("target", "path"), drop_all),
+        "induction_all": (("target", "path"), induction["all"]),
+        "drop_all": (("target", "path"), drop["all"]),
+        "induction_moved": (("target", "path"), induction["moved"]),
+        "drop_moved": (("target", "path"), drop["moved"]),
         "profile": (("target", "lag"), profile),
-        "profile_all": (("target", "path", "lag"), profile_all),
-        "source_drop": (dims4, source_drop),
+        "profile_all": (("target", "path", "lag"), profile_removed["all"]),
+        "profile_moved": (("target", "path", "lag"), profile_removed["moved"]),
+        "source_drop": (dims4, source_drop["all"]),
+        "source_drop_moved": (dims4, source_drop["moved"]),
         "composition_class": ("target", np.array(classes, dtype=str)),
+        "whole_output_class": ("target", np.array(whole_classes, dtype=str)),
         "upstream": ("target", np.array(upstream, dtype=str)),
     }
     if composition is not None:
-        values = np.full(source_drop.shape, np.nan)
+        values = np.full(source_drop["all"].shape, np.nan)
         for t, (layer, head) in enumerate(targets):
             for p, path in enumerate(PATHS):
                 values[t, p] = composition["score"].sel(composition=path, layer=layer, head=head).values
@@ -315,6 +345,9 @@ def path_ablation(model, heads, *, n_words: int = 50, n_prompts: int = 2, seed: 
 def validate_path_ablation(ds: xr.Dataset) -> None:
     """Check a path_ablation dataset (docs/schema.md)."""
     kind = "path_ablation"
-    require_variables(ds, ["base_induction", "drop_all", "source_drop", "composition_class"], kind)
-    require_dims(ds["drop_all"], ["target", "path"], kind, "drop_all")
-    require_dims(ds["source_drop"], ["target", "path", "source_layer", "source_head"], kind, "source_drop")
+    require_variables(ds, ["base_induction", "drop_all", "drop_moved", "source_drop", "source_drop_moved",
+                           "composition_class", "whole_output_class"], kind)
+    for name in ("drop_all", "drop_moved"):
+        require_dims(ds[name], ["target", "path"], kind, name)
+    for name in ("source_drop", "source_drop_moved"):
+        require_dims(ds[name], ["target", "path", "source_layer", "source_head"], kind, name)

@@ -19,8 +19,9 @@ The ``"position-blind"`` recipe trains on the same data a GPT-2-style model with
 positions whose layer-0 attention compares tokens by similarity and cannot see position
 (:func:`position_blind_model`): no previous-token head can form, so layer 1 must find the
 earlier copy through the layer-0 duplicate-token heads' output. The recipe leaves CMR's circuit
-(that output in the layer-1 query: Q-composition) open; trained at seed 0 the layer-1 induction
-heads read it in their keys as much as in their queries (mixed; docs/circuit.md).
+(that output in the layer-1 query: Q-composition) open; trained (seeds 0-3) the layer-1 induction
+heads are Q-composed through the duplicate-token heads, and their keys read only the key's own
+position, partly relayed by those heads' attention to the token itself (docs/circuit.md).
 
 Every torch call of the toy lives here; the dynamics scan (:mod:`icl_cmr.analyses.dynamics`)
 reads the checkpoints through the same pipeline as a released model.

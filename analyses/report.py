@@ -49,8 +49,9 @@ def composition_stage_summary(scores, causal, roles, distance) -> dict:
         layer, head = int(row["layer"]), int(row["head"])
         out["heads"].append({
             "head": f"L{layer}.H{head}", "roles": list(roles[(layer, head)]),
-            "induction": float(row["base_induction"]), "drop_q": float(row["drop_all"].sel(path="Q")),
-            "drop_k": float(row["drop_all"].sel(path="K")), "class": str(row["composition_class"].values),
+            "induction": float(row["base_induction"]), "drop_q": float(row["drop_moved"].sel(path="Q")),
+            "drop_k": float(row["drop_moved"].sel(path="K")), "class": str(row["composition_class"].values),
+            "whole_output_class": str(row["whole_output_class"].values),
             "upstream": str(row["upstream"].values), "distance": float(distance[layer, head]),
         })
     return out
@@ -65,18 +66,21 @@ def _composition_section(ctx) -> list[str]:
         "## Which composition the heads use",
         "",
         "CMR built as attention is a Q-composition circuit (docs/circuit.md). Mean composition scores "
-        f"(Elhage et al. 2021) over all head pairs: {means}. Causal test: every earlier head's direct output "
-        "removed from only the query input or only the key input of the head; relative drop of its "
-        "induction score (K: the key path carries it, Q: the query path, mixed: both).",
+        f"(Elhage et al. 2021) over all head pairs: {means}. Causal test: what every earlier head moved "
+        "from other positions (its direct output without its attention to the position itself) removed from "
+        "only the query input or only the key input of the head; relative drop of its induction score (K: the "
+        "key path carries it, Q: the query path, mixed: both).",
         "",
-        "| head | chosen as | induction score | lsq CMR distance | drop (query path) | drop (key path) | class | upstream |",
-        "|---|---|---:|---:|---:|---:|---|---|",
+        "| head | chosen as | induction score | lsq CMR distance | drop (query path) | drop (key path) | class "
+        "| class, whole output | upstream |",
+        "|---|---|---:|---:|---:|---:|---|---|---|",
     ]
     for h in s["heads"]:
         # a weak head has almost no induction score to lose: its relative drops mean nothing
         drops = ("-", "-") if h["class"] == "weak" else (_fmt(h["drop_q"]), _fmt(h["drop_k"]))
         lines.append(f"| {h['head']} | {', '.join(r.replace('_', '-') for r in h['roles'])} | {_fmt(h['induction'])} | "
-                     f"{_fmt(h['distance'])} | {drops[0]} | {drops[1]} | {h['class']} | {h['upstream']} |")
+                     f"{_fmt(h['distance'])} | {drops[0]} | {drops[1]} | {h['class']} | {h.get('whole_output_class', 'n/a')} "
+                     f"| {h['upstream']} |")
     counts = {}
     for h in s["heads"]:
         counts[h["class"]] = counts.get(h["class"], 0) + 1

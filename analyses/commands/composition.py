@@ -16,6 +16,10 @@ the key (Elhage et al. 2021). This command measures which one a model's heads us
    earlier head's direct output is removed from only the query input or only the key input of
    the head; the drop of its induction score classifies it as K-composed, Q-composed, mixed or
    neither, and names the upstream heads whose removal alone matters; written to --causal.
+   The class counts what earlier heads moved from other positions: the share of their output
+   that comes from attending to the position itself moves nothing (a key that reads its own
+   position through it is not composed); the table also shows the drops and the class of the
+   whole output.
 
 3. With --cmr, CMR fitted to every head's lag profile on the same prompts; with --figure, each
    tested head's class against its CMR distance (is the Q-composed head more CMR-like?).
@@ -127,18 +131,21 @@ def composition_summary(scores) -> str:
 
 
 def causal_table(causal, fits=None) -> str:
-    """One line per tested head: induction score, relative drops, class, upstream heads (and, with
-    ``fits``, the head's CMR distance)."""
+    """One line per tested head: induction score, relative drops (what earlier heads moved from other
+    positions; then their whole output), classes, upstream heads (and, with ``fits``, the head's CMR
+    distance)."""
     distance = None
     if fits is not None:
         distance = fits["distance"].squeeze([d for d in ("model", "checkpoint") if d in fits["distance"].dims], drop=True)
-    lines = ["  head      induction  drop(Q)  drop(K)  class    " + ("CMR distance  " if fits is not None else "")
-             + "upstream (layer.head/path)"]
+    lines = ["  head      induction  drop(Q)  drop(K)  class    whole: drop(Q)  drop(K)  class    "
+             + ("CMR distance  " if fits is not None else "") + "upstream (layer.head/path)"]
     for t in causal["target"].values:
         row = causal.sel(target=t)
         layer, head = int(row["layer"]), int(row["head"])
         extra = "" if distance is None else f"{float(distance.sel(layer=layer, head=head)):12.4f}  "
         lines.append(f"  L{layer}.H{head:<5} {float(row['base_induction']):9.3f}  "
-                     f"{float(row['drop_all'].sel(path='Q')):7.3f}  {float(row['drop_all'].sel(path='K')):7.3f}  "
-                     f"{str(row['composition_class'].values):7}  {extra}{row['upstream'].values}")
+                     f"{float(row['drop_moved'].sel(path='Q')):7.3f}  {float(row['drop_moved'].sel(path='K')):7.3f}  "
+                     f"{str(row['composition_class'].values):7}  "
+                     f"{float(row['drop_all'].sel(path='Q')):14.3f}  {float(row['drop_all'].sel(path='K')):7.3f}  "
+                     f"{str(row['whole_output_class'].values):7}  {extra}{row['upstream'].values}")
     return "\n".join(lines)

@@ -24,9 +24,10 @@ CMR-like head) -> DIR/dynamics.csv. --resume keeps finished checkpoints.
 whose layer-0 attention compares tokens by similarity and cannot see where they are: it starts
 with duplicate-token heads and can never form a previous-token head, which leaves the way CMR
 builds induction (Q-composition: the earlier copy's position enters the layer-1 query) open
-and the textbook previous-token path closed. Trained at seed 0, its layer-1 induction heads read
-the duplicate-token heads on the query side and, as much, on the key side: the causal test
-calls them mixed. Compare the two with icl-cmr composition on a checkpoint (docs/circuit.md).
+and the textbook previous-token path closed. Trained (seeds 0-3), its layer-1 induction heads
+are Q-composed: the causal test finds the earlier copy's position, moved by the duplicate-token
+heads, in their queries, and nothing moved in their keys. Compare the two with icl-cmr
+composition on a checkpoint (docs/circuit.md).
 
 Examples:
   icl-cmr train-toy -o toy --threads 1      # 3000 steps, about 7 minutes on one core
@@ -51,8 +52,8 @@ def register(sub):
                         "previous-token head feeding the keys of layer-1 induction heads (K-composition); "
                         "position-blind: the same data, a GPT-2-style model with fixed absolute positions whose "
                         "layer-0 queries and keys cannot read position, so no previous-token head can form and "
-                        "induction must go through layer-0 duplicate-token heads (at seed 0 they feed both the "
-                        "queries and the keys of layer 1: mixed composition, docs/circuit.md)")
+                        "induction must go through layer-0 duplicate-token heads (they feed the queries of "
+                        "layer 1: Q-composition, docs/circuit.md)")
     p.add_argument("--repeat-fraction", type=float, default=None, metavar="F",
                    help="share of rows with repeated phrases (default 1.0)")
     p.add_argument("--text", default="wikipedia", help="training text: wikipedia (default), a file or a directory")

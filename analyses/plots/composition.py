@@ -62,9 +62,12 @@ def causal_composition(causal):
     Returns
     -------
     matplotlib.figure.Figure
-        Paired bars per head (removing every earlier head from its query input, from its key
-        input), labelled with the head's class; dashed line at the significance threshold.
+        Paired bars per head (removing what every earlier head moved from other positions from
+        its query input, from its key input), labelled with the head's class; outlined bars:
+        the same with the earlier heads' whole output; dashed line at the significance threshold.
     """
+    from matplotlib.patches import Patch
+
     causal = checked(causal, "path_ablation", "icl_cmr.adapters.causal_composition.path_ablation")
     labels = [f"L{int(layer)}.H{int(head)}\n{cls}" for layer, head, cls in
               zip(causal["layer"].values, causal["head"].values, causal["composition_class"].values)]
@@ -72,15 +75,19 @@ def causal_composition(causal):
     fig, ax = new_figure(width=max(2.6, 0.7 * len(labels) + 1.0), height=2.4)
     with house_style():
         for i, path in enumerate(causal["path"].values):
-            ax.bar(x + (i - 0.5) * 0.38, causal["drop_all"].sel(path=path).values, width=0.36, color=PALETTE[i],
+            ax.bar(x + (i - 0.5) * 0.38, causal["drop_moved"].sel(path=path).values, width=0.36, color=PALETTE[i],
                    label=f"{path} input")
+            ax.bar(x + (i - 0.5) * 0.38, causal["drop_all"].sel(path=path).values, width=0.36, fill=False,
+                   edgecolor=PALETTE[i], linewidth=0.8)
         ax.axhline(0.0, color="k", lw=0.6)
         threshold = json.loads(causal.attrs["provenance"]).get("significant_drop")
         if threshold is not None:
             ax.axhline(threshold, color="0.5", lw=0.8, ls="--")
         ax.set_xticks(x, labels)
         ax.set_ylabel("Drop of induction score")
-        ax.legend(frameon=False)
+        handles, _ = ax.get_legend_handles_labels()
+        handles.append(Patch(fill=False, edgecolor="0.3", linewidth=0.8, label="whole output"))
+        ax.legend(handles=handles, frameon=False)
     return fig
 
 
@@ -107,7 +114,7 @@ def composition_against_cmr(causal, fits):
     if set(causal) != set(fits):
         raise ParameterError(f"causal and fits must have the same labels; got {sorted(causal)} and {sorted(fits)}")
     fig, ax = new_figure(width=3.6, height=2.8)
-    seen, xs = set(), []
+    seen, xs, placed = set(), [], []
     with house_style():
         for index, (label, ds) in enumerate(causal.items()):
             distance = heads_2d(fits[label]["distance"])
@@ -119,8 +126,10 @@ def composition_against_cmr(causal, fits):
                 xs.append(x)
                 ax.scatter([x], [y], s=28, marker=MARKERS[index % len(MARKERS)], color=CLASS_COLOURS.get(cls, "k"),
                            edgecolor="k", linewidth=0.4, zorder=3)
-                ax.annotate(f"{label + ' ' if label else ''}L{layer}.H{head}", (x, y), xytext=(3, 2),
-                            textcoords="offset points", fontsize=5.5)
+                near = sum(abs(y - y0) < 0.03 and 0.8 < x / x0 < 1.25 for x0, y0 in placed if x0 > 0 and x > 0)
+                placed.append((x, y))
+                ax.annotate(f"{label + ' ' if label else ''}L{layer}.H{head}", (x, y), xytext=(3, 2 - 7 * near),
+                            textcoords="offset points", fontsize=5.5)  # labels of near points stacked, not overlaid
                 seen.add(cls)
         for cls, colour in CLASS_COLOURS.items():
             if cls in seen:

@@ -82,6 +82,28 @@ def test_recomputed_ablation_equals_the_librarys_split_input_pass(tiny, tiny_gpt
     np.testing.assert_allclose(float(ds["source_drop"][0, p, 1, 2]), 1 - single[:, 13 + k, 2 + k].mean() / base,
                                rtol=1e-4, atol=1e-6)
     assert np.isnan(ds["source_drop"].values[0, :, layer:]).all()
+    # the moved part: each earlier head's attention with its diagonal (attention to the position itself) zeroed
+    pattern, value = {}, {}
+
+    def keep(store):
+        def hook(tensor, hook):
+            store[int(hook.name.split(".")[1])] = tensor.detach()
+        return hook
+
+    with torch.no_grad():
+        tiny.bridge.run_with_hooks(tokens, fwd_hooks=[(f"blocks.{e}.attn.hook_{name}", keep(store)) for e in range(layer)
+                                                      for name, store in (("pattern", pattern), ("v", value))])
+    group = tiny.n_heads // value[0].shape[2]
+    off_diagonal = 1.0 - torch.eye(tokens.shape[1])
+    moved = [[(pattern[e][:, g] * off_diagonal) @ value[e][:, :, g // group] @ w_o[e, g] for g in range(tiny.n_heads)]
+             for e in range(layer)]
+    assert max(float(torch.diagonal(pattern[e], dim1=-2, dim2=-1).max()) for e in range(layer)) > 0.05
+    every_moved = _library_pattern(tiny, tokens, layer, head, path, sum(sum(heads) for heads in moved))
+    np.testing.assert_allclose(float(ds["induction_moved"][0, p]), every_moved[:, 13 + k, 2 + k].mean(), rtol=1e-5)
+    single = _library_pattern(tiny, tokens, layer, head, path, moved[1][2])
+    np.testing.assert_allclose(float(ds["source_drop_moved"][0, p, 1, 2]), 1 - single[:, 13 + k, 2 + k].mean() / base,
+                               rtol=1e-4, atol=1e-6)
+    assert not np.allclose(ds["source_drop_moved"].values[0, :, :layer], ds["source_drop"].values[0, :, :layer])
 
 
 @pytest.mark.parametrize("drops, expected", [
