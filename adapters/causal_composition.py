@@ -1,14 +1,17 @@
-"""Causal composition test: remove an earlier head's output from only the query or key input of a head.
+"""Causal composition test: remove an earlier head's output from only the query, key or value input of a head.
 
 Path-level ablation (the causal counterpart of :mod:`icl_cmr.adapters.composition`): on
 repeated-list prompts (BOS + a random word list + the same list again), the direct output
 ``z W_O`` of an earlier head is subtracted from the query input of one later head only
 (``blocks.L.attn.hook_q_input``, one slice per query head), or from its key input only
 (``hook_k_input``, one slice per key/value head: with grouped-query attention the other query
-heads of the group see the same keys, but only this head is read). Only the direct path is
-cut: MLPs and intermediate heads still see the earlier head's output. The value input does not
-enter the attention pattern, so it cannot move an induction score or a lag profile and is not
-tested here.
+heads of the group see the same keys, but only this head is read), or from its value input
+only (``hook_v_input``; the head's own values). Only the direct path is cut: MLPs and
+intermediate heads still see the earlier head's output. The value input does not enter the
+attention pattern, so it cannot move an induction score or a lag profile; the value path is
+measured on the head's output instead: the share of its output at the scored positions, along
+the output's own direction, that the ablation removes (V-composition: what the head copies,
+not where it looks).
 
 For each target head the test measures the drop of its induction score (attention from a
 second-copy token to the token after its first copy) when every earlier head is removed from
@@ -111,7 +114,8 @@ def _base_pass(model, tokens, layers, last):
     names = [f"blocks.{layer}.attn.hook_{hook}" for layer in range(last) for hook in ("z", "v", "pattern")]
     rotary = _rotary(model)
     for layer in layers:
-        names += [f"blocks.{layer}.hook_in"] + ([f"blocks.{layer}.attn.hook_pattern"] if layer == last else [])
+        names += [f"blocks.{layer}.hook_in"]
+        names += [f"blocks.{layer}.attn.hook_v", f"blocks.{layer}.attn.hook_pattern"] if layer == last else []
         names += [f"blocks.{layer}.attn.hook_cos", f"blocks.{layer}.attn.hook_sin"] if rotary else []
     with torch.no_grad():
         try:
@@ -142,8 +146,11 @@ class _HeadAttention:
         self.rotary = _rotary(model)
         if self.rotary:
             self.cos, self.sin = cache[f"blocks.{layer}.attn.hook_cos"], cache[f"blocks.{layer}.attn.hook_sin"]
+        self.w_v, self.b_v = bridge.W_V[layer, self.kv].detach(), self._bias(bridge, "b_V", layer, self.kv)
+        self.w_o = bridge.W_O[layer, head].detach()
         self.residual = cache[f"blocks.{layer}.hook_in"]
         self.observed = cache[f"blocks.{layer}.attn.hook_pattern"][:, head]
+        self.observed_v = cache[f"blocks.{layer}.attn.hook_v"][:, :, self.kv]
 
     @staticmethod
     def _bias(bridge, name, layer, index):
@@ -179,16 +186,46 @@ class _HeadAttention:
             pattern = scores.masked_fill(future, float("-inf")).softmax(-1)
             return pattern.reshape(*lead[:-1], seq, seq).float().cpu().numpy()
 
+    def _value(self, x):
+        """This head's values from the input ``x`` (..., batch, seq, d_model): (..., batch, seq, d_head)."""
+        out = self.norm(x) @ self.w_v
+        return out if self.b_v is None else out + self.b_v
+
+    def output(self, positions, removed_v=None):
+        """The head's direct output ``z W_O`` at ``positions`` (..., batch, len(positions), d_model),
+        with ``removed_v`` (..., batch, seq, d_model) taken out of its value input only (the
+        attention pattern is the model's own: the value input does not enter it)."""
+        import torch
+
+        x = self.residual if removed_v is None else self.residual - removed_v
+        with torch.no_grad():
+            values = self._value(x)
+            return (self.observed[:, positions].to(values.dtype) @ values) @ self.w_o.to(values.dtype)
+
     def check(self, tolerance: float = 1e-4) -> None:
+        import torch
+
         got = self.pattern()
         want = self.observed.float().cpu().numpy()
         error = float(np.abs(got - want).max())
+        with torch.no_grad():
+            value = self._value(self.residual)
+        scale = float(self.observed_v.abs().max()) or 1.0
+        error = max(error, float((value - self.observed_v).abs().max()) / scale)
         if not error <= tolerance:
             raise ModelNotAvailableError(
                 f"path ablation recomputes attention as pre-norm Llama- and GPT-2-style models do (norm, "
-                f"W_Q/W_K with biases, rotary or absolute positions, causal softmax); for L{self.layer}.H{self.head} "
-                f"of this model the recomputed pattern differs "
+                f"W_Q/W_K/W_V with biases, rotary or absolute positions, causal softmax); for L{self.layer}.H{self.head} "
+                f"of this model the recomputed pattern or values differ "
                 f"from the model's own by {error:.2g}")
+
+
+def _output_drop(ablated, clean) -> np.ndarray:
+    """1 - (the share of the clean output kept along its own direction), summed over batch, positions
+    and d_model: (...,) for ``ablated`` (..., batch, pos, d_model); NaN when the clean output is 0."""
+    norm = float((clean.double() ** 2).sum())
+    kept = (ablated.double() * clean.double()).sum(dim=(-1, -2, -3)).cpu().numpy()
+    return 1.0 - kept / norm if norm > 0 else np.full(kept.shape, np.nan)
 
 
 def induction_scores(model, *, n_words: int = 50, n_prompts: int = 2, seed: int = 0) -> np.ndarray:
@@ -249,9 +286,14 @@ def path_ablation(model, heads, *, n_words: int = 50, n_prompts: int = 2, seed: 
         (NaN for heads not earlier); ``source_composition`` (same dims, when ``composition``
         is given); ``composition_class`` (target) K, Q, mixed, neither (from the moved drops),
         or weak (induction score below ``MIN_INDUCTION``: nothing to remove);
-        ``whole_output_class`` (target), the same from the whole-output drops; and
+        ``whole_output_class`` (target), the same from the whole-output drops;
         ``upstream`` (target), the earlier heads whose moved output alone drops the score by
-        ``UPSTREAM_DROP`` or more ("layer.head/path", largest first). Means over prompts.
+        ``UPSTREAM_DROP`` or more ("layer.head/path", largest first); and the value path:
+        ``value_drop_all`` and ``value_drop_moved`` (target), ``value_source_drop`` and
+        ``value_source_drop_moved`` (target, source_layer, source_head), ``1 - <o', o> / <o, o>``
+        for the head's output ``o`` (``z W_O`` at the induction score's query positions, summed
+        over prompts) and ``o'`` the same with the earlier head(s) removed from its value input
+        (NaN when the head's output is 0). Means over prompts.
     """
     import torch
 
@@ -281,6 +323,9 @@ def path_ablation(model, heads, *, n_words: int = 50, n_prompts: int = 2, seed: 
     profile = np.full((n_t, len(lags)), np.nan)
     profile_removed = {part: np.full((n_t, 2, len(lags)), np.nan) for part in PARTS}
     source_drop = {part: np.full((n_t, 2, n_l, n_h), np.nan) for part in PARTS}
+    value_drop = {part: np.full(n_t, np.nan) for part in PARTS}
+    value_source_drop = {part: np.full((n_t, n_l, n_h), np.nan) for part in PARTS}
+    scored = n_words + 1 + np.arange(n_words - 1)  # the induction score's query positions
     classes, whole_classes, upstream = [], [], []
     for t, (layer, head) in enumerate(targets):
         attention = _HeadAttention(model, cache, layer, head)
@@ -288,9 +333,16 @@ def path_ablation(model, heads, *, n_words: int = 50, n_prompts: int = 2, seed: 
         base_ind, base_profile = _lag_statistics(attention.pattern(), n_words, lags)
         base = base_ind.mean()
         base_induction[t], profile[t] = base, base_profile.mean(axis=0)
+        clean_output = attention.output(scored)
         for part in PARTS:
             every = direct[part][:layer].sum(dim=(0, 1))
             singles = direct[part][:layer].reshape(layer * n_h, *direct[part].shape[2:])
+            value_drop[part][t] = _output_drop(attention.output(scored, every), clean_output)
+            flat = value_source_drop[part][t, :layer].reshape(-1)
+            for start in range(0, layer * n_h, _CHUNK):
+                flat[start:start + _CHUNK] = _output_drop(attention.output(scored, singles[start:start + _CHUNK]),
+                                                          clean_output)
+            value_source_drop[part][t, :layer] = flat.reshape(layer, n_h)
             for p, path in enumerate(PATHS):
                 key = f"removed_{path.lower()}"
                 ablated, ablated_profile = _lag_statistics(attention.pattern(**{key: every}), n_words, lags)
@@ -319,6 +371,10 @@ def path_ablation(model, heads, *, n_words: int = 50, n_prompts: int = 2, seed: 
         "profile_moved": (("target", "path", "lag"), profile_removed["moved"]),
         "source_drop": (dims4, source_drop["all"]),
         "source_drop_moved": (dims4, source_drop["moved"]),
+        "value_drop_all": ("target", value_drop["all"]),
+        "value_drop_moved": ("target", value_drop["moved"]),
+        "value_source_drop": (dims4[:1] + dims4[2:], value_source_drop["all"]),
+        "value_source_drop_moved": (dims4[:1] + dims4[2:], value_source_drop["moved"]),
         "composition_class": ("target", np.array(classes, dtype=str)),
         "whole_output_class": ("target", np.array(whole_classes, dtype=str)),
         "upstream": ("target", np.array(upstream, dtype=str)),

@@ -52,6 +52,7 @@ def composition_stage_summary(scores, causal, roles, distance) -> dict:
             "induction": float(row["base_induction"]), "drop_q": float(row["drop_moved"].sel(path="Q")),
             "drop_k": float(row["drop_moved"].sel(path="K")), "class": str(row["composition_class"].values),
             "whole_output_class": str(row["whole_output_class"].values),
+            "drop_v": float(row["value_drop_moved"]),
             "upstream": str(row["upstream"].values), "distance": float(distance[layer, head]),
         })
     return out

@@ -19,7 +19,8 @@ the key (Elhage et al. 2021). This command measures which one a model's heads us
    The class counts what earlier heads moved from other positions: the share of their output
    that comes from attending to the position itself moves nothing (a key that reads its own
    position through it is not composed); the table also shows the drops and the class of the
-   whole output.
+   whole output. drop(V): the same removal from the value input, measured on the head's
+   output (the share of it lost along its own direction), not on where it attends.
 
 3. With --cmr, CMR fitted to every head's lag profile on the same prompts; with --figure, each
    tested head's class against its CMR distance (is the Q-composed head more CMR-like?).
@@ -137,7 +138,7 @@ def causal_table(causal, fits=None) -> str:
     distance = None
     if fits is not None:
         distance = fits["distance"].squeeze([d for d in ("model", "checkpoint") if d in fits["distance"].dims], drop=True)
-    lines = ["  head      induction  drop(Q)  drop(K)  class    whole: drop(Q)  drop(K)  class    "
+    lines = ["  head      induction  drop(Q)  drop(K)  drop(V)  class    whole: drop(Q)  drop(K)  class    "
              + ("CMR distance  " if fits is not None else "") + "upstream (layer.head/path)"]
     for t in causal["target"].values:
         row = causal.sel(target=t)
@@ -145,7 +146,7 @@ def causal_table(causal, fits=None) -> str:
         extra = "" if distance is None else f"{float(distance.sel(layer=layer, head=head)):12.4f}  "
         lines.append(f"  L{layer}.H{head:<5} {float(row['base_induction']):9.3f}  "
                      f"{float(row['drop_moved'].sel(path='Q')):7.3f}  {float(row['drop_moved'].sel(path='K')):7.3f}  "
-                     f"{str(row['composition_class'].values):7}  "
+                     f"{float(row['value_drop_moved']):7.3f}  {str(row['composition_class'].values):7}  "
                      f"{float(row['drop_all'].sel(path='Q')):14.3f}  {float(row['drop_all'].sel(path='K')):7.3f}  "
                      f"{str(row['whole_output_class'].values):7}  {extra}{row['upstream'].values}")
     return "\n".join(lines)

@@ -106,6 +106,64 @@ def test_recomputed_ablation_equals_the_librarys_split_input_pass(tiny, tiny_gpt
     assert not np.allclose(ds["source_drop_moved"].values[0, :, :layer], ds["source_drop"].values[0, :, :layer])
 
 
+@pytest.mark.parametrize("architecture", ["llama", "gpt2"])
+def test_the_value_path_equals_the_librarys_split_input_pass(tiny, tiny_gpt2, architecture):
+    """The head's output with earlier heads removed from its value input only, through the library's
+    own hook_v_input, against the dataset's value drops (whole output and one head alone)."""
+    import torch
+
+    from icl_cmr.adapters import causal_composition as path_ablation
+    from icl_cmr.adapters.transformer_lens import make_prompts
+
+    tiny = tiny if architecture == "llama" else tiny_gpt2
+    tokens = torch.as_tensor(make_prompts(tiny, n_words=12, n_prompts=2, seed=0).tokens)
+    layer, head = 2, 3
+    ds = path_ablation.path_ablation(tiny, [(layer, head)], n_words=12, n_prompts=2, seed=0, lags=range(-2, 3))
+    group = tiny.n_heads // int(tiny.bridge.W_K.shape[1])
+    w_o = tiny.bridge.W_O.detach()
+    z = {}
+
+    def keep_z(tensor, hook):
+        z[int(hook.name.split(".")[1])] = tensor.detach()
+
+    with torch.no_grad():
+        tiny.bridge.run_with_hooks(tokens, fwd_hooks=[(f"blocks.{e}.attn.hook_z", keep_z) for e in range(layer + 1)])
+    scored = 13 + np.arange(11)
+
+    def head_output(removed):
+        got = {}
+
+        def subtract(tensor, hook):
+            tensor = tensor.clone()
+            tensor[:, :, head // group] -= removed
+            return tensor
+
+        def keep(tensor, hook):
+            got["z"] = tensor[:, scored, head].detach()
+
+        tiny.bridge.set_use_split_qkv_input(True)
+        try:
+            with torch.no_grad():
+                tiny.bridge.run_with_hooks(tokens, fwd_hooks=[(f"blocks.{layer}.attn.hook_v_input", subtract),
+                                                               (f"blocks.{layer}.attn.hook_z", keep)])
+        finally:
+            tiny.bridge.set_use_split_qkv_input(False)
+        return (got["z"] @ w_o[layer, head]).double()
+
+    clean = (z[layer][:, scored, head] @ w_o[layer, head]).double()
+    np.testing.assert_allclose(head_output(torch.zeros(())).numpy(), clean.numpy(), rtol=1e-4, atol=1e-4)
+
+    def drop(removed):
+        return 1.0 - float((head_output(removed) * clean).sum() / (clean ** 2).sum())
+
+    every = sum(z[e][:, :, g] @ w_o[e, g] for e in range(layer) for g in range(tiny.n_heads))
+    np.testing.assert_allclose(float(ds["value_drop_all"][0]), drop(every), rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(float(ds["value_source_drop"][0, 1, 2]), drop(z[1][:, :, 2] @ w_o[1, 2]),
+                               rtol=1e-4, atol=1e-6)
+    assert abs(float(ds["value_drop_all"][0])) > 1e-3
+    assert np.isnan(ds["value_source_drop"].values[0, layer:]).all()
+
+
 @pytest.mark.parametrize("drops, expected", [
     ((0.05, 0.9), "K"), ((0.9, 0.05), "Q"), ((0.5, 0.6), "mixed"), ((0.1, 0.1), "neither"), ((0.3, 0.7), "K"),
     ((-0.3, 0.99), "K"),
@@ -144,7 +202,8 @@ def test_the_commands_tables_read_both_datasets(tiny):
     assert np.isfinite(causal["source_composition"].values[0, :, :2]).all()
     table = causal_table(causal).splitlines()
     assert table[1].split()[0] == "L2.H1" and table[2].split()[0] == "L1.H0"
-    assert table[1].split()[4] in ("K", "Q", "mixed", "neither", "weak")
+    assert table[1].split()[5] in ("K", "Q", "mixed", "neither", "weak")
+    assert table[0].split()[5] == "class" and table[1].split()[4] == f"{float(causal['value_drop_moved'][0]):.3f}"
 
 
 def test_the_composition_figures_draw_both_datasets(tiny):
