@@ -15,8 +15,9 @@ def tiny():
     return tiny_model(n_layers=3, seed=1)
 
 
-def _library_pattern(model, tokens, layer, head, path, removed):
-    """The target head's pattern from the library's own forward pass with its split q/k inputs edited."""
+def _library_split_pass(model, tokens, layer, head, path, removed, read="pattern"):
+    """The target head's pattern (``read="pattern"``) or z (``"z"``) from the library's own forward pass
+    with its split q/k/v input edited."""
     import torch
 
     slot = head if path == "Q" else head // (model.n_heads // int(model.bridge.W_K.shape[1]))
@@ -28,16 +29,21 @@ def _library_pattern(model, tokens, layer, head, path, removed):
         return tensor
 
     def keep(tensor, hook):
-        got["pattern"] = tensor[:, head].detach().numpy()
+        got[read] = (tensor[:, head] if read == "pattern" else tensor[:, :, head]).detach()
 
     model.bridge.set_use_split_qkv_input(True)
     try:
         with torch.no_grad():
             model.bridge.run_with_hooks(tokens, fwd_hooks=[(f"blocks.{layer}.attn.hook_{path.lower()}_input", subtract),
-                                                           (f"blocks.{layer}.attn.hook_pattern", keep)])
+                                                           (f"blocks.{layer}.attn.hook_{read}", keep)])
     finally:
         model.bridge.set_use_split_qkv_input(False)
-    return got["pattern"]
+    return got[read]
+
+
+def _library_pattern(model, tokens, layer, head, path, removed):
+    """The target head's pattern from the library's own forward pass with its split q/k input edited."""
+    return _library_split_pass(model, tokens, layer, head, path, removed).numpy()
 
 
 @pytest.fixture(scope="module")
@@ -119,7 +125,6 @@ def test_the_value_path_equals_the_librarys_split_input_pass(tiny, tiny_gpt2, ar
     tokens = torch.as_tensor(make_prompts(tiny, n_words=12, n_prompts=2, seed=0).tokens)
     layer, head = 2, 3
     ds = path_ablation.path_ablation(tiny, [(layer, head)], n_words=12, n_prompts=2, seed=0, lags=range(-2, 3))
-    group = tiny.n_heads // int(tiny.bridge.W_K.shape[1])
     w_o = tiny.bridge.W_O.detach()
     z = {}
 
@@ -131,24 +136,7 @@ def test_the_value_path_equals_the_librarys_split_input_pass(tiny, tiny_gpt2, ar
     scored = 13 + np.arange(11)
 
     def head_output(removed):
-        got = {}
-
-        def subtract(tensor, hook):
-            tensor = tensor.clone()
-            tensor[:, :, head // group] -= removed
-            return tensor
-
-        def keep(tensor, hook):
-            got["z"] = tensor[:, scored, head].detach()
-
-        tiny.bridge.set_use_split_qkv_input(True)
-        try:
-            with torch.no_grad():
-                tiny.bridge.run_with_hooks(tokens, fwd_hooks=[(f"blocks.{layer}.attn.hook_v_input", subtract),
-                                                               (f"blocks.{layer}.attn.hook_z", keep)])
-        finally:
-            tiny.bridge.set_use_split_qkv_input(False)
-        return (got["z"] @ w_o[layer, head]).double()
+        return (_library_split_pass(tiny, tokens, layer, head, "V", removed, read="z")[:, scored] @ w_o[layer, head]).double()
 
     clean = (z[layer][:, scored, head] @ w_o[layer, head]).double()
     np.testing.assert_allclose(head_output(torch.zeros(())).numpy(), clean.numpy(), rtol=1e-4, atol=1e-4)
