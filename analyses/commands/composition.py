@@ -25,7 +25,7 @@ the key (Elhage et al. 2021). This command measures which one a model's heads us
 3. With --cmr, CMR fitted to every head's lag profile on the same prompts; with --figure, each
    tested head's class against its CMR distance (is the Q-composed head more CMR-like?).
 
-Examples (SmolLM2, about a minute on 2 CPU cores; a toy checkpoint, seconds):
+Examples (SmolLM2, about 20 s on 2 CPU cores; a toy checkpoint, seconds):
   icl-cmr composition -o composition.nc --causal causal.nc --top 4
   icl-cmr composition toy/checkpoints/step_003000 -o comp.nc --causal causal.nc --cmr fits.nc \\
       --figure class_vs_cmr.png --top 2 --n-words 20 --n-prompts 4
