@@ -16,7 +16,10 @@ for all-NaN padding units without complaint.
 """
 from __future__ import annotations
 
+import functools
+import hashlib
 import os
+import warnings
 from importlib import resources
 from pathlib import Path
 
@@ -32,28 +35,130 @@ __all__ = [
     "read_published_profiles",
     "read_published_metrics",
     "published_human_fits",
+    "published_file",
     "reference_dir",
+    "embedded_dir",
+    "PUBLISHED_FILES",
     "PROFILE_COLUMNS",
     "METRIC_COLUMNS",
+    "ReferenceDataWarning",
 ]
 
 PROFILE_COLUMNS = ("model", "checkpoint", "layer", "head", "lag", "score_mean", "score_sem")
 METRIC_COLUMNS = ("model", "checkpoint", "layer", "head", "induction_score", "copying_score")
 _INT_COLUMNS = ("checkpoint", "layer", "head", "lag")
 ORIGIN = "Ji-An, Zhou, Benna & Mattar (NeurIPS 2024), published head profiles (MIT)"
+#: the study's published files, as installed with the package (data/published/README.md)
+PUBLISHED_FILES = ("head_profiles.csv.gz", "head_metrics.csv.gz", "cmr_crp_grid.npz")
+#: environment variable naming another folder of the study's files (instead of the installed copy)
+REFERENCE_VARIABLE = "ICL_CMR_REFERENCE"
 
 
-def reference_dir() -> Path | None:
-    """The folder of the study's published files (``head_profiles.csv.gz``, ``cmr_crp_grid.npz``).
+class ReferenceDataWarning(UserWarning):
+    """A file given as the study's published output differs from the published file."""
 
-    ``$ICL_CMR_REFERENCE/icl-cmr`` when that variable is set, else ``shared/reference/icl-cmr``
-    beside a source checkout of this project; None when neither exists.
+
+def embedded_dir() -> Path:
+    """The folder of the study's published files installed with the package (``icl_cmr.data``)."""
+    return Path(str(resources.files("icl_cmr.data").joinpath("published")))
+
+
+@functools.lru_cache(maxsize=1)
+def _published_checksums() -> dict[str, str]:
+    """``{file name: sha256}`` of the published files, from the installed ``SHA256SUMS``."""
+    path = embedded_dir() / "SHA256SUMS"
+    try:
+        lines = path.read_text().splitlines()
+    except OSError as exc:
+        raise DataSourceError(f"the installed copy of the study's files lacks its checksum list {str(path)!r}: "
+                              "reinstall icl-cmr") from exc
+    sums = {}
+    for line in filter(str.strip, lines):  # sha256sum's format: "<digest>  <name>"
+        digest, name = line.split(maxsplit=1)
+        sums[name.strip().lstrip("*")] = digest
+    return sums
+
+
+@functools.lru_cache(maxsize=32)
+def _sha256(path: str, size: int, mtime_ns: int) -> str:
+    """SHA-256 of a file (cached per path, size and modification time: a changed file is hashed again)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def file_sha256(path) -> str:
+    """SHA-256 (hex) of the file at ``path``."""
+    stat = Path(path).stat()
+    return _sha256(str(Path(path).resolve()), stat.st_size, stat.st_mtime_ns)
+
+
+def reference_dir(reference=None) -> Path:
+    """The folder of the study's published files (``head_profiles.csv.gz``, ``cmr_crp_grid.npz``, ...).
+
+    ``reference`` when given, else ``$ICL_CMR_REFERENCE`` when that variable is set, else the copy
+    installed with the package (:func:`embedded_dir`). A given folder may hold the files or an
+    ``icl-cmr/`` folder with them (the study's export layout). Where the package lives never
+    matters, and a folder that was named but does not exist is an error, not a silent fallback.
     """
-    candidates = []
-    if os.environ.get("ICL_CMR_REFERENCE"):
-        candidates.append(Path(os.environ["ICL_CMR_REFERENCE"]) / "icl-cmr")
-    candidates.append(Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "icl-cmr")
-    return next((path for path in candidates if path.is_dir()), None)
+    if reference is None and os.environ.get(REFERENCE_VARIABLE):
+        reference, origin = os.environ[REFERENCE_VARIABLE], f"${REFERENCE_VARIABLE}"
+    elif reference is not None:
+        origin = "the reference folder"
+    else:
+        return embedded_dir()
+    root = Path(reference)
+    if not root.is_dir():
+        raise DataSourceError(f"{origin}: expected a folder holding the study's published files; "
+                              f"got {str(root)!r}, which is not a folder")
+    nested = root / "icl-cmr"
+    return nested if nested.is_dir() and not (root / PUBLISHED_FILES[0]).exists() else root
+
+
+def published_file(name: str, reference=None) -> Path:
+    """Path of one of the study's published files, its checksum verified.
+
+    Parameters
+    ----------
+    name : str
+        One of :data:`PUBLISHED_FILES`.
+    reference : str or Path, optional
+        Another folder of the study's files (see :func:`reference_dir`); default
+        ``$ICL_CMR_REFERENCE``, else the installed copy.
+
+    The installed copy must equal the published files byte for byte (SHA-256 in
+    ``SHA256SUMS``): a damaged copy is an error. A file from another folder that differs from the
+    published one is used, with a :class:`ReferenceDataWarning` (results will not be the study's).
+    """
+    checksums = _published_checksums()
+    if name not in checksums:
+        raise ParameterError(f"published file must be one of {', '.join(PUBLISHED_FILES)}; got {name!r}")
+    folder = reference_dir(reference)
+    path = folder / name
+    if not path.is_file():
+        raise DataSourceError(f"the study's published file {name} is not in {str(folder)!r}")
+    digest = file_sha256(path)
+    if digest != checksums[name]:
+        if folder == embedded_dir():
+            raise DataSourceError(f"the installed copy of the study's {name} is damaged (SHA-256 {digest[:12]}..., "
+                                  f"published {checksums[name][:12]}...): reinstall icl-cmr")
+        _warn_different(str(path), digest)
+    return path
+
+
+@functools.lru_cache(maxsize=None)
+def _warn_different(path: str, digest: str) -> None:
+    """Warn once per process and file content."""
+    warnings.warn(f"{path} is not the study's published file (SHA-256 {digest[:12]}...): results made from it "
+                  "will differ from the published ones", ReferenceDataWarning, stacklevel=4)
+
+
+def _source_attrs(path, what: str) -> dict:
+    """Provenance of a read file: its resolved path and SHA-256."""
+    path = Path(path)
+    return {what: str(path.resolve()), f"{what}_sha256": file_sha256(path)}
 
 
 def published_human_fits() -> pd.DataFrame:
@@ -144,23 +249,27 @@ def _check_complete(table, keys, inner, what):
             )
 
 
-def read_published_metrics(path, model=None, checkpoint=None) -> xr.Dataset:
+def read_published_metrics(path=None, model=None, checkpoint=None) -> xr.Dataset:
     """Read ``head_metrics.csv.gz``: ``induction_score`` and ``copying_score`` with dims
-    (model, checkpoint, layer, head) (float64; NaN where a model lacks a layer or head)."""
+    (model, checkpoint, layer, head) (float64; NaN where a model lacks a layer or head).
+
+    ``path`` defaults to the study's published file (:func:`published_file`)."""
+    path = published_file("head_metrics.csv.gz") if path is None else path
     table = _select(_read_table(path, METRIC_COLUMNS, "head metrics"), model, checkpoint, "head metrics")
     _check_complete(table, HEAD_DIMS, ("layer", "head"), "head metrics")
     frame = table.set_index(list(HEAD_DIMS))[["induction_score", "copying_score"]].astype(np.float64)
     return xr.Dataset.from_dataframe(frame)
 
 
-def read_published_profiles(path, model=None, checkpoint=None, metrics="auto") -> xr.Dataset:
+def read_published_profiles(path=None, model=None, checkpoint=None, metrics="auto") -> xr.Dataset:
     """Read the study's head profiles into a ``lag_profile`` dataset.
 
     Parameters
     ----------
-    path : str or Path
+    path : str or Path, optional
         ``head_profiles.csv.gz`` (columns model, checkpoint, layer, head, lag, score_mean,
-        score_sem; one row per head and lag).
+        score_sem; one row per head and lag). Default: the study's published file, installed
+        with the package and checked against its checksum (:func:`published_file`).
     model : str or list of str, optional
         Model(s) to read (e.g. ``"gpt2-small"``); default all, padded with NaN (module doc).
     checkpoint : int, list of int or "final", optional
@@ -177,6 +286,9 @@ def read_published_profiles(path, model=None, checkpoint=None, metrics="auto") -
         layer, head, lag), float64, int64 coords; attrs ``profile_kind="attention_score"``,
         ``unit_kind="heads"``, ``padded`` (1 if some cells are NaN padding) and provenance.
     """
+    if path is None:
+        path = published_file("head_profiles.csv.gz")
+        metrics = published_file("head_metrics.csv.gz") if metrics == "auto" else metrics
     table = _select(_read_table(path, PROFILE_COLUMNS, "head profiles"), model, checkpoint, "head profiles")
     _check_complete(table, (*HEAD_DIMS, "lag"), ("layer", "head", "lag"), "head profiles")
     frame = table.set_index([*HEAD_DIMS, "lag"])[["score_mean", "score_sem"]].astype(np.float64)
@@ -203,8 +315,8 @@ def read_published_profiles(path, model=None, checkpoint=None, metrics="auto") -
         provenance_attrs(
             "lag_profile",
             "icl_cmr.adapters.published.read_published_profiles",
-            source=str(Path(path).resolve()),
-            metrics_source=str(metrics_path.resolve()) if metrics_path is not None else "",
+            **_source_attrs(path, "source"),
+            **(_source_attrs(metrics_path, "metrics_source") if metrics_path is not None else {"metrics_source": ""}),
             origin=ORIGIN,
             models=sorted(ds["model"].values.tolist()),
             checkpoints=sorted(int(c) for c in ds["checkpoint"].values),

@@ -16,6 +16,8 @@ import xarray as xr
 from cmr.errors import DataSourceError, FileFormatError
 from cmr.schema import provenance_attrs, validate
 
+from .published import _source_attrs, published_file
+
 __all__ = ["load_published_grid", "PARAMETER_DIMS"]
 
 #: the grid's parameter dims, in the order of the npz axes
@@ -24,15 +26,17 @@ PARAMETER_DIMS = ("beta_enc", "beta_rec", "gamma")
 _NPZ_AXES = {"beta_enc": "beta_enc", "beta_rec": "beta_rec", "gamma": "gamma_ft"}
 
 
-def load_published_grid(path) -> xr.Dataset:
+def load_published_grid(path=None) -> xr.Dataset:
     """Load the study's CMR grid (``cmr_crp_grid.npz``) as a ``lag_profile`` dataset.
 
     Parameters
     ----------
-    path : str or Path
+    path : str or Path, optional
         The npz file with arrays ``crp`` and ``sem`` of shape
         (n_beta_enc, n_beta_rec, n_gamma, n_lag) and the axis arrays ``beta_enc``,
-        ``beta_rec``, ``gamma_ft`` and ``lag``.
+        ``beta_rec``, ``gamma_ft`` and ``lag``. Default: the study's published grid, installed
+        with the package and checked against its checksum
+        (:func:`icl_cmr.adapters.published.published_file`).
 
     Returns
     -------
@@ -42,7 +46,7 @@ def load_published_grid(path) -> xr.Dataset:
         ``unit_kind="cmr_parameters"`` and provenance naming the file. Each profile is the
         distribution over lags -8..+8 (sums to 1); values are exactly those of the file.
     """
-    path = Path(path)
+    path = published_file("cmr_crp_grid.npz") if path is None else Path(path)
     if not path.is_file():
         raise DataSourceError(f"published CMR grid: expected an existing .npz file; got {str(path)!r}")
     try:
@@ -79,7 +83,7 @@ def load_published_grid(path) -> xr.Dataset:
         provenance_attrs(
             "lag_profile",
             "icl_cmr.adapters.published_grid.load_published_grid",
-            source=str(path.resolve()),
+            **_source_attrs(path, "source"),
             origin="Ji-An, Zhou, Benna & Mattar (NeurIPS 2024), saved CMR grid (MIT)",
             variant="paper",
         )

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from cmr.beta_scales import textbook_beta, variant_beta
-from icl_cmr.adapters.published import published_human_fits, reference_dir
+from icl_cmr.adapters.published import published_file, published_human_fits
 from icl_cmr.analyses.run_layout import HEAD_LAGS, HUMAN_LAGS
 
 MODELS = ("gpt2-small", "pythia-410m-deduped-v0", "qwen-7b", "mistral-7b", "llama3-8b")
@@ -47,8 +47,8 @@ def comparison_table(reference: Path | None = None, objective: str = "lsq") -> p
     from cmr.crp import lag_crp
     from cmr.profile_fit import fit_profiles
 
-    reference = reference_dir() if reference is None else Path(reference)
-    grid = load_published_grid(reference / "cmr_crp_grid.npz")
+    grid = load_published_grid(published_file("cmr_crp_grid.npz", reference))
+    profiles = published_file("head_profiles.csv.gz", reference)
     rows = []
     for source in ("psifr:peers_notask", "psifr:Morton2013"):
         crp = lag_crp(load_recall_data(source), by="subject")
@@ -57,7 +57,7 @@ def comparison_table(reference: Path | None = None, objective: str = "lsq") -> p
         edges = fits["at_grid_edge"].transpose("subject", "parameter").values
         rows.append(_describe(f"{source} subjects", params, fits["distance"].values, edges))
     for model in MODELS:
-        heads = read_published_profiles(reference / "head_profiles.csv.gz", model=model, checkpoint="final")
+        heads = read_published_profiles(profiles, model=model, checkpoint="final")
         fits = fit_profiles(heads, grid, objective=objective, lags=HEAD_LAGS, invalid="nan")
         induction = heads["induction_score"].values.ravel()
         finite = np.isfinite(induction)
@@ -91,8 +91,8 @@ def markdown(frame: pd.DataFrame) -> str:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--reference", type=Path, default=None,
-                        help="folder with the study's published files (default: $ICL_CMR_REFERENCE/icl-cmr or "
-                             "../shared/reference/icl-cmr beside the project)")
+                        help="folder with the study's published files (default: $ICL_CMR_REFERENCE, else the "
+                             "copy installed with icl-cmr)")
     parser.add_argument("--objective", choices=("paper", "lsq"), default="lsq")
     parser.add_argument("-o", "--out", type=Path, help="write the table as markdown here")
     args = parser.parse_args(argv)

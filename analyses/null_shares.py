@@ -87,15 +87,15 @@ def smollm2_heads(path=None):
 def null_table(reference=None, heads_path=None, objectives=("paper", "lsq"), models=MODELS, humans=HUMAN_DATA,
                include_smollm2=True, n_null=N_NULL, log=None):
     """Rows of the shares table (list of dicts) over published models, SmolLM2 and human data sets."""
-    from icl_cmr.adapters.published import read_published_profiles, reference_dir
+    from icl_cmr.adapters.published import published_file, read_published_profiles
     from icl_cmr.adapters.published_grid import load_published_grid
     from icl_cmr.adapters.recall_data import load_recall_data
     from cmr.crp import lag_crp
     from cmr.null_models import cmr_like_null
 
-    reference = reference_dir() if reference is None else Path(reference)
-    grid = load_published_grid(reference / "cmr_crp_grid.npz")
-    sources = [(f"{m} heads", lambda m=m: read_published_profiles(reference / "head_profiles.csv.gz", model=m,
+    grid = load_published_grid(published_file("cmr_crp_grid.npz", reference))
+    profiles = published_file("head_profiles.csv.gz", reference)
+    sources = [(f"{m} heads", lambda m=m: read_published_profiles(profiles, model=m,
                                                                     checkpoint="final"), HEAD_LAGS) for m in models]
     if include_smollm2:
         sources.append((f"{DEFAULT_MODEL} heads", lambda: smollm2_heads(heads_path), HEAD_LAGS))
@@ -114,7 +114,7 @@ def null_table(reference=None, heads_path=None, objectives=("paper", "lsq"), mod
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--reference", type=Path, default=None, help="folder with the study's published files")
+    parser.add_argument("--reference", type=Path, default=None, help="folder with the study's published files (default: $ICL_CMR_REFERENCE, else the copy installed with icl-cmr)")
     parser.add_argument("--heads", type=Path, default=None, help="SmolLM2 head profiles (.nc) instead of extracting")
     parser.add_argument("--no-smollm2", action="store_true", help="skip the embedded model")
     parser.add_argument("--models", nargs="*", default=list(MODELS), help="published models (default all)")

@@ -35,14 +35,6 @@ HUMAN_DATA = ("psifr:peers_notask", "psifr:Morton2013")
 HUMAN_LAGS = (-5, -4, -3, -2, -1, 1, 2, 3, 4, 5)
 
 
-def default_reference() -> Path:
-    """The shared/reference folder (the parent of the study's icl-cmr/ folder)."""
-    from icl_cmr.adapters.published import reference_dir
-
-    found = reference_dir()
-    return found.parent if found is not None else Path("shared") / "reference"
-
-
 def fit_model(profiles_path, grid, model):
     """Fits of one model's heads at its final checkpoint: (paper fit, lsq fit with Gaussian)."""
     from icl_cmr.adapters.published import read_published_profiles
@@ -121,18 +113,21 @@ def markdown(rows) -> str:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--reference", type=Path, default=default_reference(), help="shared/reference folder")
+    parser.add_argument("--reference", type=Path, default=None,
+                        help="folder with the study's published files (default: $ICL_CMR_REFERENCE, else the copy "
+                        "installed with icl-cmr)")
     parser.add_argument("-o", "--output", type=Path, default=None, help="write the markdown table here")
     parser.add_argument("--fits-dir", type=Path, default=None, help="also save each model's fits as netCDF here")
     parser.add_argument("--models", nargs="*", default=list(MODELS), help="models to fit (default all)")
     parser.add_argument("--humans", nargs="*", default=list(HUMAN_DATA), help="recall data sets (default: PEERS, Morton2013)")
     args = parser.parse_args(argv)
 
+    from icl_cmr.adapters.published import published_file
     from icl_cmr.adapters.published_grid import load_published_grid
     from cmr.io import save_dataset
 
-    profiles_path = args.reference / "icl-cmr" / "head_profiles.csv.gz"
-    grid = load_published_grid(args.reference / "icl-cmr" / "cmr_crp_grid.npz")
+    profiles_path = published_file("head_profiles.csv.gz", args.reference)
+    grid = load_published_grid(published_file("cmr_crp_grid.npz", args.reference))
     rows = []
     for model in args.models:
         start = time.perf_counter()

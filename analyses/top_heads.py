@@ -18,8 +18,6 @@ sets differ from the study's. ``icl-cmr top-heads`` prints the table.
 """
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 import xarray as xr
@@ -38,12 +36,12 @@ def top_induction_heads(reference=None, models=PYTHIA_MODELS, n: int = 200) -> x
     """
     from cmr.errors import ParameterError
     from cmr.schema import provenance_attrs, validate
-    from icl_cmr.adapters.published import read_published_profiles, reference_dir
+    from icl_cmr.adapters.published import published_file, read_published_profiles
 
-    root = reference_dir() if reference is None else Path(reference)
+    path = published_file("head_profiles.csv.gz", reference)
     parts = []
     for model in models:
-        heads = read_published_profiles(root / "head_profiles.csv.gz", model=model, checkpoint="final")
+        heads = read_published_profiles(path, model=model, checkpoint="final")
         stacked = heads[["profile", "induction_score"]].stack(unit=("model", "checkpoint", "layer", "head"))
         parts.append(stacked.reset_index("unit").transpose("unit", "lag"))
     pooled = xr.concat(parts, dim="unit")
@@ -68,12 +66,11 @@ def top_induction_heads(reference=None, models=PYTHIA_MODELS, n: int = 200) -> x
 def top_heads_fits(reference=None, models=PYTHIA_MODELS, n: int = max(TOP_SIZES)) -> pd.DataFrame:
     """Per head (rank order): CMR ``paper`` and ``lsq`` distances, study and fair Gaussian distances."""
     from cmr.profile_fit import fit_profiles
-    from icl_cmr.adapters.published import reference_dir
+    from icl_cmr.adapters.published import published_file
     from icl_cmr.adapters.published_grid import load_published_grid
 
-    root = reference_dir() if reference is None else Path(reference)
-    heads = top_induction_heads(root, models, n)
-    grid = load_published_grid(root / "cmr_crp_grid.npz")
+    heads = top_induction_heads(reference, models, n)
+    grid = load_published_grid(published_file("cmr_crp_grid.npz", reference))
     study = fit_profiles(heads, grid, objective="paper", gaussian="study")
     fair = fit_profiles(heads, grid, objective="lsq", gaussian="fair")
     params = study["gaussian_parameters"].values

@@ -1,8 +1,9 @@
 """Shared test helpers.
 
-Optional dependencies (psifr, cymr, dask.distributed, the embedded model) and the reference
-data may be skipped on a user's machine, but never when ICL_CMR_REQUIRE_ALL=1 (as in
-`make test` and CI): then a missing one is a failure, not a skip.
+Optional dependencies (psifr, cymr, dask.distributed, the embedded model) may be skipped on a
+user's machine, but never when ICL_CMR_REQUIRE_ALL=1 (as in `make test` and CI): then a missing
+one is a failure, not a skip. The study's published outputs are package data: the suite always
+reads the copy installed with the package (never a folder named by ICL_CMR_REFERENCE).
 """
 from __future__ import annotations
 
@@ -14,7 +15,6 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-REFERENCE_DIR = REPO_ROOT.parent / "shared" / "reference"
 REQUIRE_ALL = os.environ.get("ICL_CMR_REQUIRE_ALL", "") not in ("", "0")
 
 
@@ -28,14 +28,20 @@ def require(module_name: str):
         pytest.skip(f"{module_name} not installed")
 
 
-def reference_path(*parts: str) -> Path:
-    """Path under shared/reference; skip (or fail under ICL_CMR_REQUIRE_ALL=1) if absent."""
-    path = REFERENCE_DIR.joinpath(*parts)
-    if not path.exists():
-        if REQUIRE_ALL:
-            pytest.fail(f"reference data {path} is required (ICL_CMR_REQUIRE_ALL=1) but absent")
-        pytest.skip(f"reference data {path} not present")
-    return path
+def published_path(name: str) -> Path:
+    """The installed copy of one of the study's published files, its checksum verified."""
+    from icl_cmr.adapters.published import published_file
+
+    return published_file(name)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _installed_reference_data():
+    """Every test reads the study's files installed with the package, whatever the caller's environment."""
+    saved = os.environ.pop("ICL_CMR_REFERENCE", None)
+    yield
+    if saved is not None:
+        os.environ["ICL_CMR_REFERENCE"] = saved
 
 
 def require_smollm2() -> None:

@@ -20,14 +20,9 @@ LAGS = np.arange(-5, 6)
 
 
 def _grid():
-    from icl_cmr.analyses.commands.fit import published_grid_path
     from icl_cmr.adapters.published_grid import load_published_grid
-    from cmr.errors import DataSourceError
 
-    path = published_grid_path()
-    if path is None:
-        raise DataSourceError("the fit-units benchmark needs the published grid cmr_crp_grid.npz (shared/reference)")
-    return load_published_grid(path)
+    return load_published_grid()
 
 
 def synthetic_units(grid, n_units: int, seed: int = 0) -> xr.Dataset:

@@ -1,6 +1,7 @@
 """``icl-cmr fit``: fit CMR lag profiles to every unit (head or subject) of a lag-profile file."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 HELP = "fit CMR (and a Gaussian baseline) to lag profiles of heads or human subjects"
@@ -29,9 +30,9 @@ baseline; both get AIC and BIC (CMR: 3 parameters + gain and offset; Gaussian: 4
 line when the fit fails), which makes the Gaussian look far worse; use it only to reproduce
 the study's numbers (icl-cmr top-heads puts both side by side).
 
-The grid: --grid GRID.nc (from icl-cmr grid) or the study's cmr_crp_grid.npz; by default the
-published grid if it is found (ICL_CMR_REFERENCE or ../shared/reference next to the project),
-else teacher-forced probability profiles of the paper's CMR variant on the study's grid.
+The grid: --grid GRID.nc (from icl-cmr grid) or a cmr_crp_grid.npz; by default the study's
+published grid, installed with icl-cmr (checksum verified; ICL_CMR_REFERENCE=DIR reads the
+study's files from DIR instead).
 
 The output's extension picks the format: .nc (the whole fit dataset), .csv or .parquet (one
 row per unit: the unit's labels, distance, gain, offset, beta_enc, beta_rec, gamma, the best
@@ -75,31 +76,19 @@ def register(sub):
     p.set_defaults(func=run)
 
 
-def published_grid_path() -> Path | None:
-    """The study's grid, if present (see :func:`icl_cmr.adapters.published.reference_dir`)."""
-    from icl_cmr.adapters.published import reference_dir
-
-    root = reference_dir()
-    path = None if root is None else root / "cmr_crp_grid.npz"
-    return path if path is not None and path.is_file() else None
-
-
 def load_grid(spec):
-    """The CMR grid to fit against and a name for it: ``--grid``, else the published grid, else a teacher-forced one."""
+    """The CMR grid to fit against and a name for it: ``--grid``, else the study's published grid."""
     from cmr.errors import DataSourceError
-    from cmr.grids import paper_teacher_forced_grid
     from cmr.io import load_dataset
+    from icl_cmr.adapters.published_grid import load_published_grid
 
     if spec is None:
-        spec = published_grid_path()
-        if spec is None:
-            return paper_teacher_forced_grid(kind="prob"), "the paper's teacher-forced grid (default; published grid not found)"
+        grid = load_published_grid()
+        return grid, f"the study's published grid ({json.loads(grid.attrs['provenance'])['source']})"
     path = Path(spec)
     if path.suffix == ".npz":
         if not path.is_file():
             raise DataSourceError(f"--grid: no such file: {str(path)!r}")
-        from icl_cmr.adapters.published_grid import load_published_grid
-
         return load_published_grid(path), str(path)
     return load_dataset(path, "lag_profile"), str(path)
 

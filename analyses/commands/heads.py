@@ -34,14 +34,15 @@ Mistral-7B) on a 24 GB GPU; only the parts of each layer's attention that the pr
 leave the GPU. The peak memory (GPU, or the process on the CPU) is printed and stored in the
 file's attrs. See docs/heads.md, "Large models on a GPU".
 
-With --published, read the study's published head profiles (head_profiles.csv.gz) instead
-of running a model, into the same dataset layout.
+With --published, read the study's published head profiles instead of running a model, into
+the same dataset layout: the copy installed with icl-cmr (checksum verified), or PATH, a
+head_profiles.csv.gz of the same columns.
 
 Examples:
   icl-cmr heads -o heads.nc
   icl-cmr heads smollm2-135m --n-words 50 --n-prompts 10 --seed 3 --lags 5 -o heads50.nc
   icl-cmr heads ./Meta-Llama-3-8B --device cuda --dtype bfloat16 -o llama3.nc
-  icl-cmr heads --published head_profiles.csv.gz --model gpt2-small -o gpt2.nc
+  icl-cmr heads --published --model gpt2-small -o gpt2.nc
 """
 
 
@@ -75,8 +76,9 @@ def register(sub):
     add_device(p)
     p.add_argument("--cache-dir", default=None, metavar="DIR",
                    help="where converted models are cached (default $ICL_CMR_CACHE or ~/.cache/icl-cmr/models)")
-    p.add_argument("--published", default=None, metavar="PATH",
-                   help="read the study's published head profiles (head_profiles.csv.gz) instead of a model")
+    p.add_argument("--published", nargs="?", const=True, default=None, metavar="PATH",
+                   help="read the study's published head profiles instead of a model (default: the copy "
+                   "installed with icl-cmr; PATH: a head_profiles.csv.gz)")
     p.add_argument("--model", dest="published_model", default=None, metavar="NAME",
                    help="with --published: the model to read (e.g. gpt2-small, pythia-70m-deduped-v0)")
     p.add_argument("--checkpoint", type=_checkpoint, default=None, metavar="C",
@@ -91,14 +93,15 @@ def _run_published(args):
 
     if args.model_name is not None:
         raise DataSourceError(
-            f"give either MODEL (run a model) or --published PATH --model NAME (read published "
+            f"give either MODEL (run a model) or --published [PATH] --model NAME (read published "
             f"profiles), not both; got MODEL {args.model_name!r} and --published"
         )
     try:
         from icl_cmr.adapters.published import read_published_profiles
     except ImportError as exc:
         raise DataSourceError(f"reading published profiles is not available in this build ({exc})") from exc
-    return read_published_profiles(args.published, model=args.published_model, checkpoint=args.checkpoint)
+    path = None if args.published is True else args.published  # True: --published without PATH
+    return read_published_profiles(path, model=args.published_model, checkpoint=args.checkpoint)
 
 
 def _run_model(args):
@@ -112,7 +115,7 @@ def _run_model(args):
     )
 
     if args.published_model is not None:
-        raise DataSourceError("--model NAME goes with --published PATH; to run a model give it as MODEL")
+        raise DataSourceError("--model NAME goes with --published [PATH]; to run a model give it as MODEL")
     checkpoint = -1 if args.checkpoint is None else args.checkpoint
     if not isinstance(checkpoint, int):
         raise DataSourceError(f"--checkpoint must be an integer when running a model; got {checkpoint!r}")

@@ -1,8 +1,6 @@
 """``icl-cmr top-heads``: the study's top-N table, its procedure and the fair one side by side."""
 from __future__ import annotations
 
-from pathlib import Path
-
 HELP = "CMR against the Gaussian baseline on the top induction heads (the study's table and a fair redo)"
 
 DESCRIPTION = """\
@@ -16,8 +14,8 @@ baseline's two ways:
   fair   the same heads against a fairly fitted Gaussian (many starts, bounded), paired tests
          (paired t and Wilcoxon signed-rank), CMR 'paper' and 'lsq'
 
-Needs the study's published files (ICL_CMR_REFERENCE or ../shared/reference beside the
-project, or --reference). Only four of the study's eight Pythia models are published, so the
+Reads the study's published files installed with icl-cmr (or from --reference DIR or
+$ICL_CMR_REFERENCE). Only four of the study's eight Pythia models are published, so the
 top sets are not the study's own.
 
 Examples:
@@ -38,16 +36,15 @@ def register(sub):
                    help="published models to pool (default: the four Pythia models)")
     p.add_argument("--sizes", nargs="+", type=int, default=list(TOP_SIZES), metavar="N",
                    help="top-set sizes (default 20 50 100 200)")
-    p.add_argument("--reference", default=None, metavar="DIR", help="folder with head_profiles.csv.gz and cmr_crp_grid.npz")
+    p.add_argument("--reference", default=None, metavar="DIR", help="folder with head_profiles.csv.gz and cmr_crp_grid.npz (default: the copy installed with icl-cmr)")
     p.add_argument("-o", "--output", default=None, metavar="FITS.csv",
                    help="also write the per-head distances (.csv or .parquet)")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
-    from cmr.errors import DataSourceError, ParameterError
+    from cmr.errors import ParameterError
     from cmr.io import result_format, write_table
-    from icl_cmr.adapters.published import reference_dir
     from icl_cmr.analyses.human_comparison import markdown
     from icl_cmr.analyses.top_heads import top_heads_fits, top_heads_table
 
@@ -55,10 +52,7 @@ def run(args) -> int:
         raise ParameterError(f"-o writes a table: give a .csv or .parquet name; got {args.output!r}")
     if any(n < 2 for n in args.sizes):
         raise ParameterError(f"--sizes must be at least 2 (a paired test needs pairs); got {args.sizes}")
-    root = reference_dir() if args.reference is None else Path(args.reference)
-    if root is None or not (root / "head_profiles.csv.gz").is_file():
-        raise DataSourceError("the study's published files were not found: set ICL_CMR_REFERENCE or pass --reference DIR")
-    fits = top_heads_fits(root, tuple(args.models), max(args.sizes))
+    fits = top_heads_fits(args.reference, tuple(args.models), max(args.sizes))
     print(markdown(top_heads_table(fits, sorted(args.sizes))))
     if args.output is not None:
         print(f"wrote {write_table(fits, args.output)}")

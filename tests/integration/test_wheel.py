@@ -64,6 +64,9 @@ def test_the_wheel_holds_cmr_and_the_icl_cmr_namespace_only(wheel):
     top = {name.split("/")[0] for name in names}
     assert {t for t in top if not t.endswith(".dist-info")} == {"cmr", "icl_cmr"}
     assert "icl_cmr/data/published_human_cmr_fits.csv" in names
+    for name in ("head_profiles.csv.gz", "head_metrics.csv.gz", "cmr_crp_grid.npz", "SHA256SUMS", "LICENSE",
+                 "README.md"):
+        assert f"icl_cmr/data/published/{name}" in names  # the study's outputs, with licence and checksums
     assert not any(name.startswith(("adapters/", "analyses/", "tests/")) for name in names)
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     with zipfile.ZipFile(wheel) as archive:
@@ -73,12 +76,16 @@ def test_the_wheel_holds_cmr_and_the_icl_cmr_namespace_only(wheel):
 
 def test_the_installed_packages_come_from_the_new_environment(fresh_env, tmp_path):
     code = ("import json, cmr, icl_cmr.adapters.published as p, icl_cmr.analyses.cli\n"
-            "print(json.dumps([cmr.__file__, icl_cmr.analyses.cli.__file__, len(p.published_human_fits())]))")
+            "from icl_cmr.adapters.published_grid import load_published_grid\n"
+            "grid = load_published_grid()\n"
+            "print(json.dumps([cmr.__file__, icl_cmr.analyses.cli.__file__, len(p.published_human_fits()),\n"
+            "                  json.loads(grid.attrs['provenance'])['source'], grid['profile'].shape]))")
     done = _run(fresh_env / "bin" / "python", "-c", code, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    cmr_file, cli_file, n_fits = json.loads(done.stdout.strip().splitlines()[-1])
+    cmr_file, cli_file, n_fits, grid_file, grid_shape = json.loads(done.stdout.strip().splitlines()[-1])
     assert cmr_file.startswith(str(fresh_env)) and cli_file.startswith(str(fresh_env))
     assert n_fits == 7
+    assert grid_file.startswith(str(fresh_env)) and grid_shape == [20, 21, 11, 17]  # the installed copy
 
 
 def test_the_cli_and_the_study_run_from_the_wheel(fresh_env, tmp_path):

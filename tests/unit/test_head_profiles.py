@@ -5,6 +5,7 @@ import json
 
 import numpy as np
 import pytest
+import xarray as xr
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -229,15 +230,18 @@ def test_bad_shapes_and_rules_are_typed_errors():
 def test_cli_heads_published_writes_the_same_layout(tmp_path, capsys):
     from icl_cmr.analyses.cli import main
     from cmr.io import load_dataset
-    from tests.conftest import reference_path
+    from tests.conftest import published_path
 
-    table = reference_path("icl-cmr", "head_profiles.csv.gz")
+    table = published_path("head_profiles.csv.gz")
     out = tmp_path / "gpt2.nc"
     assert main(["heads", "--published", str(table), "--model", "gpt2-small", "-o", str(out)]) == 0
     ds = load_dataset(out, kind="lag_profile")
     assert ds.profile.dims == ("model", "checkpoint", "layer", "head", "lag")
     assert (ds.sizes["layer"], ds.sizes["head"]) == (12, 12)
     assert "wrote" in capsys.readouterr().out
+    # without PATH: the installed copy, the same values
+    assert main(["heads", "--published", "--model", "gpt2-small", "-o", str(tmp_path / "installed.nc")]) == 0
+    xr.testing.assert_identical(load_dataset(tmp_path / "installed.nc")["profile"], ds["profile"])
     # a model name and --published together is a user error, reported without a traceback
     assert main(["heads", "smollm2-135m", "--published", str(table), "--model", "gpt2-small", "-o", str(out)]) == 1
     assert "not both" in capsys.readouterr().err

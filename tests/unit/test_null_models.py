@@ -113,9 +113,8 @@ def test_bad_arguments_and_invalid_units(grid):
 def test_null_models_doc_example_runs(monkeypatch, capsys):
     import re
 
-    from tests.conftest import REPO_ROOT, reference_path
+    from tests.conftest import REPO_ROOT
 
-    reference_path("icl-cmr", "head_profiles.csv.gz")
     monkeypatch.chdir(REPO_ROOT)
     blocks = re.findall(r"```python\n(.*?)```", (REPO_ROOT / "docs" / "null-models.md").read_text(), flags=re.S)
     assert blocks

@@ -12,7 +12,7 @@ from cmr.io import load_dataset, save_dataset
 from cmr.profile_fit import ProfileWarning, fit_profiles, information_criteria
 from cmr.schema import provenance_attrs
 from cmr.testing import lag_profiles
-from tests.conftest import reference_path
+from tests.conftest import published_path
 
 LAGS = np.arange(-5, 6)
 
@@ -51,14 +51,14 @@ def units(values, dim="subject", lags=LAGS, sem=None):
 def published_grid():
     from icl_cmr.adapters.published_grid import load_published_grid
 
-    return load_published_grid(reference_path("icl-cmr", "cmr_crp_grid.npz"))
+    return load_published_grid(published_path("cmr_crp_grid.npz"))
 
 
 @pytest.fixture(scope="module")
 def gpt2():
     from icl_cmr.adapters.published import read_published_profiles
 
-    return read_published_profiles(reference_path("icl-cmr", "head_profiles.csv.gz"), model="gpt2-small")
+    return read_published_profiles(published_path("head_profiles.csv.gz"), model="gpt2-small")
 
 
 @pytest.fixture(scope="module")

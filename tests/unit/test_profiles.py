@@ -5,13 +5,13 @@ import numpy as np
 import pytest
 
 from cmr.errors import DataSourceError, FileFormatError
-from tests.conftest import reference_path
+from tests.conftest import published_path
 
 
 def _published():
     from icl_cmr.adapters.published_grid import load_published_grid
 
-    return load_published_grid(reference_path("icl-cmr", "cmr_crp_grid.npz"))
+    return load_published_grid(published_path("cmr_crp_grid.npz"))
 
 
 def test_published_grid_loads_with_parameter_dims(tmp_path):

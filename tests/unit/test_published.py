@@ -11,7 +11,7 @@ import xarray as xr
 from icl_cmr.adapters.published import read_published_metrics, read_published_profiles
 from cmr.errors import DataSourceError, FileFormatError, ParameterError
 from cmr.io import load_dataset, save_dataset
-from tests.conftest import reference_path
+from tests.conftest import published_path
 
 
 def small_table(models=(("m-a", 2, 3), ("m-b", 3, 2)), checkpoints=(-1,), lags=range(-2, 3)):
@@ -33,21 +33,21 @@ def write(table, path):
 
 @pytest.fixture(scope="module")
 def gpt2():
-    return read_published_profiles(reference_path("icl-cmr", "head_profiles.csv.gz"), model="gpt2-small")
+    return read_published_profiles(published_path("head_profiles.csv.gz"), model="gpt2-small")
 
 
 def test_gpt2_profiles_match_the_table(gpt2):
     assert dict(gpt2["profile"].sizes) == {"model": 1, "checkpoint": 1, "layer": 12, "head": 12, "lag": 16}
     assert gpt2["lag"].values.tolist() == list(range(-8, 8))
     assert gpt2["lag"].dtype == np.int64 and gpt2["layer"].dtype == np.int64
-    table = pd.read_csv(reference_path("icl-cmr", "head_profiles.csv.gz"), nrows=40)
+    table = pd.read_csv(published_path("head_profiles.csv.gz"), nrows=40)
     row = table.iloc[37]
     unit = gpt2.sel(model=row["model"], checkpoint=row["checkpoint"], layer=row["layer"], head=row["head"], lag=row["lag"])
     assert float(unit["profile"]) == row["score_mean"] and float(unit["sem"]) == row["score_sem"]
     assert gpt2.attrs["profile_kind"] == "attention_score" and gpt2.attrs["padded"] == 0
     assert not gpt2["profile"].isnull().any()
     # metrics merged from the sibling head_metrics.csv.gz
-    metrics = read_published_metrics(reference_path("icl-cmr", "head_metrics.csv.gz"), model="gpt2-small")
+    metrics = read_published_metrics(published_path("head_metrics.csv.gz"), model="gpt2-small")
     xr.testing.assert_equal(gpt2["induction_score"], metrics["induction_score"].transpose(*gpt2["induction_score"].dims))
     assert float(gpt2["induction_score"].sel(layer=5, head=1).squeeze()) > 0.5  # a known induction head
 
@@ -109,3 +109,90 @@ def test_missing_file_and_unknown_model(tmp_path):
     path = write(small_table(), tmp_path / "t.csv")
     with pytest.raises(DataSourceError, match="m-a, m-b"):
         read_published_profiles(path, model="gpt2-small", metrics=False)
+
+
+# --- the study's files as package data -------------------------------------------------------------
+
+
+def _copy_of_published(folder):
+    import shutil
+
+    from icl_cmr.adapters.published import PUBLISHED_FILES, embedded_dir
+
+    folder.mkdir(parents=True)
+    for name in (*PUBLISHED_FILES, "SHA256SUMS"):
+        shutil.copyfile(embedded_dir() / name, folder / name)
+    return folder
+
+
+def test_the_installed_copy_equals_the_published_files_with_licence_and_citation():
+    import hashlib
+
+    from icl_cmr.adapters.published import PUBLISHED_FILES, embedded_dir, published_file
+
+    folder = embedded_dir()
+    sums = dict(line.split()[::-1] for line in (folder / "SHA256SUMS").read_text().splitlines())
+    assert sorted(sums) == sorted(PUBLISHED_FILES)
+    for name in PUBLISHED_FILES:
+        assert published_file(name) == folder / name
+        assert hashlib.sha256((folder / name).read_bytes()).hexdigest() == sums[name]
+    assert (folder / "LICENSE").read_text().startswith("MIT License")
+    readme = (folder / "README.md").read_text()
+    assert "Ji-An" in readme and "NeurIPS 2024" in readme and "@inproceedings" in readme
+
+
+def test_the_published_readers_default_to_the_installed_files_and_record_their_checksums():
+    import json
+
+    from icl_cmr.adapters.published import file_sha256, published_file
+    from icl_cmr.adapters.published_grid import load_published_grid
+
+    metrics = read_published_metrics(model="gpt2-small")
+    assert dict(metrics["induction_score"].sizes) == {"model": 1, "checkpoint": 1, "layer": 12, "head": 12}
+    grid = load_published_grid()
+    record = json.loads(grid.attrs["provenance"])
+    assert record["source_sha256"] == file_sha256(published_file("cmr_crp_grid.npz"))
+    heads = read_published_profiles(model="gpt2-small", checkpoint="final")
+    record = json.loads(heads.attrs["provenance"])
+    assert record["source_sha256"] == file_sha256(published_file("head_profiles.csv.gz"))
+    assert record["metrics_source_sha256"] == file_sha256(published_file("head_metrics.csv.gz"))
+
+
+def test_a_damaged_installed_copy_is_an_error(tmp_path, monkeypatch):
+    import icl_cmr.adapters.published as published
+
+    folder = _copy_of_published(tmp_path / "installed")
+    data = bytearray((folder / "cmr_crp_grid.npz").read_bytes())
+    data[len(data) // 2] ^= 0xFF  # one flipped byte
+    (folder / "cmr_crp_grid.npz").write_bytes(bytes(data))
+    monkeypatch.setattr(published, "embedded_dir", lambda: folder)
+    assert published.published_file("head_metrics.csv.gz") == folder / "head_metrics.csv.gz"
+    with pytest.raises(DataSourceError, match="installed copy of the study's cmr_crp_grid.npz is damaged"):
+        published.published_file("cmr_crp_grid.npz")
+
+
+def test_icl_cmr_reference_points_elsewhere_and_warns_on_a_different_file(tmp_path, monkeypatch):
+    from icl_cmr.adapters.published import ReferenceDataWarning, published_file, reference_dir
+
+    nested = _copy_of_published(tmp_path / "reference" / "icl-cmr")  # the study's export layout
+    monkeypatch.setenv("ICL_CMR_REFERENCE", str(tmp_path / "reference"))
+    assert reference_dir() == nested
+    assert published_file("head_metrics.csv.gz") == nested / "head_metrics.csv.gz"  # same bytes: no warning
+    table = pd.read_csv(nested / "head_metrics.csv.gz")
+    table.loc[0, "induction_score"] = 0.123
+    table.to_csv(nested / "head_metrics.csv.gz", index=False)
+    with pytest.warns(ReferenceDataWarning, match="not the study's published file"):
+        metrics = read_published_metrics(published_file("head_metrics.csv.gz"))
+    first = table.iloc[0]
+    value = metrics["induction_score"].sel(model=first["model"], checkpoint=first["checkpoint"],
+                                           layer=first["layer"], head=first["head"])
+    assert float(value) == 0.123
+    monkeypatch.setenv("ICL_CMR_REFERENCE", str(nested))  # the folder of the files itself
+    assert reference_dir() == nested
+    monkeypatch.setenv("ICL_CMR_REFERENCE", str(tmp_path / "missing"))
+    with pytest.raises(DataSourceError, match=r"\$ICL_CMR_REFERENCE: expected a folder"):
+        published_file("cmr_crp_grid.npz")
+    with pytest.raises(ParameterError, match="published file must be one of"):
+        published_file("other.csv", reference=nested)
+    with pytest.raises(DataSourceError, match="is not in"):
+        published_file("cmr_crp_grid.npz", reference=tmp_path)

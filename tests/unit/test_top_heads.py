@@ -9,7 +9,6 @@ import xarray as xr
 from cmr.errors import ParameterError
 from cmr.profile_fit import fit_profiles
 from cmr.schema import provenance_attrs
-from tests.conftest import reference_path
 
 LAGS = np.arange(-5, 6)
 #: the study's mean Gaussian-baseline distances of the top 20/50/100/200 Pythia induction heads
@@ -36,10 +35,9 @@ def test_study_gaussian_reproduces_the_top_n_means():
     from icl_cmr.adapters.published_grid import load_published_grid
     from icl_cmr.analyses.top_heads import top_induction_heads
 
-    root = reference_path("icl-cmr")
-    heads = top_induction_heads(root, n=200)
+    heads = top_induction_heads(n=200)  # the study's files installed with the package
     assert heads["induction_score"].to_series().is_monotonic_decreasing
-    fits = fit_profiles(heads, load_published_grid(root / "cmr_crp_grid.npz"), objective="paper", gaussian="study")
+    fits = fit_profiles(heads, load_published_grid(), objective="paper", gaussian="study")
     assert fits.attrs["gaussian_procedure"] == "study"
     gaussian = fits["gaussian_distance"].values
     for n, published in STUDY_GAUSSIAN_MEANS.items():

@@ -12,7 +12,7 @@ from icl_cmr.adapters import toy_model as train_toy
 from icl_cmr.analyses import dynamics
 from cmr.errors import DataSourceError, ParameterError
 from cmr.schema import provenance_attrs
-from tests.conftest import reference_path, require
+from tests.conftest import published_path, require
 
 TINY = train_toy.ToySettings(steps=6, n_layers=2, n_heads=2, d_model=16, d_mlp=32, vocab_size=320, seq_len=32,
                              batch_size=4, warmup=2, n_checkpoints=3)
@@ -169,8 +169,8 @@ def test_pythia_steps():
 def test_published_pythia_dynamics_per_layer():
     from icl_cmr.analyses.commands.fit import load_grid
 
-    path = reference_path("icl-cmr", "head_profiles.csv.gz")
-    grid, _ = load_grid(reference_path("icl-cmr", "cmr_crp_grid.npz"))
+    path = published_path("head_profiles.csv.gz")
+    grid, _ = load_grid(published_path("cmr_crp_grid.npz"))
     table = dynamics.published_dynamics(path, grid, models=["pythia-70m-deduped-v0"])
     assert len(table) == 16 * 6  # 16 checkpoints x 6 layers
     assert table["step"].min() == 1000 and table["step"].max() == 143000
