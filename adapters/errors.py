@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from cmr.errors import ICLCMRError
 
-__all__ = ["ModelNotAvailableError", "PromptError"]
+__all__ = ["ModelNotAvailableError", "PromptError", "ModelOutputError"]
 
 
 class ModelNotAvailableError(ICLCMRError, LookupError):
@@ -12,3 +12,8 @@ class ModelNotAvailableError(ICLCMRError, LookupError):
 
 class PromptError(ICLCMRError, ValueError):
     """Prompt settings do not fit the model (too long, too few usable tokens, window too wide)."""
+
+
+class ModelOutputError(ICLCMRError, RuntimeError):
+    """An intact model's output cannot be a result: degenerate text on every input, or no recall at all
+    from an instruction-tuned model (a broken model file or an incompatible library, not a finding)."""

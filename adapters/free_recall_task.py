@@ -6,9 +6,13 @@ follow-ups to Ji-An et al. (2024) (Mistry et al. 2025; Bajaj et al. 2025). Its a
 parsed into recalls by :mod:`icl_cmr.adapters.recall_text` and lands in the same events
 dataset as human data, with one subject per (model, decoding setting, seed).
 
-Generation is batched (left padding) on the Hugging Face model inside the TransformerBridge
-with its key-value cache; heads can be zero-ablated during generation at their output
-(``blocks.{layer}.attn.hook_z``, the hook point of :mod:`icl_cmr.adapters.interventions`).
+Generation is batched (left padding) with the key-value cache on a plain copy of the bridge's
+Hugging Face model that shares its weights (:func:`~icl_cmr.adapters.interventions.plain_model`);
+heads can be zero-ablated during generation at their output (the input of each layer's
+attention output projection, which is ``blocks.{layer}.attn.hook_z`` flattened). An intact
+model whose answers are degenerate on every list, or an instruction-tuned one that recalls
+nothing at all, raises :class:`~icl_cmr.adapters.errors.ModelOutputError`: that is a broken
+model or library, never a result.
 Greedy decoding is deterministic; sampling draws from a torch generator seeded by ``seed``
 (results depend on ``seed`` and ``batch_size``, never on the global RNG). torch is imported
 inside functions, so importing this module is cheap.
@@ -19,6 +23,7 @@ import numpy as np
 
 from cmr.errors import ParameterError
 
+from .errors import ModelOutputError
 from .recall_text import COUNT_NAMES, recall_table, subject_label
 
 __all__ = ["TASKS", "DECODINGS", "INSTRUCTIONS", "study_lists", "word_pool", "recall_prompt", "generate_answers",
@@ -89,6 +94,9 @@ def zero_ablation_hooks(heads):
 
 #: an answer whose last segments are this many copies of one item is in a decoding loop: stop it
 LOOP_REPEATS = 3
+#: a generated answer is degenerate when one token repeated back to back fills at least half of it
+#: and at least this many tokens ("The-----------"): what a model that ignores its prompt writes
+DEGENERATE_RUN = 8
 _SEPARATORS = ",;\n"
 
 
@@ -110,6 +118,39 @@ def _loop_stopper(tokenizer, prompt_length: int):
             return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
 
     return StopLoops()
+
+
+def degenerate_rows(new_ids, eos_id) -> np.ndarray:
+    """Per row of generated token ids (n_row, n_new): whether the answer is degenerate.
+
+    Degenerate: the longest run of one token repeated back to back covers at least half of the
+    answer's tokens (up to its end of turn) and at least :data:`DEGENERATE_RUN` tokens. Loops of
+    several items ("hat, back, hat, back") are not: they are scored as repeats; nor is an empty
+    answer (an instruction-tuned model that recalls nothing is caught by :func:`recall_events`).
+    """
+    ids = np.asarray(new_ids)
+    flags = np.zeros(ids.shape[0], dtype=bool)
+    for row, tokens in enumerate(ids):
+        ends = np.flatnonzero(tokens == eos_id)
+        tokens = tokens[: ends[0]] if ends.size else tokens
+        if tokens.size == 0:
+            continue
+        starts = np.flatnonzero(np.r_[True, tokens[1:] != tokens[:-1], True])
+        longest = int(np.diff(starts).max())
+        flags[row] = longest >= DEGENERATE_RUN and 2 * longest >= tokens.size
+    return flags
+
+
+def _library_versions() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    found = []
+    for name in ("transformers", "transformer-lens", "torch"):
+        try:
+            found.append(f"{name} {version(name)}")
+        except PackageNotFoundError:
+            pass
+    return ", ".join(found)
 
 
 def _trimmed(text: str, ended: bool) -> str:
@@ -145,8 +186,16 @@ def generate_answers(model, lists, *, task: str = "free", decoding: str = "greed
     trim : bool
         Cut an answer that did not end its turn after its last separator (comma, semicolon,
         newline), so an item cut off mid-word is not scored as an intrusion.
+
+    Raises
+    ------
+    ModelOutputError
+        The intact model (no ``heads``) gave a degenerate answer (:func:`degenerate_rows`) to
+        every list.
     """
     import torch
+
+    from .interventions import plain_model, zeroed_heads
 
     if decoding not in DECODINGS:
         raise ParameterError(f"decoding must be one of {', '.join(DECODINGS)}; got {decoding!r}")
@@ -156,18 +205,22 @@ def generate_answers(model, lists, *, task: str = "free", decoding: str = "greed
         raise ParameterError(f"batch_size must be >= 1; got {batch_size!r}")
     lists = [list(map(str, items)) for items in lists]
     bridge, tokenizer = model.bridge, model.tokenizer
-    hf = bridge.original_model
+    plain = plain_model(bridge)
+    if plain is not None:  # the plain model keeps its key-value cache under every transformers version
+        hf, ablated, cache = plain, zeroed_heads(bridge, plain, heads), True
+    else:  # through the bridge: its attention components keep no cache under transformers >= 5.24
+        hf, ablated, cache = bridge.original_model, bridge.hooks(fwd_hooks=zero_ablation_hooks(heads)), False
     texts = _chat_texts(tokenizer, lists, task)
     limit = int(max_new_tokens) if max_new_tokens is not None else 4 * max(map(len, lists)) + 16
     eos_id = tokenizer.eos_token_id if tokenizer.eos_token_id is not None else hf.config.eos_token_id
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos_id
     device = next(hf.parameters()).device
-    options = dict(max_new_tokens=limit, pad_token_id=pad_id, eos_token_id=eos_id, use_cache=True)
+    options = dict(max_new_tokens=limit, pad_token_id=pad_id, eos_token_id=eos_id, use_cache=cache)
     options.update(do_sample=True, temperature=float(temperature), top_k=0, top_p=1.0) if decoding == "sample" \
         else options.update(do_sample=False, temperature=None, top_p=None, top_k=None)
     encoded = [tokenizer(text, add_special_tokens=False)["input_ids"] for text in texts]
-    answers = []
-    with torch.random.fork_rng(devices=[]), torch.no_grad(), bridge.hooks(fwd_hooks=zero_ablation_hooks(heads)):
+    answers, degenerate, sample = [], 0, ""
+    with torch.random.fork_rng(devices=[]), torch.no_grad(), ablated:
         torch.manual_seed(int(seed))
         for start in range(0, len(encoded), int(batch_size)):
             rows = encoded[start:start + int(batch_size)]
@@ -178,9 +231,17 @@ def generate_answers(model, lists, *, task: str = "free", decoding: str = "greed
             out = hf.generate(input_ids=ids, attention_mask=mask, **options,
                               stopping_criteria=[_loop_stopper(tokenizer, length)])
             new = out[:, length:]
+            degenerate += int(degenerate_rows(new.cpu().numpy(), eos_id).sum())
             ended = (new == eos_id).any(dim=1).tolist()
             decoded = tokenizer.batch_decode(new, skip_special_tokens=True)
+            sample = sample if answers else decoded[0]
             answers.extend(_trimmed(text, end or not trim) for text, end in zip(decoded, ended))
+    if not heads and degenerate == len(lists):
+        raise ModelOutputError(
+            f"{model.name} gave a degenerate answer to every one of {len(lists)} list(s) (e.g. "
+            f"{sample[:40]!r}): an intact model that ignores its prompt points to a damaged model file or a "
+            f"library version this tool was not tested with ({_library_versions()}; docs/install.md lists the "
+            "tested ones)")
     return answers
 
 
@@ -193,6 +254,11 @@ def recall_events(model, lists, *, task: str = "free", decoding: str = "greedy",
     of :data:`~icl_cmr.adapters.recall_text.COUNT_NAMES` as variables along ``trial`` and the
     answer's segment of each recall as ``recall_raw``) and the psifr long table it was made
     from (with the counts as columns).
+
+    An intact instruction-tuned model (one with a chat template, no ``heads`` ablated) that
+    recalls no studied item on any list raises :class:`~icl_cmr.adapters.errors.ModelOutputError`
+    (as do degenerate answers, :func:`generate_answers`); a base or toy model without a chat
+    template may recall nothing.
     """
     import pandas as pd
 
@@ -204,8 +270,14 @@ def recall_events(model, lists, *, task: str = "free", decoding: str = "greedy",
     for seed in seeds:
         answers = generate_answers(model, lists, task=task, decoding=decoding, temperature=temperature, seed=seed,
                                    batch_size=batch_size, max_new_tokens=max_new_tokens, heads=heads)
-        tables.append(recall_table(lists, answers, subject_label(name, decoding if decoding == "greedy"
-                                                                  else f"sample-T{temperature:g}", seed)))
+        table = recall_table(lists, answers, subject_label(name, decoding if decoding == "greedy"
+                                                            else f"sample-T{temperature:g}", seed))
+        if not heads and getattr(model.tokenizer, "chat_template", None) and table["n_correct"].sum() == 0:
+            raise ModelOutputError(
+                f"{name}, an instruction-tuned model, recalled no studied word on any of {len(lists)} list(s) (first "
+                f"answer: {answers[0][:60]!r}): that points to a damaged model file or a library version this tool "
+                f"was not tested with ({_library_versions()}; docs/install.md lists the tested ones), not a result")
+        tables.append(table)
     table = pd.concat(tables, ignore_index=True)
     events = from_table(table.drop(columns=list(COUNT_NAMES)), source=f"{name} {task} recall ({decoding})")
     counts = table.groupby(["subject", "list"], sort=True)[list(COUNT_NAMES)].first()

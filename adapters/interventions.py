@@ -15,6 +15,7 @@ importing this module is cheap.
 """
 from __future__ import annotations
 
+import contextlib
 import time
 
 import numpy as np
@@ -22,7 +23,7 @@ import numpy as np
 from cmr.errors import ParameterError
 
 __all__ = ["MODES", "DIRECT_FAMILIES", "geometry", "placement", "bos_id", "ablation_hooks", "scored_logits", "passage_losses",
-           "plain_model", "set_losses",
+           "plain_model", "output_projections", "zeroed_heads", "set_losses",
            "full_logit_losses"]
 
 #: ablation modes: replace a head's output by zeros or by its mean output
@@ -213,11 +214,14 @@ _PLAIN = {}  # id(bridge) -> (weakref to the bridge, plain model or None)
 def plain_model(bridge):
     """The bridge's Hugging Face model as a plain module with SDPA attention, or None.
 
-    The bridge wraps every submodule of its model with hooks; the engine needs none of them
-    (heads are ablated at the input of the output projection ``o_proj``, which is ``hook_z``
-    flattened). A plain module sharing the bridge's weight tensors (no second copy) is built
-    once per bridge for the families in :data:`DIRECT_FAMILIES`; other models return None and
-    go through the bridge.
+    The bridge wraps every submodule of its model with hooks; the ablation engine and
+    generation need none of them (heads are ablated at the input of each layer's attention
+    output projection, which is ``hook_z`` flattened: :func:`zeroed_heads`). A plain module
+    sharing the bridge's weight tensors and buffers (no second copy) is built once per bridge;
+    None when the architecture cannot be rebuilt from its configuration (then callers go through
+    the bridge). Generation runs here rather than through the bridge, whose attention components
+    read the key-value cache only under its older keyword (``past_key_values``; transformers
+    5.24 passes ``cache``), so that cached generation through the bridge ignores the prompt.
     """
     import weakref
 
@@ -237,26 +241,95 @@ def _build_plain(bridge):
 
     hf = getattr(bridge, "original_model", None)
     config = getattr(hf, "config", None)
-    if config is None or getattr(config, "model_type", None) not in DIRECT_FAMILIES:
+    if config is None:
         return None
-    device, dtype = placement(bridge)
+    _, dtype = placement(bridge)
     config = copy.deepcopy(config)
     config._attn_implementation = "sdpa"
-    with torch.device("meta"):  # no memory: the parameters are the bridge's own tensors (assign)
-        plain = AutoModelForCausalLM.from_config(config, attn_implementation="sdpa", dtype=dtype)
-    state = {k.replace("._original_component", "").replace("_original_component.", ""): v
-             for k, v in hf.state_dict().items()}
+    try:
+        with torch.device("meta"):  # no memory: the tensors are the bridge's own (assigned below)
+            plain = AutoModelForCausalLM.from_config(config, attn_implementation="sdpa", dtype=dtype)
+    except (ValueError, KeyError, TypeError, ImportError):  # no plain class or no SDPA for this architecture
+        return None
+    state = {_plain_name(k): v for k, v in hf.state_dict().items()}
     missing, _ = plain.load_state_dict(state, strict=False, assign=True)
-    if config.tie_word_embeddings:
+    if getattr(config, "tie_word_embeddings", False):
         plain.tie_weights()
         missing = [k for k in missing if not k.startswith("lm_head.")]
-    body = getattr(plain, "model", None)
-    if missing or body is None or not hasattr(body, "rotary_emb"):
+    if missing:
         return None
-    body.rotary_emb = type(body.rotary_emb)(config=config).to(device)  # its buffers are not in the state
+    buffers = {_plain_name(k): v for k, v in hf.named_buffers()}  # non-persistent ones too (rotary frequencies)
+    for name, buffer in list(plain.named_buffers()):
+        if buffer.is_meta and name in buffers:
+            owner, _, leaf = name.rpartition(".")
+            plain.get_submodule(owner)._buffers[leaf] = buffers[name]
     if any(t.is_meta for t in (*plain.parameters(), *plain.buffers())):
         return None
     return plain.eval()
+
+
+def _plain_name(name: str) -> str:
+    """A module or tensor name of the bridge's model without the bridge's wrapper levels."""
+    return name.replace("._original_component", "").replace("_original_component.", "")
+
+
+def output_projections(bridge, plain) -> list:
+    """Per layer, the module of ``plain`` whose input is the heads' outputs side by side (``hook_z`` flattened).
+
+    Found through the bridge's own map of each block's attention output (``blocks.{l}.attn.o``):
+    the module of ``plain`` holding the same weight tensor (``o_proj``, GPT-2's ``c_proj``, ...),
+    so it holds for every architecture the bridge supports.
+    """
+    import torch
+
+    by_weight = {}
+    for module in plain.modules():
+        weight = getattr(module, "weight", None)
+        if isinstance(weight, torch.Tensor):
+            by_weight.setdefault(weight.data_ptr(), []).append(module)
+    projections = []
+    for layer, block in enumerate(bridge.blocks):
+        module = getattr(getattr(getattr(block, "attn", None), "o", None), "original_component", None)
+        weight = getattr(module, "weight", None)
+        found = by_weight.get(weight.data_ptr(), []) if weight is not None else []
+        if len(found) != 1:
+            raise ParameterError(f"layer {layer} of this model has no attention output projection to ablate heads at")
+        projections.append(found[0])
+    return projections
+
+
+@contextlib.contextmanager
+def zeroed_heads(bridge, plain, heads):
+    """Zero-ablate ``heads`` ((layer, head) pairs) in ``plain`` while the block runs: their slices of
+    the input of each layer's output projection are set to 0 at every position (as zeroing ``hook_z``)."""
+    import torch
+
+    by_layer = {}
+    for layer, head in heads:
+        by_layer.setdefault(int(layer), set()).add(int(head))
+    if not by_layer:
+        yield
+        return
+    projections = output_projections(bridge, plain)
+    n_layers, n_heads = geometry(bridge)
+    width = int(bridge.cfg.d_head)
+    handles = []
+    try:
+        for layer, chosen in sorted(by_layer.items()):
+            if not 0 <= layer < n_layers or not chosen <= set(range(n_heads)):
+                raise ParameterError(f"heads must lie in layers 0..{n_layers - 1} and heads 0..{n_heads - 1}; "
+                                     f"got layer {layer}, heads {sorted(chosen)}")
+            keep = torch.ones(n_heads, width)
+            keep[sorted(chosen)] = 0.0
+            keep = keep.reshape(-1)
+
+            def hook(module, args, keep=keep):
+                return (args[0] * keep.to(device=args[0].device, dtype=args[0].dtype), *args[1:])
+            handles.append(projections[layer].register_forward_pre_hook(hook))
+        yield
+    finally:
+        for handle in handles:
+            handle.remove()
 
 
 def _head_width(config) -> int:
@@ -295,8 +368,8 @@ def _decoder_pass(plain, hidden, start, masks, predict_index, *, keep_states=Fal
 
     body = plain.model
     position_ids = torch.arange(hidden.shape[1], device=hidden.device).unsqueeze(0)
-    mask = create_causal_mask(config=plain.config, inputs_embeds=hidden, attention_mask=None,
-                              past_key_values=None, position_ids=position_ids)
+    # no cache: passed by position, since its keyword was renamed (past_key_values -> cache, transformers 5.24)
+    mask = create_causal_mask(plain.config, hidden, None, None, position_ids=position_ids)
     rotary = body.rotary_emb(hidden, position_ids=position_ids)
     handles, states = [], []
     try:
@@ -376,7 +449,7 @@ def set_losses(bridge, passages, targets, head_sets, modes=("zero",), *, batch_s
     if any(not heads for heads in head_sets):
         raise ParameterError("every head set needs at least one head")
     plain = plain_model(bridge)
-    if plain is None:
+    if plain is None or plain.config.model_type not in DIRECT_FAMILIES or not hasattr(plain.model, "rotary_emb"):
         return _bridge_set_losses(bridge, passages, targets, head_sets, modes, progress)
     bos = bos_id(bridge)
     offset = 1 if bos is not None else 0

@@ -88,6 +88,101 @@ def test_generation_on_tiny_model(tiny):
         task.generate_answers(tiny, lists, decoding="beam")
 
 
+@pytest.mark.parametrize("architecture", ["llama", "gpt2"])
+def test_generation_runs_on_a_plain_copy_equal_to_the_bridge_without_cache(tl, architecture):
+    """The plain model (shared weights, key-value cache, heads zeroed at the output projection's
+    input) gives the bridge's logits and greedy tokens, the bridge recomputing everything with
+    ``hook_z`` zeroed and no cache (the bridge's own cache is not kept under transformers >= 5.24)."""
+    import torch
+
+    from icl_cmr.adapters import interventions
+    from icl_cmr.adapters.free_recall_task import zero_ablation_hooks
+
+    tiny = tl.tiny_model(seed=1, architecture=architecture)
+    bridge = tiny.bridge
+    plain = interventions.plain_model(bridge)
+    assert plain is not None and interventions.plain_model(bridge) is plain
+    assert all(p.data_ptr() in {q.data_ptr() for q in bridge.parameters()} for p in plain.parameters())  # no copy
+    ids = torch.randint(5, 60, (2, 12), generator=torch.Generator().manual_seed(0))
+    options = dict(attention_mask=torch.ones_like(ids), max_new_tokens=10, do_sample=False, pad_token_id=0)
+    for heads in ([], [(0, 1), (1, 2), (1, 3)]):
+        with torch.no_grad():
+            with interventions.zeroed_heads(bridge, plain, heads):
+                ours = plain(ids).logits
+                generated = plain.generate(input_ids=ids, use_cache=True, **options)
+            with bridge.hooks(fwd_hooks=zero_ablation_hooks(heads)):
+                reference = bridge.original_model(ids).logits
+                expected = bridge.original_model.generate(input_ids=ids, use_cache=False, **options)
+        torch.testing.assert_close(ours, reference, rtol=0, atol=1e-4)
+        assert torch.equal(generated, expected), heads
+    with pytest.raises(ParameterError, match="heads must lie in layers 0..1"):
+        with interventions.zeroed_heads(bridge, plain, [(2, 0)]):
+            pass
+
+
+def test_degenerate_rows_by_hand():
+    from icl_cmr.adapters.free_recall_task import DEGENERATE_RUN, degenerate_rows
+
+    eos = 0
+    rows = np.array([
+        [5] + [7] * 19,                              # "The-----...": one token fills the answer
+        [5, 6, 8, 6, 8, 6, 8, 6, 8, 6, 8, 6, 8, 6, 8, 6, 8, 6, 8, 6],  # a loop of two items: scored as repeats
+        [5, 6] + [7] * (DEGENERATE_RUN - 1) + [eos] * 11,  # a run shorter than DEGENERATE_RUN
+        [5] + [7] * DEGENERATE_RUN + [eos] * 11,     # ... and one that reaches it, before the end of turn
+        [eos] * 20,                                   # an empty answer
+    ])
+    assert degenerate_rows(rows, eos).tolist() == [True, False, False, True, False]
+
+
+def _fake_generate(plain, monkeypatch, new_tokens):
+    """Make ``plain.generate`` append ``new_tokens`` to every row (what a broken library would write)."""
+    import torch
+
+    def generate(input_ids, **options):
+        tail = torch.as_tensor(new_tokens, dtype=torch.long).expand(input_ids.shape[0], -1)
+        return torch.cat([input_ids, tail], dim=1)
+
+    monkeypatch.setattr(plain, "generate", generate)
+
+
+def test_an_intact_model_writing_degenerate_answers_is_an_error(tl, monkeypatch):
+    from icl_cmr.adapters import free_recall_task as task
+    from icl_cmr.adapters import interventions
+    from icl_cmr.adapters.errors import ModelOutputError
+
+    tiny = tl.tiny_model(seed=2)
+    vocab = tiny.tokenizer.get_vocab()
+    words = sorted(w.strip("Ġ") for w in vocab if w.startswith("Ġ") and w[1:].isalpha())
+    lists = task.study_lists(words, 3, 5, seed=0)
+    plain = interventions.plain_model(tiny.bridge)
+    _fake_generate(plain, monkeypatch, [vocab["Ġ" + lists[0][0]]] + [vocab["Ġ" + words[-1]]] * 15)
+    with pytest.raises(ModelOutputError, match="degenerate answer to every one of 3 list.*transformers"):
+        task.generate_answers(tiny, lists, max_new_tokens=16)
+    # with heads ablated, such output can be the ablation's effect: it is a result
+    assert len(task.generate_answers(tiny, lists, max_new_tokens=16, heads=[(0, 0)])) == 3
+
+
+def test_an_instruction_tuned_model_that_recalls_nothing_is_an_error(tl, monkeypatch):
+    from icl_cmr.adapters import free_recall_task as task
+    from icl_cmr.adapters import interventions
+    from icl_cmr.adapters.errors import ModelOutputError
+
+    tiny = tl.tiny_model(seed=3)
+    vocab = tiny.tokenizer.get_vocab()
+    words = sorted(w.strip("Ġ") for w in vocab if w.startswith("Ġ") and w[1:].isalpha())
+    lists = task.study_lists(words[:20], 2, 4, seed=0)
+    plain = interventions.plain_model(tiny.bridge)
+    _fake_generate(plain, monkeypatch, [vocab["Ġ" + words[-1]], vocab["Ġ" + words[-2]]])  # two words never studied
+    events, _ = task.recall_events(tiny, lists, max_new_tokens=2)  # a base model (no chat template) may recall nothing
+    assert int(events["n_correct"].sum()) == 0
+    monkeypatch.setattr(tiny.tokenizer, "chat_template", "{% for m in messages %}{{ m['content'] }}{% endfor %}",
+                        raising=False)
+    with pytest.raises(ModelOutputError, match="instruction-tuned model, recalled no studied word on any of 2"):
+        task.recall_events(tiny, lists, max_new_tokens=2)
+    events, _ = task.recall_events(tiny, lists, max_new_tokens=2, heads=[(1, 0)])  # ablated: a result
+    assert int(events["n_correct"].sum()) == 0
+
+
 def test_recall_measures_by_hand():
     from icl_cmr.analyses.llm_recall import recall_measures
 
