@@ -11,6 +11,7 @@ import contextlib
 import importlib
 import os
 import sys
+import warnings
 
 from cmr.errors import ICLCMRError, OutputError
 from cmr.io import output_lock
@@ -115,6 +116,16 @@ def execute(args) -> int:
         return int(args.func(args) or 0)
 
 
+def _library_notices_never_fail() -> None:
+    """A library's deprecation notice is never an error of the user's command, even under ``-W error``.
+
+    Deprecations stay hidden and FutureWarnings are printed once, as Python does by default.
+    """
+    warnings.filterwarnings("ignore", category=DeprecationWarning)
+    warnings.filterwarnings("ignore", category=PendingDeprecationWarning)
+    warnings.filterwarnings("default", category=FutureWarning)
+
+
 def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -122,7 +133,9 @@ def main(argv=None) -> int:
         parser.print_help()
         return 2
     try:
-        return execute(args)
+        with warnings.catch_warnings():
+            _library_notices_never_fail()
+            return execute(args)
     except ICLCMRError as exc:
         print(f"icl-cmr {args.command}: error: {exc}", file=sys.stderr)
         return 1
