@@ -36,6 +36,8 @@ __all__ = [
     "read_published_metrics",
     "published_human_fits",
     "published_file",
+    "file_sha256",
+    "file_provenance",
     "reference_dir",
     "embedded_dir",
     "PUBLISHED_FILES",
@@ -60,7 +62,7 @@ class ReferenceDataWarning(UserWarning):
 
 def embedded_dir() -> Path:
     """The folder of the study's published files installed with the package (``icl_cmr.data``)."""
-    return Path(str(resources.files("icl_cmr.data").joinpath("published")))
+    return Path(str(resources.files("icl_cmr.data.published")))
 
 
 @functools.lru_cache(maxsize=1)
@@ -155,7 +157,7 @@ def _warn_different(path: str, digest: str) -> None:
                   "will differ from the published ones", ReferenceDataWarning, stacklevel=4)
 
 
-def _source_attrs(path, what: str) -> dict:
+def file_provenance(path, what: str) -> dict:
     """Provenance of a read file: its resolved path and SHA-256."""
     path = Path(path)
     return {what: str(path.resolve()), f"{what}_sha256": file_sha256(path)}
@@ -315,8 +317,8 @@ def read_published_profiles(path=None, model=None, checkpoint=None, metrics="aut
         provenance_attrs(
             "lag_profile",
             "icl_cmr.adapters.published.read_published_profiles",
-            **_source_attrs(path, "source"),
-            **(_source_attrs(metrics_path, "metrics_source") if metrics_path is not None else {"metrics_source": ""}),
+            **file_provenance(path, "source"),
+            **(file_provenance(metrics_path, "metrics_source") if metrics_path is not None else {"metrics_source": ""}),
             origin=ORIGIN,
             models=sorted(ds["model"].values.tolist()),
             checkpoints=sorted(int(c) for c in ds["checkpoint"].values),

@@ -16,7 +16,7 @@ import xarray as xr
 from cmr.errors import DataSourceError, FileFormatError
 from cmr.schema import provenance_attrs, validate
 
-from .published import _source_attrs, published_file
+from .published import file_provenance, published_file
 
 __all__ = ["load_published_grid", "PARAMETER_DIMS"]
 
@@ -83,7 +83,7 @@ def load_published_grid(path=None) -> xr.Dataset:
         provenance_attrs(
             "lag_profile",
             "icl_cmr.adapters.published_grid.load_published_grid",
-            **_source_attrs(path, "source"),
+            **file_provenance(path, "source"),
             origin="Ji-An, Zhou, Benna & Mattar (NeurIPS 2024), saved CMR grid (MIT)",
             variant="paper",
         )

@@ -1,0 +1,1 @@
+"""The study's published outputs, installed as package data (see README.md in this folder)."""
