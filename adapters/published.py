@@ -146,15 +146,9 @@ def published_file(name: str, reference=None) -> Path:
         if folder == embedded_dir():
             raise DataSourceError(f"the installed copy of the study's {name} is damaged (SHA-256 {digest[:12]}..., "
                                   f"published {checksums[name][:12]}...): reinstall icl-cmr")
-        _warn_different(str(path), digest)
+        warnings.warn(f"{path} is not the study's published file (SHA-256 {digest[:12]}...): results made from it "
+                      "will differ from the published ones", ReferenceDataWarning, stacklevel=2)
     return path
-
-
-@functools.lru_cache(maxsize=None)
-def _warn_different(path: str, digest: str) -> None:
-    """Warn once per process and file content."""
-    warnings.warn(f"{path} is not the study's published file (SHA-256 {digest[:12]}...): results made from it "
-                  "will differ from the published ones", ReferenceDataWarning, stacklevel=4)
 
 
 def file_provenance(path, what: str) -> dict:
