@@ -3,6 +3,8 @@
 Each entry maps a benchmark name to ``"module:function"``; the function takes
 ``repeats: int`` and returns a dict with at least ``name``, ``ours_s``, ``reference``,
 ``reference_s`` and ``ratio`` (reference / ours), medians over ``repeats`` runs after warm-up.
+Where there is nothing to compare against, ``reference`` says so and ``reference_s`` and
+``ratio`` are None; the measured numbers are reported, never checked against a limit.
 """
 from __future__ import annotations
 
@@ -34,6 +36,10 @@ BENCHMARKS = {
     "distance-rank-window": "icl_cmr.analyses.bench.psifr_analyses:bench_distance_rank_window",
     "pli-list-lag": "icl_cmr.analyses.bench.psifr_analyses:bench_pli_list_lag",
     "llm-recall": "icl_cmr.analyses.bench.llm_recall:bench_llm_recall",
+    "composition": "icl_cmr.analyses.bench.composition:bench_composition",
+    "import-cmr": "icl_cmr.analyses.bench.startup:bench_import_cmr",
+    "unknown-model": "icl_cmr.analyses.bench.startup:bench_unknown_model",
+    "peak-memory": "icl_cmr.analyses.bench.peak_memory:bench_peak_memory",
 }
 
 

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import time
 
 import numpy as np
 import pytest
@@ -27,12 +26,10 @@ def smollm2():
     return load_model("smollm2-135m")
 
 
-def test_every_composition_score_of_smollm2_in_under_30_seconds(smollm2):
+def test_every_composition_score_of_smollm2_is_finite_with_the_random_baseline(smollm2):
     from icl_cmr.adapters import composition
 
-    start = time.process_time()  # CPU time: the machine may be shared; BLAS runs on one thread here
-    scores = composition.composition_scores(smollm2, n_baseline=200)
-    assert time.process_time() - start < 30
+    scores = composition.composition_scores(smollm2, n_baseline=200)  # its time: `icl-cmr bench composition`
     score = scores["score"].values
     assert np.isfinite(score).sum() == 3 * 81 * (30 * 29 // 2)  # every (earlier, later) pair, Q/K/V
     np.testing.assert_allclose(scores["baseline_mean"].values, 576 ** -0.5, rtol=0.01)

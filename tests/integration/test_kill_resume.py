@@ -6,15 +6,20 @@ costs only the work it interrupts; the server never ran torch or numba threads, 
 safe whatever the test process ran before (a fork of a process whose OpenMP pools are running
 can hang). A kill can land
 anywhere: in a computation, between a stage's outputs, inside ``to_netcdf`` or between the
-flush and the rename of a write; some kills are placed inside writes on purpose.
+flush and the rename of a write; some kills are placed inside writes on purpose. The others
+follow the run's progress, not the clock: a uniformly random moment of the work left (by the
+stages' times in the uninterrupted run), reached as that many seconds after the child's log
+says the stage it falls in has started, so a slower, loaded machine does not move a kill out of
+its stage.
 """
 from __future__ import annotations
 
 import json
 import multiprocessing
+import multiprocessing.connection
 import os
+import re
 import signal
-import time
 from pathlib import Path
 
 import numpy as np
@@ -100,7 +105,8 @@ def _one_figure(ctx) -> dict:
     return {"figures": ["figures/human_lag_crp.png"]}
 
 
-def _study(out, recall, grid, kill=None):
+def _study(out, recall, grid, kill=None, lines=None):
+    """The study, resumed in ``out``; its log lines go to the connection ``lines`` if given."""
     _single_threaded()
     if kill is not None:
         _kill_inside_write(*kill)
@@ -109,7 +115,8 @@ def _study(out, recall, grid, kill=None):
 
     study._figures = _one_figure
 
-    run_study(out, recall=[str(recall)], model="tiny-llama", resume=True, log=lambda line: None, grid=str(grid),
+    run_study(out, recall=[str(recall)], model="tiny-llama", resume=True,
+              log=lines.send if lines is not None else lambda line: None, grid=str(grid),
               n_words=20, n_prompts=2, ablation_passages=0)
 
 
@@ -172,11 +179,10 @@ def study_inputs(tmp_path_factory):
     assert process.exitcode == 0
     recall = _tiny_recall(root / "recall.csv")
     reference = root / "reference"
-    start = time.perf_counter()
     process = _child(_study, reference, recall, grid)
     process.join(600)
     assert process.exitcode == 0, "the uninterrupted run failed"
-    return recall, grid, reference, time.perf_counter() - start
+    return recall, grid, reference
 
 
 def _check_same_as_reference(out: Path, reference: Path) -> None:
@@ -186,8 +192,43 @@ def _check_same_as_reference(out: Path, reference: Path) -> None:
     assert not _hidden(out), f"left behind: {_hidden(out)}"
 
 
+def _stage_seconds(out: Path) -> dict:
+    """``{stage: seconds}`` of the stages ``out``'s manifest records as done, in run order."""
+    try:
+        stages = json.loads((out / "manifest.json").read_text())["stages"]
+    except (FileNotFoundError, json.JSONDecodeError, KeyError):
+        return {}
+    return {name: entry["seconds"] for name, entry in stages.items() if entry.get("status") == "done"}
+
+
+def _kill_during(process, lines, stage: str, delay: float) -> None:
+    """SIGKILL ``process`` ``delay`` seconds after its log says that ``stage`` starts (or is
+    redone); nothing if it ends first. The kill follows the run's progress, not the clock, so a
+    loaded machine running the stage slowly does not move it out of the stage."""
+    started = re.compile(rf"^\[\d+/\d+\] {re.escape(stage)}: ")
+    while process.is_alive():
+        ready = multiprocessing.connection.wait([lines, process.sentinel])
+        if lines in ready and started.match(lines.recv()):
+            process.join(delay)
+            break
+    if process.is_alive():
+        os.kill(process.pid, signal.SIGKILL)
+
+
+def _random_point(remaining: dict, rng) -> tuple[str, float]:
+    """A uniformly random moment of the work left (``{stage: seconds}``, in run order), as the
+    stage it falls in and the seconds since that stage's start."""
+    moment = rng.uniform(0.0, sum(remaining.values()))
+    for stage, stage_s in remaining.items():
+        if moment < stage_s:
+            return stage, moment
+        moment -= stage_s
+    return stage, stage_s
+
+
 def test_run_killed_ten_times_resumes_to_the_uninterrupted_results(tmp_path, study_inputs):
-    recall, grid, reference, duration = study_inputs
+    recall, grid, reference = study_inputs
+    seconds = _stage_seconds(reference)  # each stage's time in the uninterrupted run, in run order
     rng = np.random.default_rng(2024)
     inside_writes = [(2, "to_netcdf"), (4, "replace"), (3, "to_netcdf"), (6, "replace")]  # (nth write, where)
     kills, runs = 0, 0
@@ -196,12 +237,17 @@ def test_run_killed_ten_times_resumes_to_the_uninterrupted_results(tmp_path, stu
         runs += 1
         for attempt in range(11):
             kill = inside_writes.pop() if attempt % 3 == 0 and inside_writes else None
-            process = _child(_study, out, recall, grid, kill)
-            if kills < 10:
-                process.join(None if kill else rng.uniform(0.05, 0.4) * duration)
-                if process.is_alive():
-                    os.kill(process.pid, signal.SIGKILL)
+            remaining = {name: stage_s for name, stage_s in seconds.items() if name not in _stage_seconds(out)}
+            timed = kills < 10 and kill is None and remaining
+            # the child's log goes to a pipe only when it is read: unread, a full pipe would block the child
+            lines, child_end = FORK.Pipe(duplex=False) if timed else (None, None)
+            process = _child(_study, out, recall, grid, kill, child_end)
+            if timed:
+                _kill_during(process, lines, *_random_point(remaining, rng))
             process.join()
+            if timed:
+                lines.close()
+                child_end.close()
             if process.exitcode == 0:
                 break
             assert process.exitcode == -signal.SIGKILL
@@ -212,7 +258,7 @@ def test_run_killed_ten_times_resumes_to_the_uninterrupted_results(tmp_path, stu
 
 
 def test_resume_redoes_a_stage_whose_output_kept_its_size(tmp_path, study_inputs):
-    recall, grid, reference, _ = study_inputs
+    recall, grid, reference = study_inputs
     out = tmp_path / "run"
     for path in reference.rglob("*"):  # a finished run, copied
         if path.is_file():

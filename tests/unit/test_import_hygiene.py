@@ -1,4 +1,4 @@
-"""`import cmr` is the standalone modelling toolkit: fast, no torch, transformer_lens or matplotlib."""
+"""`import cmr` is the standalone modelling toolkit: no torch, transformer_lens or matplotlib, no kernel compiled."""
 import json
 import subprocess
 import sys
@@ -32,11 +32,22 @@ def test_every_cmr_module_imports_without_heavy_modules():
     assert json.loads(_run(code)) == []
 
 
-def test_import_cmr_is_fast_when_warm():
-    code = "import time; t = time.perf_counter(); import cmr; print(time.perf_counter() - t)"
-    _run(code)  # warm the filesystem and bytecode caches
-    elapsed = min(float(_run(code)) for _ in range(3))
-    assert elapsed < 1.5, f"import cmr took {elapsed:.2f} s warm (limit 1.5 s)"
+def test_importing_cmr_compiles_no_kernel():
+    # kernels without explicit signatures compile (or load their cache) on first call, so the
+    # import stays cheap; its time is a benchmark (`icl-cmr bench import-cmr`), not a test
+    code = (
+        "import sys, json, pkgutil, importlib, cmr\n"
+        "from numba.core.dispatcher import Dispatcher\n"
+        "for m in pkgutil.walk_packages(cmr.__path__, 'cmr.'):\n"
+        "    importlib.import_module(m.name)\n"
+        "kernels = {f'{name}.{attr}': bool(value.signatures) for name, module in list(sys.modules.items())\n"
+        "           if name == 'cmr' or name.startswith('cmr.') for attr, value in vars(module).items()\n"
+        "           if isinstance(value, Dispatcher)}\n"
+        "print(json.dumps(kernels))"
+    )
+    kernels = json.loads(_run(code))
+    assert kernels, "no numba kernel found in cmr"
+    assert [name for name, compiled in kernels.items() if compiled] == []
 
 
 @pytest.mark.parametrize("module", ["icl_cmr.adapters", "icl_cmr.analyses", "icl_cmr.analyses.cli",
