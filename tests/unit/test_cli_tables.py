@@ -134,12 +134,9 @@ def small_crp(small_csv, tmp_path_factory):
     return path
 
 
-def test_fit_on_a_human_crp_leaves_lag_0_out_and_needs_no_published_grid(small_crp, capsys, tmp_path, monkeypatch):
-    from icl_cmr.analyses.commands import fit
-
-    monkeypatch.setattr(fit, "published_grid_path", lambda: None)
+def test_fit_on_a_human_crp_leaves_lag_0_out_against_the_installed_published_grid(small_crp, capsys, tmp_path):
     code, out, err = run_cli(capsys, "fit", small_crp, "--objective", "lsq", "-o", tmp_path / "fits.nc")
-    assert code == 0 and "teacher-forced grid" in out, err
+    assert code == 0 and "the study's published grid" in out and "cmr_crp_grid.npz" in out, err
     fits = cmr.load_dataset(tmp_path / "fits.nc", kind="profile_fit")
     assert fits["lag"].values.tolist() == list(cmr.RECALL_LAGS) and 0 not in fits["lag"].values
     assert np.isfinite(fits["distance"].values).all()
