@@ -313,18 +313,19 @@ def zeroed_heads(bridge, plain, heads):
     projections = output_projections(bridge, plain)
     n_layers, n_heads = geometry(bridge)
     width = int(bridge.cfg.d_head)
+    device, dtype = placement(bridge)
     handles = []
     try:
         for layer, chosen in sorted(by_layer.items()):
             if not 0 <= layer < n_layers or not chosen <= set(range(n_heads)):
                 raise ParameterError(f"heads must lie in layers 0..{n_layers - 1} and heads 0..{n_heads - 1}; "
                                      f"got layer {layer}, heads {sorted(chosen)}")
-            keep = torch.ones(n_heads, width)
+            keep = torch.ones(n_heads, width, device=device, dtype=dtype)
             keep[sorted(chosen)] = 0.0
             keep = keep.reshape(-1)
 
             def hook(module, args, keep=keep):
-                return (args[0] * keep.to(device=args[0].device, dtype=args[0].dtype), *args[1:])
+                return (args[0] * keep, *args[1:])
             handles.append(projections[layer].register_forward_pre_hook(hook))
         yield
     finally:
