@@ -93,6 +93,8 @@ def _sha256(path: str, size: int, mtime_ns: int) -> str:
 
 def file_sha256(path) -> str:
     """SHA-256 (hex) of the file at ``path``."""
+    if not Path(path).is_file():
+        raise DataSourceError(f"expected an existing file to checksum; got {str(path)!r}")
     stat = Path(path).stat()
     return _sha256(str(Path(path).resolve()), stat.st_size, stat.st_mtime_ns)
 
