@@ -164,7 +164,7 @@ def _second_copy_block(second, n_words, lags):
 def attention_blocks(scores, probs, n_words: int, lags) -> dict:
     """The parts of one prompt's attention the head statistics read, cut from full matrices.
 
-    What :func:`icl_cmr.adapters.transformer_lens.extract_heads` keeps inside each layer's
+    What :func:`icl_cmr.adapters.lm.extraction.extract_heads` keeps inside each layer's
     hook instead of the (query, key) matrices; :func:`block_summary` turns it into the
     prompt's statistics.
 

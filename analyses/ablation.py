@@ -6,7 +6,7 @@ negative when the model predicts better late in a passage, i.e. learns in contex
 are 0-based positions in the passage text; a BOS token is prepended when the tokenizer has one.
 
 Heads are ablated at their output, set to zero or to their mean output
-(:mod:`icl_cmr.adapters.interventions`, where every torch call of the test lives).
+(:mod:`icl_cmr.adapters.lm.interventions`, where every torch call of the test lives).
 
 The test (per mode) works on per-passage effects ``icl_ablated - icl_unablated``. Primary: the
 rank of the top set's mean effect among at least 50 seeded random sets of the same size, with
@@ -27,7 +27,7 @@ import xarray as xr
 from cmr.errors import ParameterError, SchemaError
 from cmr.schema import provenance_attrs, require_dims, require_variables, validate
 
-from icl_cmr.adapters.interventions import MODES, geometry, set_losses
+from icl_cmr.adapters.lm.interventions import MODES, geometry, set_losses
 
 __all__ = [
     "MODES",

@@ -2,8 +2,8 @@
 
 Two sources of checkpoint series:
 
-* a toy run of :mod:`icl_cmr.adapters.toy_model`: :func:`scan_checkpoints` extracts head lag profiles
-  (:func:`icl_cmr.adapters.transformer_lens.extract_heads`, the same word list at every checkpoint)
+* a toy run of :mod:`icl_cmr.adapters.lm.toy_model`: :func:`scan_checkpoints` extracts head lag profiles
+  (:func:`icl_cmr.adapters.lm.extraction.extract_heads`, the same word list at every checkpoint)
   into one ``lag_profile`` dataset with dims ``(model, checkpoint, layer, head, lag)``, where the
   ``checkpoint`` coordinate is the training step, and fits CMR to all of them in one call of
   :func:`cmr.profile_fit.fit_profiles`;
@@ -40,7 +40,7 @@ def scan_checkpoints(checkpoints, *, words, n_prompts: int = 4, seed: int = 0, l
     Parameters
     ----------
     checkpoints : sequence of (step, directory)
-        E.g. :func:`icl_cmr.adapters.toy_model.list_checkpoints`.
+        E.g. :func:`icl_cmr.adapters.lm.toy_model.list_checkpoints`.
     words : list of str
         Prompt words (leading space, one token each), the same at every checkpoint.
     n_prompts, seed : int
@@ -56,7 +56,8 @@ def scan_checkpoints(checkpoints, *, words, n_prompts: int = 4, seed: int = 0, l
     """
     from tqdm.auto import tqdm
 
-    from icl_cmr.adapters.transformer_lens import extract_heads, load_model
+    from icl_cmr.adapters.lm.loading import load_model
+    from icl_cmr.adapters.lm.extraction import extract_heads
 
     parts = []
     for step, directory in tqdm(list(checkpoints), desc="scanning checkpoints", unit="checkpoint",

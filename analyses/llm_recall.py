@@ -1,7 +1,7 @@
 """The language model as a free-recall subject: its recall, scored and fitted like a person's,
 and the effect of ablating attention heads on it.
 
-:func:`model_recall` runs the task of :mod:`icl_cmr.adapters.free_recall_task` on study lists
+:func:`model_recall` runs the task of :mod:`icl_cmr.adapters.lm.recall_task` on study lists
 drawn from a human experiment's word pool and returns an events dataset, so
 :func:`cmr.lag_crp`, :func:`cmr.spc`, :func:`cmr.pfr` and :func:`cmr.fit_recall` apply
 unchanged. :func:`recall_ablation` generates the recall of the same lists with head sets
@@ -47,8 +47,8 @@ def model_recall(model, *, pool: str = "psifr:peers_notask", n_lists: int = 20, 
     ``pool`` is a bundled recall data set whose studied items are the word pool (lower-cased),
     or a sequence of words; ``lists`` gives the study lists instead. ``seed`` draws the lists;
     ``seeds`` seed the sampled decoding; the other arguments are those of
-    :func:`icl_cmr.adapters.free_recall_task.generate_answers`.
-    Returns ``(events, table)`` as :func:`icl_cmr.adapters.free_recall_task.recall_events`.
+    :func:`icl_cmr.adapters.lm.recall_task.generate_answers`.
+    Returns ``(events, table)`` as :func:`icl_cmr.adapters.lm.recall_task.recall_events`.
     """
     from icl_cmr.adapters import free_recall_task as task_module
 

@@ -79,7 +79,8 @@ def smollm2_heads(path=None):
 
     if path is not None:
         return load_dataset(path)
-    from icl_cmr.adapters.transformer_lens import extract_heads, load_model
+    from icl_cmr.adapters.lm.loading import load_model
+    from icl_cmr.adapters.lm.extraction import extract_heads
 
     return extract_heads(load_model(DEFAULT_MODEL))
 

@@ -92,7 +92,7 @@ def _grid(ctx: RunContext) -> dict:
 def _heads(ctx: RunContext) -> dict:
     from tqdm.auto import tqdm
 
-    from icl_cmr.adapters.transformer_lens import attention_pattern, extract_heads
+    from icl_cmr.adapters.lm.extraction import attention_pattern, extract_heads
     from cmr.io import save_dataset
 
     s = ctx.settings
@@ -128,7 +128,7 @@ TINY_MODEL = "tiny-llama"
 
 def load_study_model(name: str, device="cpu", dtype="float32"):
     """The study's model: ``tiny-llama`` is the random tiny model for smoke tests."""
-    from icl_cmr.adapters.transformer_lens import load_model, tiny_model
+    from icl_cmr.adapters.lm.loading import load_model, tiny_model
 
     if name == TINY_MODEL:
         return tiny_model(device=device, dtype=dtype)
@@ -137,7 +137,7 @@ def load_study_model(name: str, device="cpu", dtype="float32"):
 
 def _run_record(ctx: RunContext, attrs) -> dict:
     """Device, dtype and peak memory of a stage's dataset, logged and kept in its summary."""
-    from icl_cmr.adapters.transformer_lens import describe_peak_memory
+    from icl_cmr.adapters.lm.loading import describe_peak_memory
 
     ctx.log(f"on {attrs['device']} in {attrs['dtype']}; {describe_peak_memory(attrs)}")
     return {key: attrs[key] for key in ("device", "dtype", "peak_memory_bytes")}
@@ -231,7 +231,7 @@ def _composition(ctx: RunContext) -> dict:
 
 def _ablation(ctx: RunContext) -> dict:
     from icl_cmr.adapters.text_corpus import load_passages
-    from icl_cmr.adapters.transformer_lens import measure_peak_memory, with_run_record
+    from icl_cmr.adapters.lm.loading import measure_peak_memory, with_run_record
     from icl_cmr.analyses.ablation import run_ablation, top_heads_from_fits
     from cmr.io import load_dataset, save_dataset
 
@@ -359,7 +359,7 @@ def run_study(out_dir, recall=DEFAULT_RECALL, model=DEFAULT_MODEL, resume=False,
     if unknown:
         raise TypeError(f"unknown settings {sorted(unknown)}; known: {sorted(DEMO_SETTINGS) + ['grid']}")
     settings = {**DEMO_SETTINGS, **overrides, "recall": list(recall), "model": model}
-    from icl_cmr.adapters.transformer_lens import refuse_missing_hub_model, resolve_device, resolve_dtype
+    from icl_cmr.adapters.lm.loading import refuse_missing_hub_model, resolve_device, resolve_dtype
 
     check_out_dir(out_dir)
     check_settings(settings)

@@ -1,6 +1,6 @@
 """Benchmark: Q-, K- and V-composition of every head pair of SmolLM2-135M (30 layers x 9 heads).
 
-Ours: :func:`icl_cmr.adapters.composition.composition_scores` (d_head-sized products only, one
+Ours: :func:`icl_cmr.adapters.lm.composition.composition_scores` (d_head-sized products only, one
 float32 product per layer, the 200-sample random baseline included). Reference: the full-matrix
 definition of Elhage et al. (2021), ``||W_OV^e W_QK^l||_F / (||W_OV^e||_F ||W_QK^l||_F)`` and its
 K and V forms with the d_model x d_model matrices formed for each pair, in float64 on the same
@@ -43,7 +43,7 @@ def bench_composition(repeats: int = 3) -> dict:
     from threadpoolctl import threadpool_limits
 
     from icl_cmr.adapters import composition
-    from icl_cmr.adapters.transformer_lens import load_model
+    from icl_cmr.adapters.lm.loading import load_model
     from icl_cmr.analyses.bench import median_time
 
     start = time.perf_counter()

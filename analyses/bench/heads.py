@@ -15,24 +15,24 @@ def _worker(repeats: int, n_words: int, n_prompts: int, threads: int) -> dict:
     import resource
     import time
 
-    from icl_cmr.adapters import transformer_lens as tl
+    from icl_cmr.adapters.lm import extraction, loading
     from icl_cmr.analyses.bench import median_time
 
-    tl.set_threads(threads)
+    loading.set_threads(threads)
 
     start = time.perf_counter()
-    model = tl.load_model(tl.DEFAULT_MODEL)
+    model = loading.load_model(loading.DEFAULT_MODEL)
     load_s = time.perf_counter() - start
     start = time.perf_counter()
-    tl.copying_scores(model)  # computes and keeps the model constant U E (full vocabulary)
+    extraction.copying_scores(model)  # computes and keeps the model constant U E (full vocabulary)
     vocab_product_s = time.perf_counter() - start
-    tokens = tl.make_prompts(model, n_words=n_words, n_prompts=n_prompts, seed=0).tokens
+    tokens = extraction.make_prompts(model, n_words=n_words, n_prompts=n_prompts, seed=0).tokens
 
     def bare():
-        tl.forward_passes(model, tokens)
+        extraction.forward_passes(model, tokens)
 
     def extract():
-        tl.extract_heads(model, n_words=n_words, n_prompts=n_prompts, seed=0, lags=8)
+        extraction.extract_heads(model, n_words=n_words, n_prompts=n_prompts, seed=0, lags=8)
 
     start = time.perf_counter()
     extract()
@@ -43,8 +43,8 @@ def _worker(repeats: int, n_words: int, n_prompts: int, threads: int) -> dict:
         bare_times.append(median_time(bare, 1, warmup=0))
         extract_times.append(median_time(extract, 1, warmup=0))
     parts = {
-        "word_selection_s": median_time(lambda: tl.make_prompts(model, n_words=n_words, n_prompts=n_prompts), 1, 0),
-        "copying_s": median_time(lambda: tl.copying_scores(model), 1, 0),
+        "word_selection_s": median_time(lambda: extraction.make_prompts(model, n_words=n_words, n_prompts=n_prompts), 1, 0),
+        "copying_s": median_time(lambda: extraction.copying_scores(model), 1, 0),
     }
     ours = sorted(extract_times)[len(extract_times) // 2]
     ref = sorted(bare_times)[len(bare_times) // 2]
@@ -61,7 +61,7 @@ def _worker(repeats: int, n_words: int, n_prompts: int, threads: int) -> dict:
         "load_s": load_s,
         "vocab_product_s": vocab_product_s,
         "peak_rss_gb": peak / 1e9,
-        "torch_threads": tl.set_threads(None),
+        "torch_threads": loading.set_threads(None),
         **parts,
     }
 
@@ -69,7 +69,7 @@ def _worker(repeats: int, n_words: int, n_prompts: int, threads: int) -> dict:
 def bench_heads(repeats: int = 3, n_words: int = 100, n_prompts: int = 5, threads: int = 1) -> dict:
     """All 270 heads of smollm2-135m over 5 prompts of 201 tokens vs 5 bare forward passes.
 
-    ``ours_s``: :func:`icl_cmr.adapters.transformer_lens.extract_heads` end to end after loading (word
+    ``ours_s``: :func:`icl_cmr.adapters.lm.extraction.extract_heads` end to end after loading (word
     selection, one hooked pass per prompt, lag statistics, OV copying scores, the dataset);
     the model constant ``U E`` of the copying score (a vocabulary-sized product) is computed
     once per loaded model, like loading, and reported as ``vocab_product_s``.

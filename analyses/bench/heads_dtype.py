@@ -25,28 +25,28 @@ def _worker(dtype: str, path: str, n_words: int = 100, n_prompts: int = 5) -> di
     import resource
 
     from icl_cmr.adapters import head_profiles as hp
-    from icl_cmr.adapters import transformer_lens as tl
+    from icl_cmr.adapters.lm import extraction, loading
 
-    tl.set_threads(1)  # multi-threaded torch timings swing by 2x on a shared 2-core machine
+    loading.set_threads(1)  # multi-threaded torch timings swing by 2x on a shared 2-core machine
     with_torch = _resident_bytes()
     start = time.perf_counter()
-    model = tl.load_model(tl.DEFAULT_MODEL, device="cpu", dtype=dtype)
+    model = loading.load_model(loading.DEFAULT_MODEL, device="cpu", dtype=dtype)
     load_s = time.perf_counter() - start
     load_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     loaded = _resident_bytes()
 
     def full_matrices():  # whole (layer, head, seq, seq) arrays to the host, then reduced
-        made = tl.make_prompts(model, n_words=n_words, n_prompts=n_prompts, seed=0)
+        made = extraction.make_prompts(model, n_words=n_words, n_prompts=n_prompts, seed=0)
         lags = hp.lag_range(8, n_words)
         for row in made.tokens:
-            scores, probs, _ = tl.attention_pass(model, row)
+            scores, probs, _ = extraction.attention_pass(model, row)
             hp.prompt_summary(scores, probs, n_words, lags)
-        tl.copying_scores(model)
+        extraction.copying_scores(model)
 
-    with tl.measure_peak_memory("cpu") as memory:
+    with loading.measure_peak_memory("cpu") as memory:
         start = time.perf_counter()
         if path == "lean":
-            tl.extract_heads(model, n_words=n_words, n_prompts=n_prompts, seed=0, lags=8)
+            extraction.extract_heads(model, n_words=n_words, n_prompts=n_prompts, seed=0, lags=8)
         else:
             full_matrices()
         extract_s = time.perf_counter() - start

@@ -17,7 +17,7 @@ N_REFERENCE = 8
 
 
 def bench_llm_recall(repeats: int = 1) -> dict:
-    from icl_cmr.adapters.transformer_lens import load_model, set_threads
+    from icl_cmr.adapters.lm.loading import load_model, set_threads
     from icl_cmr.analyses.llm_recall import model_recall
 
     threads = set_threads(1)  # one thread: two spin-waiting threads on a busy 2-core machine are far slower

@@ -2,7 +2,7 @@
 
 Runs in a fresh subprocess (``python -m icl_cmr.analyses.bench.peak_memory``) so that no earlier
 work's memory lies in the process. Each round measures three blocks with
-:func:`icl_cmr.adapters.transformer_lens.measure_peak_memory` on the CPU: an empty one, one that
+:func:`icl_cmr.adapters.lm.loading.measure_peak_memory` on the CPU: an empty one, one that
 allocates and touches ``ALLOCATED_BYTES`` and frees them, and an empty one again. A measure
 that starts its peak at each block's start rises by the allocation in the second block and
 drops back in the third; one counted from the start of the process would not drop.
@@ -23,21 +23,21 @@ def _worker(repeats: int) -> dict:
 
     import numpy as np
 
-    from icl_cmr.adapters import transformer_lens as tl
+    from icl_cmr.adapters.lm import loading
 
-    with tl.measure_peak_memory("cpu"):
+    with loading.measure_peak_memory("cpu"):
         pass  # the first block imports torch
     rows, empty_times, measures = [], [], set()
     for _ in range(max(1, repeats)):
         gc.collect()  # garbage freed inside a block would lower the level its peak is reset to
         start = time.perf_counter()
-        with tl.measure_peak_memory("cpu") as before:
+        with loading.measure_peak_memory("cpu") as before:
             pass
         empty_times.append(time.perf_counter() - start)
-        with tl.measure_peak_memory("cpu") as during:
+        with loading.measure_peak_memory("cpu") as during:
             block = np.ones(ALLOCATED_BYTES // 8)  # written, so every page is resident
             del block
-        with tl.measure_peak_memory("cpu") as after:
+        with loading.measure_peak_memory("cpu") as after:
             pass
         rows.append((before["peak_memory_bytes"], during["peak_memory_bytes"], after["peak_memory_bytes"]))
         measures.add(during["peak_memory_measure"])

@@ -27,7 +27,7 @@ _LOAD = (
     "import sys, time, json\n"
     "start = time.perf_counter()\n"
     "from icl_cmr.adapters.errors import ModelNotAvailableError\n"
-    "from icl_cmr.adapters.transformer_lens import load_model\n"
+    "from icl_cmr.adapters.lm.loading import load_model\n"
     "imported = time.perf_counter()\n"
     "try:\n"
     "    load_model({name!r}, device='cpu')\n"

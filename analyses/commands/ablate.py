@@ -88,12 +88,7 @@ def run(args) -> int:
     import time
 
     from icl_cmr.adapters.text_corpus import load_passages
-    from icl_cmr.adapters.transformer_lens import (
-        describe_peak_memory,
-        load_model,
-        measure_peak_memory,
-        with_run_record,
-    )
+    from icl_cmr.adapters.lm.loading import describe_peak_memory, load_model, measure_peak_memory, with_run_record
     from icl_cmr.analyses import ablation
     from cmr.errors import ParameterError
     from cmr.io import load_dataset, result_format, write_result
@@ -103,7 +98,7 @@ def run(args) -> int:
         raise ParameterError(f"--n-random must be >= 1, --n-matched >= 0 and --n-passages >= 2; "
                              f"got {args.n_random}, {args.n_matched}, {args.n_passages}")
     if args.threads:
-        from icl_cmr.adapters.transformer_lens import set_threads
+        from icl_cmr.adapters.lm.loading import set_threads
 
         set_threads(args.threads)
     started = time.perf_counter()

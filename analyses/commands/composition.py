@@ -65,7 +65,7 @@ def run(args) -> int:
     from cmr.errors import ParameterError
     from cmr.io import result_format, write_result
     from icl_cmr.adapters import causal_composition, composition
-    from icl_cmr.adapters.transformer_lens import load_model
+    from icl_cmr.adapters.lm.loading import load_model
     from icl_cmr.analyses.ablation import parse_heads
 
     result_format(args.output)
@@ -107,7 +107,7 @@ def cmr_fits(model, args):
     """CMR fits of every head's lag profile on the command's prompts, written to ``--cmr``."""
     from cmr.io import write_result
     from cmr.profile_fit import fit_profiles
-    from icl_cmr.adapters.transformer_lens import extract_heads
+    from icl_cmr.adapters.lm.extraction import extract_heads
     from icl_cmr.analyses.commands.fit import load_grid
 
     heads = extract_heads(model, n_words=args.n_words, n_prompts=args.n_prompts, seed=args.seed)

@@ -110,9 +110,8 @@ def _run_model(args):
     from icl_cmr.adapters.head_profiles import lag_range
     from cmr.errors import DataSourceError
     from icl_cmr.adapters.errors import PromptError
-    from icl_cmr.adapters.transformer_lens import (
-        DEFAULT_MODEL, extract_heads, load_model, refuse_missing_hub_model, resolve_device, resolve_dtype,
-    )
+    from icl_cmr.adapters.lm.loading import DEFAULT_MODEL, load_model, refuse_missing_hub_model, resolve_device, resolve_dtype
+    from icl_cmr.adapters.lm.extraction import extract_heads
 
     if args.published_model is not None:
         raise DataSourceError("--model NAME goes with --published [PATH]; to run a model give it as MODEL")
@@ -153,7 +152,7 @@ def run(args) -> int:
                     f"second copy {float(heads['loss_second_copy'].values.item()):.2f} nats")
     print(summary)
     if not args.published:
-        from icl_cmr.adapters.transformer_lens import describe_peak_memory
+        from icl_cmr.adapters.lm.loading import describe_peak_memory
 
         print(describe_peak_memory(heads.attrs))
     return 0

@@ -79,7 +79,7 @@ def run(args) -> int:
     from cmr.io import atomic_write, save_dataset
 
     if args.threads:
-        from icl_cmr.adapters.transformer_lens import set_threads
+        from icl_cmr.adapters.lm.loading import set_threads
 
         set_threads(args.threads)
     out = Path(args.output)

@@ -22,7 +22,7 @@ def composition_matrix(scores):
     Parameters
     ----------
     scores : xarray.Dataset
-        Kind ``composition`` (:func:`icl_cmr.adapters.composition.composition_scores`).
+        Kind ``composition`` (:func:`icl_cmr.adapters.lm.composition.composition_scores`).
 
     Returns
     -------
@@ -30,7 +30,7 @@ def composition_matrix(scores):
         One panel per composition (Q, K, V): ``excess`` (score minus the random mean) with the
         later head (layer-major) down and the earlier head across; grey where undefined.
     """
-    scores = checked(scores, "composition", "icl_cmr.adapters.composition.composition_scores")
+    scores = checked(scores, "composition", "icl_cmr.adapters.lm.composition.composition_scores")
     kinds = [str(k) for k in scores["composition"].values]
     n_layers, n_heads = scores.sizes["layer"], scores.sizes["head"]
     excess = scores["excess"].transpose("composition", "layer", "head", "source_layer", "source_head").values
@@ -57,7 +57,7 @@ def causal_composition(causal):
     Parameters
     ----------
     causal : xarray.Dataset
-        Kind ``path_ablation`` (:func:`icl_cmr.adapters.causal_composition.path_ablation`).
+        Kind ``path_ablation`` (:func:`icl_cmr.adapters.lm.causal_composition.path_ablation`).
 
     Returns
     -------
@@ -68,7 +68,7 @@ def causal_composition(causal):
     """
     from matplotlib.patches import Patch
 
-    causal = checked(causal, "path_ablation", "icl_cmr.adapters.causal_composition.path_ablation")
+    causal = checked(causal, "path_ablation", "icl_cmr.adapters.lm.causal_composition.path_ablation")
     labels = [f"L{int(layer)}.H{int(head)}\n{cls}" for layer, head, cls in
               zip(causal["layer"].values, causal["head"].values, causal["composition_class"].values)]
     x = np.arange(len(labels))
@@ -97,7 +97,7 @@ def composition_against_cmr(causal, fits):
     Parameters
     ----------
     causal : xarray.Dataset or mapping label -> Dataset
-        Kind ``path_ablation`` (:func:`icl_cmr.adapters.causal_composition.path_ablation`).
+        Kind ``path_ablation`` (:func:`icl_cmr.adapters.lm.causal_composition.path_ablation`).
     fits : xarray.Dataset or mapping label -> Dataset
         Kind ``profile_fit`` of the same model(s) (same labels), one checkpoint each (select one
         first, e.g. ``fits.isel(checkpoint=-1)``): the ``distance`` of every head.
@@ -109,7 +109,7 @@ def composition_against_cmr(causal, fits):
         mixed, neither, weak), marker = model; labelled with the head. The distance axis is
         log-scaled when every distance is positive.
     """
-    causal = labelled(causal, "path_ablation", "icl_cmr.adapters.causal_composition.path_ablation")
+    causal = labelled(causal, "path_ablation", "icl_cmr.adapters.lm.causal_composition.path_ablation")
     fits = labelled(fits, "profile_fit", "cmr.fit_profiles")
     if set(causal) != set(fits):
         raise ParameterError(f"causal and fits must have the same labels; got {sorted(causal)} and {sorted(fits)}")

@@ -1,6 +1,6 @@
 """Attention heads as free-recall data: lag profiles with their fits, attention patterns, shares.
 
-Head datasets are those of :func:`icl_cmr.adapters.transformer_lens.extract_heads` (kind
+Head datasets are those of :func:`icl_cmr.adapters.lm.extraction.extract_heads` (kind
 ``lag_profile``, dims ``(model, checkpoint, layer, head, lag)``) and their fits by
 :func:`cmr.fit_profiles` (kind ``profile_fit``), for one model at one checkpoint (select one with
 ``.sel(model=..., checkpoint=...)`` first). Heads are named ``L<layer>.H<head>``, 0-based.
@@ -26,7 +26,7 @@ __all__ = [
     "soft_crp_vs_humans",
 ]
 
-_HEADS_FROM = "icl_cmr.adapters.transformer_lens.extract_heads"
+_HEADS_FROM = "icl_cmr.adapters.lm.extraction.extract_heads"
 _FITS_FROM = "cmr.fit_profiles"
 #: y-axis label and SEM variable of the heads dataset, by the profile kind that was fitted
 _PROFILE_AXIS = {
@@ -123,7 +123,7 @@ def attention_pattern(pattern, *, which: str = "prob", ax=None):
     Parameters
     ----------
     pattern : xarray.Dataset
-        Kind ``attention_pattern`` (:func:`icl_cmr.adapters.transformer_lens.attention_pattern`).
+        Kind ``attention_pattern`` (:func:`icl_cmr.adapters.lm.extraction.attention_pattern`).
     which : {"prob", "score"}
         Post-softmax probabilities (a square-root colour scale, so weak attention stays
         visible) or pre-softmax scores (linear scale from the 1st percentile to the maximum).
@@ -135,7 +135,7 @@ def attention_pattern(pattern, *, which: str = "prob", ax=None):
     """
     from matplotlib.colors import Normalize, PowerNorm
 
-    pattern = checked(pattern, "attention_pattern", "icl_cmr.adapters.transformer_lens.attention_pattern")
+    pattern = checked(pattern, "attention_pattern", "icl_cmr.adapters.lm.extraction.attention_pattern")
     if which not in ("prob", "score"):
         raise ParameterError(f"which must be 'prob' or 'score'; got {which!r}")
     n = int(pattern.attrs["n_words"])

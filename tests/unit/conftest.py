@@ -8,12 +8,16 @@ from tests.conftest import require
 
 @pytest.fixture(scope="module")
 def tl():
-    """:mod:`icl_cmr.adapters.transformer_lens` (skipped, or failed under ICL_CMR_REQUIRE_ALL=1, without torch)."""
+    """The public names of :mod:`icl_cmr.adapters.lm.loading` and :mod:`~icl_cmr.adapters.lm.extraction`
+    as one namespace (skipped, or failed under ICL_CMR_REQUIRE_ALL=1, without torch)."""
+    import types
+
     require("torch")
     require("transformer_lens")
-    from icl_cmr.adapters import transformer_lens
+    from icl_cmr.adapters.lm import extraction, loading
 
-    return transformer_lens
+    return types.SimpleNamespace(**{name: getattr(module, name) for module in (loading, extraction)
+                                    for name in module.__all__})
 
 
 @pytest.fixture(scope="module")

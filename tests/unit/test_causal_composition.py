@@ -10,7 +10,7 @@ from tests.conftest import require
 @pytest.fixture(scope="module")
 def tiny():
     require("torch")
-    from icl_cmr.adapters.transformer_lens import tiny_model
+    from icl_cmr.adapters.lm.loading import tiny_model
 
     return tiny_model(n_layers=3, seed=1)
 
@@ -49,7 +49,7 @@ def _library_pattern(model, tokens, layer, head, path, removed):
 @pytest.fixture(scope="module")
 def tiny_gpt2():
     require("torch")
-    from icl_cmr.adapters.transformer_lens import tiny_model
+    from icl_cmr.adapters.lm.loading import tiny_model
 
     return tiny_model(n_layers=3, seed=1, architecture="gpt2")
 
@@ -61,7 +61,7 @@ def test_recomputed_ablation_equals_the_librarys_split_input_pass(tiny, tiny_gpt
     import torch
 
     from icl_cmr.adapters import causal_composition as path_ablation
-    from icl_cmr.adapters.transformer_lens import make_prompts
+    from icl_cmr.adapters.lm.extraction import make_prompts
 
     tiny = tiny if architecture == "llama" else tiny_gpt2
     made = make_prompts(tiny, n_words=12, n_prompts=2, seed=0)
@@ -119,7 +119,7 @@ def test_the_value_path_equals_the_librarys_split_input_pass(tiny, tiny_gpt2, ar
     import torch
 
     from icl_cmr.adapters import causal_composition as path_ablation
-    from icl_cmr.adapters.transformer_lens import make_prompts
+    from icl_cmr.adapters.lm.extraction import make_prompts
 
     tiny = tiny if architecture == "llama" else tiny_gpt2
     tokens = torch.as_tensor(make_prompts(tiny, n_words=12, n_prompts=2, seed=0).tokens)
@@ -157,14 +157,14 @@ def test_the_value_path_equals_the_librarys_split_input_pass(tiny, tiny_gpt2, ar
     ((-0.3, 0.99), "K"),
 ])
 def test_classification_rules(drops, expected):
-    from icl_cmr.adapters.causal_composition import classify
+    from icl_cmr.adapters.lm.causal_composition import classify
 
     assert classify(*drops) == expected
 
 
 def test_bad_target_heads_get_one_typed_error(tiny):
     from cmr.errors import ParameterError
-    from icl_cmr.adapters.causal_composition import path_ablation
+    from icl_cmr.adapters.lm.causal_composition import path_ablation
 
     for heads in ([], [(0, 1)], [(3, 0)], [(1, 9)]):
         with pytest.raises(ParameterError):

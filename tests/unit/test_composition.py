@@ -10,7 +10,7 @@ from tests.conftest import require
 
 def _model():
     require("torch")
-    from icl_cmr.adapters.transformer_lens import tiny_model
+    from icl_cmr.adapters.lm.loading import tiny_model
 
     return tiny_model(n_layers=2)  # 4 query heads, 2 key/value heads, d_model 32, d_head 8
 
@@ -88,7 +88,7 @@ def test_a_hand_built_model_has_its_closed_form_composition(dtype, rtol):
 
 def test_scores_of_a_random_model_equal_the_full_matrix_definition():
     from icl_cmr.adapters import composition
-    from icl_cmr.adapters.transformer_lens import tiny_model
+    from icl_cmr.adapters.lm.loading import tiny_model
 
     require("torch")
     w = composition.head_weights(tiny_model(n_layers=3, seed=4))

@@ -32,7 +32,7 @@ def hand_built_induction_model(directory, relay: bool = False):
     import torch
     from transformers import GPT2Config, GPT2LMHeadModel
 
-    from icl_cmr.adapters.transformer_lens import load_model, tiny_hf_model
+    from icl_cmr.adapters.lm.loading import load_model, tiny_hf_model
 
     _, tokenizer = tiny_hf_model(n_words=24)
     v, n = len(tokenizer), N_POSITIONS
@@ -89,7 +89,7 @@ def hand_built(tmp_path_factory):
 
 
 def test_the_causal_test_tells_k_from_q_composition_in_a_hand_built_model(hand_built):
-    from icl_cmr.adapters.causal_composition import induction_scores, path_ablation
+    from icl_cmr.adapters.lm.causal_composition import induction_scores, path_ablation
 
     scores = induction_scores(hand_built, n_words=8, n_prompts=2)
     assert scores[1].min() > 0.9 and scores[0].max() < 0.1
@@ -114,7 +114,7 @@ def test_a_key_that_reads_its_own_position_through_an_earlier_head_is_not_k_comp
     removing that head's whole output from the key abolishes the induction (whole-output class
     mixed), removing only what it moved from other positions does not (class Q, through the
     duplicate-token head alone)."""
-    from icl_cmr.adapters.causal_composition import induction_scores, path_ablation
+    from icl_cmr.adapters.lm.causal_composition import induction_scores, path_ablation
 
     scores = induction_scores(hand_built_relay, n_words=8, n_prompts=2)
     assert scores[1, :2].min() > 0.9
@@ -128,7 +128,7 @@ def test_a_key_that_reads_its_own_position_through_an_earlier_head_is_not_k_comp
 
 
 def test_weight_composition_scores_point_to_the_same_circuits(hand_built):
-    from icl_cmr.adapters.composition import composition_scores
+    from icl_cmr.adapters.lm.composition import composition_scores
 
     score = composition_scores(hand_built, n_baseline=10)["score"]
     k = score.sel(composition="K", layer=1, source_layer=0)  # (head, source_head)
@@ -144,8 +144,8 @@ def test_the_class_against_cmr_distance_figure_marks_each_class(hand_built):
 
     from cmr.profile_fit import fit_profiles
     from cmr.schema import provenance_attrs
-    from icl_cmr.adapters.causal_composition import path_ablation
-    from icl_cmr.adapters.transformer_lens import extract_heads
+    from icl_cmr.adapters.lm.causal_composition import path_ablation
+    from icl_cmr.adapters.lm.extraction import extract_heads
     from icl_cmr.analyses import plots
     from icl_cmr.analyses.plots.composition import CLASS_COLOURS
 
@@ -200,8 +200,9 @@ def _trained_toy(directory, recipe):
     import torch
 
     from icl_cmr.adapters import toy_model
-    from icl_cmr.adapters.causal_composition import induction_scores, path_ablation
-    from icl_cmr.adapters.transformer_lens import extract_heads, load_model
+    from icl_cmr.adapters.lm.causal_composition import induction_scores, path_ablation
+    from icl_cmr.adapters.lm.loading import load_model
+    from icl_cmr.adapters.lm.extraction import extract_heads
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)

@@ -20,7 +20,7 @@ def test_our_warnings_fail_a_test_and_a_library_warning_does_not():
     for module, category in [("transformers.generation.utils", UserWarning),
                              ("transformer_lens.model_bridge", RuntimeWarning),
                              ("cmrx", UserWarning),  # a library whose name only starts like ours
-                             ("icl_cmr.adapters.interventions", FutureWarning),  # a library's notice at our line
+                             ("icl_cmr.adapters.lm.interventions", FutureWarning),  # a library's notice at our line
                              ("cmr.io", DeprecationWarning)]:
         warnings.warn_explicit(f"{module} {category.__name__}", category, "lib.py", 1, module=module)  # no raise
 

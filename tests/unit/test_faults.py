@@ -332,7 +332,7 @@ def _negative_distance():
 
 
 def _load_model(name):
-    from icl_cmr.adapters.transformer_lens import load_model
+    from icl_cmr.adapters.lm.loading import load_model
 
     return load_model(name)
 
@@ -513,8 +513,8 @@ def forbid_loading_and_network(monkeypatch) -> list:
             raise AssertionError(f"{what} was entered for a model that is not on disk")
         return refuse
 
-    monkeypatch.setattr("icl_cmr.adapters.transformer_lens.require_lm", forbidden("require_lm"))
-    monkeypatch.setattr("icl_cmr.adapters.transformer_lens._load_local", forbidden("_load_local"))
+    monkeypatch.setattr("icl_cmr.adapters.lm.loading.require_lm", forbidden("require_lm"))
+    monkeypatch.setattr("icl_cmr.adapters.lm.loading._load_local", forbidden("_load_local"))
     monkeypatch.setattr(socket.socket, "connect", forbidden("socket.connect"))
     return entered
 
@@ -530,7 +530,7 @@ def test_unknown_model_is_refused_before_loading_or_the_network(name, monkeypatc
 
 
 def test_a_transformer_lens_alias_resolves_without_importing_it():
-    from icl_cmr.adapters._model_files import official_model_name
+    from icl_cmr.adapters.lm._model_files import official_model_name
 
     assert official_model_name("gpt2-small") == "gpt2"
     assert official_model_name("pythia-70m") == "EleutherAI/pythia-70m"
@@ -538,8 +538,8 @@ def test_a_transformer_lens_alias_resolves_without_importing_it():
 
 
 def test_converted_model_cache_is_verified_and_rebuilt(tmp_path, monkeypatch):
-    from icl_cmr.adapters import transformer_lens
-    from icl_cmr.adapters._model_files import SOURCE_RECORD, converted_problem
+    from icl_cmr.adapters.lm import loading
+    from icl_cmr.adapters.lm._model_files import SOURCE_RECORD, converted_problem
 
     conversions = []
 
@@ -548,19 +548,19 @@ def test_converted_model_cache_is_verified_and_rebuilt(tmp_path, monkeypatch):
         (out / "config.json").write_text('{"model_type": "llama"}')
         (out / "model.safetensors").write_bytes(bytes(range(256)) * 64)
 
-    monkeypatch.setattr(transformer_lens, "_convert_gguf", convert)
+    monkeypatch.setattr(loading, "_convert_gguf", convert)
     gguf = tmp_path / "model.Q4.gguf"
     gguf.write_bytes(b"GGUF")
-    first = transformer_lens._converted_dir("m", gguf, tmp_path / "cache")
+    first = loading._converted_dir("m", gguf, tmp_path / "cache")
     assert converted_problem(first) is None and (first / SOURCE_RECORD).is_file()
-    assert transformer_lens._converted_dir("m", gguf, tmp_path / "cache") == first and len(conversions) == 1
+    assert loading._converted_dir("m", gguf, tmp_path / "cache") == first and len(conversions) == 1
     weights = first / "model.safetensors"
     data = bytearray(weights.read_bytes())
     data[100:164] = bytes(64)  # same size, other bytes
     weights.write_bytes(bytes(data))
     assert "model.safetensors differs" in converted_problem(first)
     with pytest.warns(RuntimeWarning, match=r"is damaged \(model.safetensors differs.*rebuilding it"):
-        again = transformer_lens._converted_dir("m", gguf, tmp_path / "cache")
+        again = loading._converted_dir("m", gguf, tmp_path / "cache")
     assert again == first and len(conversions) == 2 and converted_problem(again) is None
     assert stat.S_IMODE(again.stat().st_mode) == 0o777 & ~os.umask(os.umask(0o022))
     (again / "config.json").unlink()

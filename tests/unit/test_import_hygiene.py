@@ -5,6 +5,8 @@ import sys
 
 import pytest
 
+from tests.conftest import REPO_ROOT
+
 FORBIDDEN = ("torch", "transformer_lens", "transformers", "matplotlib", "icl_cmr", "adapters", "analyses")
 
 
@@ -50,8 +52,11 @@ def test_importing_cmr_compiles_no_kernel():
     assert [name for name, compiled in kernels.items() if compiled] == []
 
 
-@pytest.mark.parametrize("module", ["icl_cmr.adapters", "icl_cmr.analyses", "icl_cmr.analyses.cli",
-                                    "icl_cmr.adapters.transformer_lens", "icl_cmr.adapters.interventions"])
+LM_MODULES = ["icl_cmr.adapters.lm"] + sorted(
+    f"icl_cmr.adapters.lm.{path.stem}" for path in (REPO_ROOT / "adapters" / "lm").glob("*.py") if path.stem != "__init__")
+
+
+@pytest.mark.parametrize("module", ["icl_cmr.adapters", "icl_cmr.analyses", "icl_cmr.analyses.cli", *LM_MODULES])
 def test_upper_layers_import_without_torch(module):
     code = f"import sys, {module}; print('torch' in sys.modules)"
     assert _run(code) == "False"

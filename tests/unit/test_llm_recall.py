@@ -96,7 +96,7 @@ def test_generation_runs_on_a_plain_copy_equal_to_the_bridge_without_cache(tl, a
     import torch
 
     from icl_cmr.adapters import interventions
-    from icl_cmr.adapters.free_recall_task import zero_ablation_hooks
+    from icl_cmr.adapters.lm.recall_task import zero_ablation_hooks
 
     tiny = tl.tiny_model(seed=1, architecture=architecture)
     bridge = tiny.bridge
@@ -121,7 +121,7 @@ def test_generation_runs_on_a_plain_copy_equal_to_the_bridge_without_cache(tl, a
 
 
 def test_degenerate_rows_by_hand():
-    from icl_cmr.adapters.free_recall_task import DEGENERATE_RUN, degenerate_rows
+    from icl_cmr.adapters.lm.recall_task import DEGENERATE_RUN, degenerate_rows
 
     eos = 0
     rows = np.array([

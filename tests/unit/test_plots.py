@@ -38,7 +38,8 @@ def tiny():
     """A random tiny model, its head scan and fits of both objectives on a small grid."""
     require("torch")
     from icl_cmr.adapters.head_profiles import select_profile
-    from icl_cmr.adapters.transformer_lens import extract_heads, tiny_model
+    from icl_cmr.adapters.lm.loading import tiny_model
+    from icl_cmr.adapters.lm.extraction import extract_heads
 
     model = tiny_model()
     heads = extract_heads(model, n_words=20, n_prompts=2, seed=0)
@@ -221,7 +222,7 @@ def test_head_figures_refuse_wrong_datasets_and_heads(tiny):
 
 
 def test_attention_pattern_is_one_head_over_one_extraction_prompt(tiny, tmp_path):
-    from icl_cmr.adapters.transformer_lens import attention_pass, attention_pattern, make_prompts
+    from icl_cmr.adapters.lm.extraction import attention_pass, attention_pattern, make_prompts
 
     model, *_ = tiny
     pattern = attention_pattern(model, 1, 2, n_words=20, seed=3, prompt=2)

@@ -87,7 +87,7 @@ def test_prompt_longer_than_the_context_is_a_prompt_error():
 
 def test_prompt_and_profile_modules_do_not_import_torch():
     code = (
-        "import sys, icl_cmr.adapters.prompts, icl_cmr.adapters.head_profiles, icl_cmr.adapters.transformer_lens; "
+        "import sys, icl_cmr.adapters.prompts, icl_cmr.adapters.head_profiles, icl_cmr.adapters.lm.extraction; "
         "bad = [m for m in ('torch', 'transformers', 'transformer_lens') if m in sys.modules]; "
         "sys.exit(str(bad) if bad else 0)"
     )

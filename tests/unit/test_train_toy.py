@@ -250,7 +250,7 @@ def test_the_position_blind_recipe_keeps_layer_0_blind_to_position(text_dir, tmp
     require("torch")
     import torch
 
-    from icl_cmr.adapters.transformer_lens import load_model
+    from icl_cmr.adapters.lm.loading import load_model
 
     settings = dataclasses.replace(TINY, text=str(text_dir), recipe="position-blind", n_checkpoints=2)
     train_toy.train_toy(tmp_path, settings, progress=False, log=lambda _: None)

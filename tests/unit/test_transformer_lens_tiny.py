@@ -169,7 +169,7 @@ def test_offline_mode_is_restored_after_a_load():
     code = (
         "import os\n"
         "for k in ('HF_HUB_OFFLINE', 'TRANSFORMERS_OFFLINE'): os.environ.pop(k, None)\n"
-        "from icl_cmr.adapters._model_files import offline_mode\n"
+        "from icl_cmr.adapters.lm._model_files import offline_mode\n"
         "with offline_mode():\n"
         "    import huggingface_hub.constants as c\n"
         "    assert c.HF_HUB_OFFLINE and os.environ['HF_HUB_OFFLINE'] == '1'\n"

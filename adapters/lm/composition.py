@@ -64,7 +64,7 @@ def head_weights(model) -> dict:
 
     Parameters
     ----------
-    model : icl_cmr.adapters.transformer_lens.LoadedModel
+    model : icl_cmr.adapters.lm.loading.LoadedModel
 
     Returns
     -------
@@ -256,7 +256,7 @@ def composition_dataset(score, baseline, *, model: str, n_kv_heads: int, seed, n
         },
         coords={"composition": list(COMPOSITIONS), "layer": np.arange(n_layers), "head": np.arange(n_heads),
                 "source_layer": np.arange(n_layers), "source_head": np.arange(n_heads)},
-        attrs=provenance_attrs("composition", "icl_cmr.adapters.composition.composition_scores", model=model,
+        attrs=provenance_attrs("composition", "icl_cmr.adapters.lm.composition.composition_scores", model=model,
                                seed=-1 if seed is None else int(seed), n_baseline=int(n_baseline)),
     )
     ds["excess"] = ds["score"] - ds["baseline_mean"]

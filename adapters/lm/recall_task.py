@@ -7,7 +7,7 @@ parsed into recalls by :mod:`icl_cmr.adapters.recall_text` and lands in the same
 dataset as human data, with one subject per (model, decoding setting, seed).
 
 Generation is batched (left padding) with the key-value cache on a plain copy of the bridge's
-Hugging Face model that shares its weights (:func:`~icl_cmr.adapters.interventions.plain_model`);
+Hugging Face model that shares its weights (:func:`~icl_cmr.adapters.lm.interventions.plain_model`);
 heads can be zero-ablated during generation at their output (the input of each layer's
 attention output projection, which is ``blocks.{layer}.attn.hook_z`` flattened). An intact
 model whose answers are degenerate on every list, or an instruction-tuned one that recalls
@@ -23,8 +23,8 @@ import numpy as np
 
 from cmr.errors import ParameterError
 
-from .errors import ModelOutputError
-from .recall_text import COUNT_NAMES, recall_table, subject_label
+from ..errors import ModelOutputError
+from ..recall_text import COUNT_NAMES, recall_table, subject_label
 
 __all__ = ["TASKS", "DECODINGS", "INSTRUCTIONS", "study_lists", "word_pool", "recall_prompt", "generate_answers",
            "zero_ablation_hooks", "recall_events"]
@@ -43,7 +43,7 @@ DECODINGS = ("greedy", "sample")
 
 def word_pool(source: str = "psifr:peers_notask") -> list[str]:
     """The distinct studied items of a bundled recall data set, lower-cased and sorted."""
-    from .recall_data import read_recall_table
+    from ..recall_data import read_recall_table
 
     table = read_recall_table(source)
     studied = table.loc[table["trial_type"] == "study", "item"].astype(str)
@@ -105,7 +105,7 @@ def _loop_stopper(tokenizer, prompt_length: int):
     import torch
     from transformers import StoppingCriteria
 
-    from .recall_text import normalise
+    from ..recall_text import normalise
 
     class StopLoops(StoppingCriteria):
         def __call__(self, input_ids, scores, **kwargs):
@@ -169,7 +169,7 @@ def generate_answers(model, lists, *, task: str = "free", decoding: str = "greed
     Parameters
     ----------
     model : LoadedModel
-        From :func:`~icl_cmr.adapters.transformer_lens.load_model` (an instruction-tuned model
+        From :func:`~icl_cmr.adapters.lm.loading.load_model` (an instruction-tuned model
         with a chat template; a model without one gets the plain prompt).
     lists : sequence of sequences of str
         Study lists.

@@ -1,6 +1,6 @@
 """Causal composition test: remove an earlier head's output from only the query, key or value input of a head.
 
-Path-level ablation (the causal counterpart of :mod:`icl_cmr.adapters.composition`): on
+Path-level ablation (the causal counterpart of :mod:`icl_cmr.adapters.lm.composition`): on
 repeated-list prompts (BOS + a random word list + the same list again), the direct output
 ``z W_O`` of an earlier head is subtracted from the query input of one later head only
 (``blocks.L.attn.hook_q_input``, one slice per query head), or from its key input only
@@ -40,8 +40,8 @@ import xarray as xr
 from cmr.errors import ParameterError
 from cmr.schema import provenance_attrs, require_dims, require_variables, validate
 
-from .errors import ModelNotAvailableError
-from .transformer_lens import make_prompts
+from ..errors import ModelNotAvailableError
+from .extraction import make_prompts
 
 __all__ = ["PATHS", "PARTS", "SIGNIFICANT_DROP", "DOMINANCE", "UPSTREAM_DROP", "MIN_INDUCTION", "classify", "induction_scores",
            "path_ablation", "validate_path_ablation"]
@@ -264,7 +264,7 @@ def path_ablation(model, heads, *, n_words: int = 50, n_prompts: int = 2, seed: 
     heads : sequence of (layer, head)
         Target heads (layer >= 1).
     n_words, n_prompts, seed : int
-        Prompts (:func:`icl_cmr.adapters.transformer_lens.make_prompts`).
+        Prompts (:func:`icl_cmr.adapters.lm.extraction.make_prompts`).
     lags : sequence of int
         Lags of the attention profiles.
     composition : xarray.Dataset, optional
@@ -390,7 +390,7 @@ def path_ablation(model, heads, *, n_words: int = 50, n_prompts: int = 2, seed: 
         coords={"target": np.arange(n_t), "layer": ("target", [layer for layer, _ in targets]),
                 "head": ("target", [head for _, head in targets]), "path": list(PATHS),
                 "source_layer": np.arange(n_l), "source_head": np.arange(n_h), "lag": lags},
-        attrs=provenance_attrs("path_ablation", "icl_cmr.adapters.causal_composition.path_ablation", model=model.name,
+        attrs=provenance_attrs("path_ablation", "icl_cmr.adapters.lm.causal_composition.path_ablation", model=model.name,
                                n_words=int(n_words), n_prompts=int(n_prompts), seed=int(seed),
                                significant_drop=SIGNIFICANT_DROP, dominance=DOMINANCE, upstream_drop=UPSTREAM_DROP),
     )

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from cmr.errors import OptionalDependencyError
 
-from .errors import ModelNotAvailableError
+from ..errors import ModelNotAvailableError
 
 DEFAULT_MODEL = "smollm2-135m"
 # name -> (importable package holding the GGUF file, distribution, how to install it).

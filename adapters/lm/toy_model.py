@@ -325,7 +325,7 @@ def train_toy(out_dir, settings: ToySettings = ToySettings(), *, progress: bool 
     from tqdm.auto import tqdm
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    from .text_corpus import read_documents, tokenize_documents
+    from ..text_corpus import read_documents, tokenize_documents
 
     settings = settings.validate()
     out = Path(out_dir)
@@ -425,8 +425,8 @@ def prompt_words(run_dir, n_words: int) -> list[str]:
     """
     from transformers import AutoTokenizer
 
-    from .prompts import select_words
-    from .text_corpus import read_documents, tokenize_documents
+    from ..prompts import select_words
+    from ..text_corpus import read_documents, tokenize_documents
 
     tokenizer = AutoTokenizer.from_pretrained(str(Path(run_dir) / TOKENIZER_DIR), local_files_only=True)
     settings = json.loads((Path(run_dir) / SETTINGS_FILE).read_text())["settings"]
