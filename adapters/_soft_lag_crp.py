@@ -4,8 +4,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from cmr._jit import JIT
 
-@njit(cache=True, nogil=True)
+
+@njit(**JIT)
 def soft_lag_counts(from_pos, weights, unavailable, max_lag):
     """Soft ``actual`` and integer ``possible`` lag counts per unit.
 

@@ -32,6 +32,7 @@ import numpy as np
 import xarray as xr
 
 from cmr import lag_window
+from cmr.checks import is_integer
 from cmr.constants import HEAD_DIMS
 from cmr.errors import RecallDataError, SchemaError
 from cmr.schema import provenance_attrs, require_dims, require_variables, validate
@@ -600,7 +601,7 @@ def validate_attention_pattern(ds: xr.Dataset) -> None:
         require_dims(ds[name], ["query", "key"], kind, name)
     for name in ("layer", "head", "n_words"):
         value = ds.attrs.get(name)
-        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        if not is_integer(value):
             raise SchemaError(f"attention_pattern dataset needs integer attr {name!r}; got {value!r}")
     seq = 2 * int(ds.attrs["n_words"]) + 1
     for dim in ("query", "key"):

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from cmr.errors import DataSourceError, OptionalDependencyError
+from cmr.errors import DataSourceError, OptionalDependencyError, ParameterError
 from cmr.textbook.patterns import ItemPatterns, category_features, item_patterns, similarity_from_distances
 
 from .recall_data import read_recall_table
 
-__all__ = ["POOLS", "load_item_patterns"]
+__all__ = ["POOLS", "PATTERN_KINDS", "load_item_patterns", "load_patterns_of_kind"]
 
 #: bundled data sets with an item pool: name -> (psifr distances, table with item categories)
 POOLS = {
@@ -68,3 +68,30 @@ def load_item_patterns(
         np.asarray(items).astype(str), similarity_from_distances(distances) if similarity else None, features,
         feature_names=names, feature_layer=feature_layer,
     )
+
+
+#: the item patterns of each CMR variant by name: keyword arguments of :func:`load_item_patterns`
+PATTERN_KINDS = {
+    "semantic": dict(similarity=True, categories=False),
+    "category": dict(similarity=False, categories=True),
+    "semantic+category": dict(similarity=True, categories=True),
+}
+
+
+def load_patterns_of_kind(source: str, kind: str | None, *, feature_layer: str = "segment") -> ItemPatterns | None:
+    """Item patterns of a bundled data set for a CMR variant named in :data:`PATTERN_KINDS`.
+
+    Parameters
+    ----------
+    source : str
+        A data set name of :data:`POOLS`.
+    kind : {None, "semantic", "category", "semantic+category"}
+        None: localist CMR, no patterns (returns None).
+    feature_layer : {"segment", "sublayer"}
+        Where the category units live in context (see :func:`cmr.item_patterns`).
+    """
+    if kind is None:
+        return None
+    if kind not in PATTERN_KINDS:
+        raise ParameterError(f"item patterns must be one of {', '.join(PATTERN_KINDS)} (or None); got {kind!r}")
+    return load_item_patterns(source, feature_layer=feature_layer, **PATTERN_KINDS[kind])

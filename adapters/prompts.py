@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from cmr.checks import integer
+
 from .errors import PromptError
 
 __all__ = [
@@ -107,8 +109,7 @@ def select_words(tokenizer, log_prior, n_words: int) -> tuple[np.ndarray, tuple]
     PromptError
         If ``n_words`` is below 2 or larger than the number of usable tokens.
     """
-    if not isinstance(n_words, (int, np.integer)) or isinstance(n_words, bool) or n_words < 2:
-        raise PromptError(f"n_words must be an integer >= 2; got {n_words!r}")
+    n_words = integer(n_words, "n_words", minimum=2, error=PromptError)
     prior = np.asarray(log_prior, dtype=np.float64)
     n_vocab = min(prior.shape[0], len(tokenizer))
     special = set(getattr(tokenizer, "all_special_ids", []) or [])
@@ -165,8 +166,7 @@ def build_prompts(word_ids, words, *, n_prompts: int, seed: int, bos_id: int, n_
             f"a prompt of 2 x {n_words} words + BOS = {length} tokens is longer than the "
             f"model's context of {int(n_ctx)} tokens; use at most {(int(n_ctx) - 1) // 2} words"
         )
-    if not isinstance(n_prompts, (int, np.integer)) or isinstance(n_prompts, bool) or n_prompts < 1:
-        raise PromptError(f"n_prompts must be an integer >= 1; got {n_prompts!r}")
+    n_prompts = integer(n_prompts, "n_prompts", error=PromptError)
     rng = np.random.default_rng(seed)
     perms = np.stack([rng.permutation(n_words) for _ in range(int(n_prompts))]).astype(np.int64)
     listed = word_ids[perms]

@@ -4,9 +4,12 @@ Ji-An, Zhou, Benna & Mattar (NeurIPS 2024) simulated their simplified CMR by Mon
 Carlo on a grid of (beta_enc, beta_rec, gamma) and saved the lag distributions; the reference
 export ``cmr_crp_grid.npz`` holds ``crp[beta_enc, beta_rec, gamma_ft, lag]`` (20 x 21 x 11 x 17),
 ``sem`` (SEM over the 20 recall start positions) and the axis values.
+
+:func:`load_grid` is the grid a profile fit uses: a grid file, by default this published grid.
 """
 from __future__ import annotations
 
+import json
 import zipfile
 from pathlib import Path
 
@@ -14,11 +17,12 @@ import numpy as np
 import xarray as xr
 
 from cmr.errors import DataSourceError, FileFormatError
+from cmr.io import load_dataset
 from cmr.schema import provenance_attrs, validate
 
 from .published import file_provenance, published_file
 
-__all__ = ["load_published_grid", "PARAMETER_DIMS"]
+__all__ = ["load_published_grid", "load_grid", "PARAMETER_DIMS"]
 
 #: the grid's parameter dims, in the order of the npz axes
 PARAMETER_DIMS = ("beta_enc", "beta_rec", "gamma")
@@ -91,3 +95,36 @@ def load_published_grid(path=None) -> xr.Dataset:
     ds.attrs["profile_kind"] = "cmr_mc_crp"
     ds.attrs["unit_kind"] = "cmr_parameters"
     return validate(ds, "lag_profile")
+
+
+def load_grid(spec=None) -> tuple[xr.Dataset, str]:
+    """The CMR grid to fit lag profiles against, and a name for it (for messages and reports).
+
+    Parameters
+    ----------
+    spec : None, str or Path
+        None: the study's published grid (:func:`load_published_grid`, the installed copy
+        checked against its checksum, or ``$ICL_CMR_REFERENCE``). A ``.npz`` path: a grid in the
+        study's format. Any other path: a ``lag_profile`` netCDF file (``icl-cmr grid``,
+        :func:`cmr.paper_mc_grid`, ...).
+
+    Returns
+    -------
+    (xarray.Dataset, str)
+        The grid as a ``lag_profile`` dataset, and the file it came from (for the published grid,
+        ``"the study's published grid (<file>)"``).
+
+    Raises
+    ------
+    DataSourceError
+        ``spec`` names a file that does not exist.
+    """
+    if spec is None:
+        grid = load_published_grid()
+        return grid, f"the study's published grid ({json.loads(grid.attrs['provenance'])['source']})"
+    path = Path(spec)
+    if path.suffix == ".npz":
+        if not path.is_file():
+            raise DataSourceError(f"CMR grid: no such file: {str(path)!r}")
+        return load_published_grid(path), str(path)
+    return load_dataset(path, "lag_profile"), str(path)

@@ -27,6 +27,7 @@ import xarray as xr
 from cmr.errors import ParameterError, SchemaError
 from cmr.schema import provenance_attrs, require_dims, require_variables, validate
 
+from icl_cmr.adapters.head_ranking import rank_heads
 from icl_cmr.adapters.lm.interventions import MODES, geometry, set_losses
 
 __all__ = [
@@ -93,12 +94,10 @@ def top_heads_from_fits(fits: xr.Dataset, fraction: float = 0.1, variable: str =
     layers = np.asarray(values["layer"].values)
     heads = np.asarray(values["head"].values)
     size = int(n_heads) if n_heads is not None else max(1, int(round(float(fraction) * grid.size)))
-    finite = np.flatnonzero(np.isfinite(grid.ravel()))
-    if size < 1 or size > finite.size:
-        raise ParameterError(f"cannot choose {size} heads: {finite.size} of {grid.size} heads have a finite {variable}")
-    key = -grid.ravel()[finite] if largest else grid.ravel()[finite]
-    order = finite[np.argsort(key, kind="stable")][:size]
-    rows, cols = np.unravel_index(order, grid.shape)
+    ranked = rank_heads(grid, largest=largest)
+    if size < 1 or size > ranked.size:
+        raise ParameterError(f"cannot choose {size} heads: {ranked.size} of {grid.size} heads have a finite {variable}")
+    rows, cols = np.unravel_index(ranked[:size], grid.shape)
     return [(int(layers[r]), int(heads[c])) for r, c in zip(rows, cols)]
 
 

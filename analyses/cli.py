@@ -35,6 +35,7 @@ COMMANDS = (
     "composition",
     "train_toy",
     "run_study",
+    "reproduce",
     "bench",
 )
 

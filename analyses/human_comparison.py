@@ -1,21 +1,20 @@
 """Fitted CMR parameters of heads, of human subjects and of the literature, side by side.
 
-``python -m icl_cmr.analyses.human_comparison [--reference DIR] [-o TABLE.md]`` fits every subject of
+``icl-cmr reproduce human-comparison [--reference DIR] [-o TABLE.md]`` fits every subject of
 PEERS and Morton2013 and the top-10% induction heads of each published model through the same
 call (``cmr.profile_fit.fit_profiles``, objective ``lsq``, the study's published grid) and
 prints median and interquartile range of (beta_enc, beta_rec, gamma) next to the published human
-fits listed in data/published_human_cmr_fits.csv, with every beta also on the other variant's
+fits listed in data/published_human_cmr_fits.csv, with every beta also on the other model's
 scale (decay-matched, :mod:`cmr.beta_scales`) and the share of fits on the grid's edge.
 """
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from cmr.beta_scales import textbook_beta, variant_beta
+from cmr.beta_scales import paper_beta, textbook_beta
 from icl_cmr.adapters.published import published_file, published_human_fits
 from icl_cmr.analyses.run_layout import HEAD_LAGS, HUMAN_LAGS
 
@@ -28,7 +27,7 @@ def _quartiles(values) -> str:
 
 
 def _describe(label, params: np.ndarray, distance: np.ndarray, edges: np.ndarray) -> dict:
-    """Median [IQR] of the variant's parameters, of beta on the textbook scale, and grid-edge shares."""
+    """Median [IQR] of the paper's variant's parameters, of beta on the textbook scale, and grid-edge shares."""
     finite = np.isfinite(distance)
     row = {"units": label, "n": str(int(finite.sum())), "median d": float(np.nanmedian(distance))}
     for k, name in enumerate(("beta_enc", "beta_rec", "gamma")):
@@ -68,9 +67,9 @@ def comparison_table(reference: Path | None = None, objective: str = "lsq") -> p
     published = published_human_fits()
     for _, p in published.iterrows():
         label = f"published: {p['study']}" + (f" ({p['data']})" if isinstance(p["data"], str) else "")
-        # published fits are textbook CMR: shown on both scales (the variant's by the inverse map)
+        # published fits are textbook CMR: shown on both scales (the paper's variant's by the inverse map)
         rows.append({"units": label, "n": "-", "median d": np.nan,
-                     "beta_enc": f"{variant_beta(p['beta_enc'], 'enc'):.2f}", "beta_rec": f"{variant_beta(p['beta_rec'], 'rec'):.2f}",
+                     "beta_enc": f"{paper_beta(p['beta_enc'], 'enc'):.2f}", "beta_rec": f"{paper_beta(p['beta_rec'], 'rec'):.2f}",
                      "gamma": "-", "beta_enc textbook": f"{p['beta_enc']:.3f}", "beta_rec textbook": f"{p['beta_rec']:.3f}",
                      "on grid edge: beta_enc / beta_rec / gamma": "-"})
     return pd.DataFrame(rows)
@@ -88,16 +87,32 @@ def markdown(frame: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def add_arguments(parser) -> None:
+    """The options of ``icl-cmr reproduce human-comparison``."""
     parser.add_argument("--reference", type=Path, default=None,
                         help="folder with the study's published files (default: $ICL_CMR_REFERENCE, else the "
                              "copy installed with icl-cmr)")
-    parser.add_argument("--objective", choices=("paper", "lsq"), default="lsq")
-    parser.add_argument("-o", "--out", type=Path, help="write the table as markdown here")
-    args = parser.parse_args(argv)
+    parser.add_argument("--objective", choices=("paper", "lsq"), default="lsq", help="fitting objective (default lsq)")
+    parser.add_argument("-o", "--out", type=Path, metavar="TABLE.md", help="write the table as markdown here")
+
+
+def run(args) -> int:
+    """Fit and tabulate (``icl-cmr reproduce human-comparison``): print the table, write it to ``--out``."""
     emit_markdown(markdown(comparison_table(args.reference, args.objective)), args.out)
     return 0
+
+
+def main(argv=None) -> int:
+    """Deprecated entry point of ``python -m icl_cmr.analyses.human_comparison``: runs
+    ``icl-cmr reproduce human-comparison``."""
+    import sys
+
+    from cmr import _deprecate
+    from icl_cmr.analyses.cli import main as cli_main
+
+    _deprecate.warn("python -m icl_cmr.analyses.human_comparison is deprecated and will be removed in the next "
+                    "release; use icl-cmr reproduce human-comparison")
+    return cli_main(["reproduce", "human-comparison", *(sys.argv[1:] if argv is None else argv)])
 
 
 def emit_markdown(table: str, out=None) -> None:

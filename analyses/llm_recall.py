@@ -50,7 +50,7 @@ def model_recall(model, *, pool: str = "psifr:peers_notask", n_lists: int = 20, 
     :func:`icl_cmr.adapters.lm.recall_task.generate_answers`.
     Returns ``(events, table)`` as :func:`icl_cmr.adapters.lm.recall_task.recall_events`.
     """
-    from icl_cmr.adapters import free_recall_task as task_module
+    from icl_cmr.adapters.lm import recall_task as task_module
 
     if lists is None:
         words = task_module.word_pool(pool) if isinstance(pool, str) else list(pool)
@@ -147,7 +147,7 @@ def recall_ablation(model, sets: dict, *, pool: str = "psifr:peers_notask", n_li
         layer-matched sets, all paired over lists (t-test, Wilcoxon, Cohen's d_z; lists where a
         measure is undefined are left out of that test).
     """
-    from icl_cmr.adapters import free_recall_task as task_module
+    from icl_cmr.adapters.lm import recall_task as task_module
 
     if not sets:
         raise ParameterError("need at least one head set to ablate")

@@ -1,6 +1,6 @@
 """Localist vs semantic vs category CMR on Morton2013: cross-validated likelihood, AIC, predictive check.
 
-Run: ``python -m icl_cmr.analyses.model_comparison [--subjects 10] [--folds 2] [--jobs 2] -o OUT_DIR``.
+Run: ``icl-cmr reproduce model-comparison [--subjects 10] [--folds 2] [--jobs 2] -o OUT_DIR``.
 Fits the three variants of :data:`VARIANTS` to each subject (maximum likelihood), scores them
 by leave-lists-out cross-validation, compares them (:func:`cmr.compare_models`) and checks the
 best one against the data (:func:`cmr.posterior_predictive`). Writes ``fits_<model>.nc``,
@@ -9,7 +9,6 @@ docs/model-comparison.md) and the figure, and prints one JSON summary line.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
@@ -48,20 +47,26 @@ def markdown_table(comparison) -> str:
     return "\n".join(rows) + "\n"
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m icl_cmr.analyses.model_comparison", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--source", default="psifr:Morton2013")
-    parser.add_argument("--subjects", type=int, default=10, help="first N subjects (0: all)")
-    parser.add_argument("--folds", type=int, default=2, help="leave-lists-out folds per subject")
-    parser.add_argument("--jobs", type=int, default=2)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--rep", type=int, default=20, help="simulated recall periods per list (predictive check)")
+def add_arguments(parser) -> None:
+    """The options of ``icl-cmr reproduce model-comparison``."""
+    parser.add_argument("--source", default="psifr:Morton2013",
+                        help="recall data set with an item pool (default psifr:Morton2013)")
+    parser.add_argument("--subjects", type=int, default=10, help="first N subjects (0: all) (default 10)")
+    parser.add_argument("--folds", type=int, default=2, help="leave-lists-out folds per subject (default 2)")
+    parser.add_argument("--jobs", type=int, default=2, help="subjects fitted in parallel threads (default 2)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the fits and simulations (default 0)")
+    parser.add_argument("--rep", type=int, default=20,
+                        help="simulated recall periods per list (predictive check) (default 20)")
     parser.add_argument("--maxiter", type=int, default=None, help="differential-evolution generations (default scipy's 1000)")
-    parser.add_argument("-o", "--output", default="results/model_comparison")
-    parser.add_argument("--figure", default="docs/figures/predictive_morton2013.png")
-    args = parser.parse_args(argv)
+    parser.add_argument("-o", "--output", default="results/model_comparison", metavar="DIR",
+                        help="folder of the fits, cross-validations, comparison and predictive checks (default "
+                        "results/model_comparison)")
+    parser.add_argument("--figure", default="docs/figures/predictive_morton2013.png", metavar="FIGURE.png",
+                        help="data against the fitted variants (default docs/figures/predictive_morton2013.png)")
 
+
+def run(args) -> int:
+    """Fit, cross-validate and compare the variants (``icl-cmr reproduce model-comparison``); write them."""
     import numpy as np
     import pandas as pd
 
@@ -82,11 +87,11 @@ def main(argv=None) -> int:
     for name, variant in VARIANTS.items():
         t0 = time.perf_counter()
         patterns = None if variant["patterns"] is None else load_item_patterns(args.source, **variant["patterns"])
-        options = dict(BASE, free=BASE["free"] + variant["extra"], patterns=patterns, rng=args.seed,
-                       n_jobs=args.jobs, progress=False,
+        spec = cmr.FitSpec(**dict(BASE, free=BASE["free"] + variant["extra"], patterns=patterns))
+        options = dict(rng=args.seed, n_jobs=args.jobs, progress=False,
                        de_options=None if args.maxiter is None else dict(maxiter=args.maxiter))
-        fits[name] = cmr.fit_recall(events, **options)
-        cvs[name] = cmr.cross_validate(events, n_folds=args.folds, **options)
+        fits[name] = cmr.fit_recall(events, spec, **options)
+        cvs[name] = cmr.cross_validate(events, spec, n_folds=args.folds, **options)
         save_dataset(fits[name], out / f"fits_{name}.nc")
         save_dataset(cvs[name], out / f"cv_{name}.nc")
         seconds[name] = time.perf_counter() - t0
@@ -111,6 +116,17 @@ def main(argv=None) -> int:
                       "seconds": {k: round(v, 1) for k, v in seconds.items()},
                       "total_seconds": round(time.perf_counter() - start, 1)}))
     return 0
+
+
+def main(argv=None) -> int:
+    """Deprecated entry point of ``python -m icl_cmr.analyses.model_comparison``: runs
+    ``icl-cmr reproduce model-comparison``."""
+    from cmr import _deprecate
+    from icl_cmr.analyses.cli import main as cli_main
+
+    _deprecate.warn("python -m icl_cmr.analyses.model_comparison is deprecated and will be removed in the next "
+                    "release; use icl-cmr reproduce model-comparison")
+    return cli_main(["reproduce", "model-comparison", *(sys.argv[1:] if argv is None else argv)])
 
 
 if __name__ == "__main__":

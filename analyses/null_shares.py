@@ -2,7 +2,7 @@
 
 Reproduces the tables of docs/null-models.md:
 
-    .venv/bin/python -m icl_cmr.analyses.null_shares [--reference DIR] [--heads SMOL.nc] [-o TABLE.md]
+    icl-cmr reproduce null-shares [--reference DIR] [--heads SMOL.nc] [-o TABLE.md]
 
 Every unit goes through :func:`cmr.null_models.cmr_like_null` (the study's published grid,
 objectives ``paper`` and ``lsq``, 200 permuted-lag and 200 roughness-matched structureless null
@@ -14,7 +14,6 @@ a row (false discovery rate 0.05).
 """
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
@@ -113,21 +112,36 @@ def null_table(reference=None, heads_path=None, objectives=("paper", "lsq"), mod
     return rows
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def add_arguments(parser) -> None:
+    """The options of ``icl-cmr reproduce null-shares``."""
     parser.add_argument("--reference", type=Path, default=None, help="folder with the study's published files (default: $ICL_CMR_REFERENCE, else the copy installed with icl-cmr)")
-    parser.add_argument("--heads", type=Path, default=None, help="SmolLM2 head profiles (.nc) instead of extracting")
+    parser.add_argument("--heads", type=Path, default=None, metavar="HEADS.nc",
+                        help="SmolLM2 head profiles (.nc, from icl-cmr heads) instead of extracting them")
     parser.add_argument("--no-smollm2", action="store_true", help="skip the embedded model")
-    parser.add_argument("--models", nargs="*", default=list(MODELS), help="published models (default all)")
+    parser.add_argument("--models", nargs="*", default=list(MODELS), metavar="MODEL",
+                        help=f"published models (default all: {', '.join(MODELS)})")
     parser.add_argument("--n-null", type=int, default=N_NULL, help=f"null profiles per unit and null (default {N_NULL})")
-    parser.add_argument("-o", "--out", type=Path, help="write the markdown table here")
-    args = parser.parse_args(argv)
+    parser.add_argument("-o", "--out", type=Path, metavar="TABLE.md", help="write the markdown table here")
+
+
+def run(args) -> int:
+    """Test every unit and tabulate (``icl-cmr reproduce null-shares``): print the table, write it to ``--out``."""
     import pandas as pd
 
     rows = null_table(args.reference, args.heads, models=args.models, include_smollm2=not args.no_smollm2,
                       n_null=args.n_null, log=lambda text: print(text, file=sys.stderr))
     emit_markdown(markdown(pd.DataFrame(rows)), args.out)
     return 0
+
+
+def main(argv=None) -> int:
+    """Deprecated entry point of ``python -m icl_cmr.analyses.null_shares``: runs ``icl-cmr reproduce null-shares``."""
+    from cmr import _deprecate
+    from icl_cmr.analyses.cli import main as cli_main
+
+    _deprecate.warn("python -m icl_cmr.analyses.null_shares is deprecated and will be removed in the next "
+                    "release; use icl-cmr reproduce null-shares")
+    return cli_main(["reproduce", "null-shares", *(sys.argv[1:] if argv is None else argv)])
 
 
 if __name__ == "__main__":

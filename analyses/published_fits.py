@@ -3,7 +3,7 @@
 Reproduces the comparison table of docs/fitting.md from the study's published files
 (``head_profiles.csv.gz`` and ``cmr_crp_grid.npz``, Ji-An, Zhou, Benna & Mattar, NeurIPS 2024):
 
-    .venv/bin/python -m icl_cmr.analyses.published_fits [--reference DIR] [-o TABLE.md] [--fits-dir DIR]
+    icl-cmr reproduce published-fits [--reference DIR] [-o TABLE.md] [--fits-dir DIR]
 
 Models: gpt2-small, the four Pythia models at their final checkpoint (142 = step 143000),
 qwen-7b, mistral-7b, llama3-8b; window -5..+5; CMR distance < 0.5 counts as "CMR-like".
@@ -12,7 +12,6 @@ lags -5..-1, 1..5 (a recall lag-CRP is undefined at lag 0).
 """
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
@@ -111,20 +110,26 @@ def markdown(rows) -> str:
     return head + "\n".join(lines) + "\n"
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def add_arguments(parser) -> None:
+    """The options of ``icl-cmr reproduce published-fits``."""
     parser.add_argument("--reference", type=Path, default=None,
                         help="folder with the study's published files (default: $ICL_CMR_REFERENCE, else the copy "
                         "installed with icl-cmr)")
-    parser.add_argument("-o", "--output", type=Path, default=None, help="write the markdown table here")
-    parser.add_argument("--fits-dir", type=Path, default=None, help="also save each model's fits as netCDF here")
-    parser.add_argument("--models", nargs="*", default=list(MODELS), help="models to fit (default all)")
-    parser.add_argument("--humans", nargs="*", default=list(HUMAN_DATA), help="recall data sets (default: PEERS, Morton2013)")
-    args = parser.parse_args(argv)
+    parser.add_argument("-o", "--output", type=Path, default=None, metavar="TABLE.md",
+                        help="write the markdown table here")
+    parser.add_argument("--fits-dir", type=Path, default=None, metavar="DIR",
+                        help="also save each model's fits as netCDF here")
+    parser.add_argument("--models", nargs="*", default=list(MODELS), metavar="MODEL",
+                        help=f"models to fit (default all: {', '.join(MODELS)})")
+    parser.add_argument("--humans", nargs="*", default=list(HUMAN_DATA), metavar="SOURCE",
+                        help="recall data sets (default: PEERS, Morton2013; none: give --humans alone)")
 
+
+def run(args) -> int:
+    """Fit and tabulate (``icl-cmr reproduce published-fits``): print the table, write it to ``--output``."""
     from icl_cmr.adapters.published import published_file
     from icl_cmr.adapters.published_grid import load_published_grid
-    from cmr.io import save_dataset
+    from cmr.io import atomic_write, save_dataset
 
     profiles_path = published_file("head_profiles.csv.gz", args.reference)
     grid = load_published_grid(published_file("cmr_crp_grid.npz", args.reference))
@@ -144,9 +149,21 @@ def main(argv=None) -> int:
         print(f"{source}: {rows[-1]['heads']} subjects in {time.perf_counter() - start:.1f} s", file=sys.stderr)
     table = markdown(rows)
     if args.output is not None:
-        args.output.write_text(table)
+        with atomic_write(args.output) as tmp:
+            tmp.write_text(table)
     print(table)
     return 0
+
+
+def main(argv=None) -> int:
+    """Deprecated entry point of ``python -m icl_cmr.analyses.published_fits``: runs
+    ``icl-cmr reproduce published-fits``."""
+    from cmr import _deprecate
+    from icl_cmr.analyses.cli import main as cli_main
+
+    _deprecate.warn("python -m icl_cmr.analyses.published_fits is deprecated and will be removed in the next "
+                    "release; use icl-cmr reproduce published-fits")
+    return cli_main(["reproduce", "published-fits", *(sys.argv[1:] if argv is None else argv)])
 
 
 if __name__ == "__main__":

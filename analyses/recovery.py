@@ -1,12 +1,11 @@
 """Parameter recovery of textbook CMR fits: simulate from known parameters, fit, compare.
 
-Run: ``python -m icl_cmr.analyses.recovery [--sets 24] [--jobs 2] [--free B_enc,B_rec,...] [-o OUT.nc]``.
+Run: ``icl-cmr reproduce recovery [--sets 24] [--jobs 2] [--free B_enc,B_rec,...] [-o OUT.nc]``.
 Writes the recall_fit dataset with ``true_value`` and ``correlation``, a figure
 (docs/figures/recall_recovery.png by default) and prints one JSON summary line.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
@@ -22,25 +21,34 @@ RECOVERY_RANGES = dict(
 )
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def add_arguments(parser) -> None:
+    """The options of ``icl-cmr reproduce recovery``."""
     parser.add_argument("--sets", type=int, default=24, help="simulated parameter sets (default 24)")
     parser.add_argument("--lists", type=int, default=48, help="lists per simulated subject (default 48)")
     parser.add_argument("--list-length", type=int, default=24, help="items per list (default 24)")
-    parser.add_argument("--jobs", type=int, default=2, help="subjects fitted in parallel threads")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--jobs", type=int, default=2, help="subjects fitted in parallel threads (default 2)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the true values, simulations and fits (default 0)")
     parser.add_argument(
         "--free", default=",".join(("Lfc", "Lcf", "P1", "P2", "B_enc", "B_start", "B_rec", "T", "X1", "X2")),
         help="comma-separated free parameters (default: the ten of Morton & Polyn 2016); the others "
         "are fixed at their defaults (Afc = Acf = 0, Dfc = Dcf = 0.85)",
     )
-    parser.add_argument("-o", "--output", default="results/recall_recovery.nc")
-    parser.add_argument("--figure", default="docs/figures/recall_recovery.png")
-    args = parser.parse_args(argv)
+    parser.add_argument("-o", "--output", default="results/recall_recovery.nc", metavar="OUT.nc",
+                        help="the recall_fit dataset with true values and correlations (default "
+                        "results/recall_recovery.nc)")
+    parser.add_argument("--figure", default="docs/figures/recall_recovery.png", metavar="FIGURE.png",
+                        help="true against recovered values (default docs/figures/recall_recovery.png)")
+
+
+def run(args) -> int:
+    """Simulate, fit back and compare (``icl-cmr reproduce recovery``); write the fits and the figure."""
+    from cmr.errors import ParameterError
+
     if Path(args.figure).suffix.lower() != ".png":
-        parser.error(f"--figure must be a .png file; got {args.figure!r}")
+        raise ParameterError(f"--figure must be a .png file; got {args.figure!r}")
 
     from cmr.textbook.fit import parameter_recovery
+    from cmr.textbook.spec import FitSpec
     from cmr.io import save_dataset
 
     from icl_cmr.analyses import plots
@@ -48,8 +56,8 @@ def main(argv=None) -> int:
     free = [name.strip() for name in args.free.split(",") if name.strip()]
     start = time.perf_counter()
     fits = parameter_recovery(
-        args.sets, free, RECOVERY_FIXED, {name: RECOVERY_RANGES[name] for name in free}, list_length=args.list_length, n_lists=args.lists,
-        rng=args.seed, n_jobs=args.jobs,
+        args.sets, FitSpec(free, RECOVERY_FIXED), ranges={name: RECOVERY_RANGES[name] for name in free},
+        list_length=args.list_length, n_lists=args.lists, rng=args.seed, n_jobs=args.jobs,
     )
     seconds = time.perf_counter() - start
     save_dataset(fits, args.output)
@@ -61,6 +69,16 @@ def main(argv=None) -> int:
                       "median_nfev": int(fits["nfev"].median()), "output": args.output,
                       "figure": args.figure}))
     return 0
+
+
+def main(argv=None) -> int:
+    """Deprecated entry point of ``python -m icl_cmr.analyses.recovery``: runs ``icl-cmr reproduce recovery``."""
+    from cmr import _deprecate
+    from icl_cmr.analyses.cli import main as cli_main
+
+    _deprecate.warn("python -m icl_cmr.analyses.recovery is deprecated and will be removed in the next release; "
+                    "use icl-cmr reproduce recovery")
+    return cli_main(["reproduce", "recovery", *(sys.argv[1:] if argv is None else argv)])
 
 
 if __name__ == "__main__":

@@ -10,6 +10,8 @@ from pathlib import Path
 
 from cmr.constants import CMR_LIKE_DISTANCE, PAPER_LAGS, RECALL_LAGS
 
+from icl_cmr.adapters.lm._model_files import DEFAULT_MODEL
+
 __all__ = [
     "DEFAULT_RECALL",
     "DEFAULT_MODEL",
@@ -35,7 +37,6 @@ __all__ = [
 ]
 
 DEFAULT_RECALL = ("psifr:peers_notask", "psifr:Morton2013")
-DEFAULT_MODEL = "smollm2-135m"
 OBJECTIVES = ("paper", "lsq")
 HEAD_LAGS = PAPER_LAGS  # the study's fitting window for heads
 HUMAN_LAGS = RECALL_LAGS  # a recall lag-CRP is undefined at lag 0

@@ -205,7 +205,8 @@ COMPOSITION_TOP = 3
 
 def _composition(ctx: RunContext) -> dict:
     from cmr.io import load_dataset, save_dataset
-    from icl_cmr.adapters import causal_composition, composition
+    from icl_cmr.adapters.lm import causal_composition, composition
+    from icl_cmr.adapters.head_ranking import rank_heads
     from icl_cmr.analyses.report import composition_stage_summary
 
     s = ctx.settings
@@ -216,9 +217,9 @@ def _composition(ctx: RunContext) -> dict:
     distance = load_dataset(ctx.path(head_fit_file("lsq")), kind="profile_fit")["distance"]
     distance = distance.squeeze([d for d in ("model", "checkpoint") if d in distance.dims], drop=True)
     distance = distance.transpose("layer", "head").values
-    induction[0], distance[0] = -np.inf, np.inf  # layer 0 has no earlier head to compose with
-    picks = {"induction": np.argsort(induction, axis=None)[::-1][:COMPOSITION_TOP],
-             "cmr_like": np.argsort(np.nan_to_num(distance, nan=np.inf), axis=None)[:COMPOSITION_TOP]}
+    induction[0], distance[0] = -np.inf, np.inf  # layer 0 has no earlier head to compose with: never ranked
+    picks = {"induction": rank_heads(induction, COMPOSITION_TOP),
+             "cmr_like": rank_heads(distance, COMPOSITION_TOP, largest=False)}
     roles = {}
     for role, flat in picks.items():
         for index in flat:
@@ -330,17 +331,15 @@ def check_settings(settings: dict) -> None:
     cmr.errors.DataSourceError
         A recall CSV or the ``grid`` file that does not exist.
     """
-    from cmr.errors import DataSourceError, ParameterError
+    from cmr.checks import integer
+    from cmr.errors import DataSourceError
     from icl_cmr.adapters.recall_data import BUNDLED
 
     minimum = {"n_prompts": 1, "n_words": 1, "grid_trials": 1, "ablation_random": 1, "ablation_passages": 0,
                "ablation_matched": 0, "recall_lists": 0, "seed": 0}
     for name, low in minimum.items():
-        if name not in settings:
-            continue
-        value = settings[name]
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-            raise ParameterError(f"{name} (--{name.replace('_', '-')}) must be an integer >= {low}; got {value!r}")
+        if name in settings:
+            integer(settings[name], f"{name} (--{name.replace('_', '-')})", minimum=low)
     for source in settings["recall"]:
         if source not in BUNDLED and not Path(source).is_file():
             raise DataSourceError(f"recall data {source!r} is neither a bundled name ({', '.join(BUNDLED)}) "

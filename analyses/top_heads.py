@@ -36,6 +36,7 @@ def top_induction_heads(reference=None, models=PYTHIA_MODELS, n: int = 200) -> x
     """
     from cmr.errors import ParameterError
     from cmr.schema import provenance_attrs, validate
+    from icl_cmr.adapters.head_ranking import rank_heads
     from icl_cmr.adapters.published import published_file, read_published_profiles
 
     path = published_file("head_profiles.csv.gz", reference)
@@ -45,12 +46,10 @@ def top_induction_heads(reference=None, models=PYTHIA_MODELS, n: int = 200) -> x
         stacked = heads[["profile", "induction_score"]].stack(unit=("model", "checkpoint", "layer", "head"))
         parts.append(stacked.reset_index("unit").transpose("unit", "lag"))
     pooled = xr.concat(parts, dim="unit")
-    score = pooled["induction_score"].values
-    keep = np.flatnonzero(np.isfinite(score))
-    if n > keep.size:
-        raise ParameterError(f"asked for the top {n} induction heads; the models have {keep.size} scored heads")
-    order = keep[np.argsort(-score[keep], kind="stable")[:n]]
-    top = pooled.isel(unit=order)
+    ranked = rank_heads(pooled["induction_score"].values, largest=True)
+    if n > ranked.size:
+        raise ParameterError(f"asked for the top {n} induction heads; the models have {ranked.size} scored heads")
+    top = pooled.isel(unit=ranked[:n])
     out = xr.Dataset({"profile": (("unit", "lag"), top["profile"].values)},
                      coords={"unit": np.arange(n), "lag": top["lag"].values,
                              "model": ("unit", top["model"].values.astype(str)),

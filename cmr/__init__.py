@@ -4,14 +4,16 @@ Every public function is here by its concept name, psifr-style::
 
     import cmr
     events = cmr.from_table(table)          # or any analysis straight on the DataFrame
-    crp = cmr.lag_crp(events)               # counts, profile and SEM per subject
-    fits = cmr.fit_recall(events, free=["B_enc", "B_rec", "T"])
+    crp = cmr.lag_crp(events)               # counts, profile (psifr's prob) and SEM per subject
+    fits = cmr.fit_recall(events, cmr.FitSpec(["B_enc", "B_rec", "T"]))
 
 Standalone: imports numpy, numba, scipy, pandas, xarray and netCDF4 only (never torch,
 transformer_lens or matplotlib). Where things live (for reading the source):
 
 * data model: :mod:`cmr.events` (psifr tables, recall matrices), :mod:`cmr.schema`,
-  :mod:`cmr.io`, :mod:`cmr.tables`, :mod:`cmr.errors`, :mod:`cmr.constants`;
+  :mod:`cmr.io`, :mod:`cmr.tables`, :mod:`cmr.errors`, :mod:`cmr.constants`; the checks of
+  function arguments every layer shares (integers, probabilities, lag windows, seeds):
+  :mod:`cmr.checks`;
 * free-recall analyses, exact against psifr: :mod:`cmr.crp`, :mod:`cmr.recall_stats`,
   :mod:`cmr.category`, :mod:`cmr.distance`, :mod:`cmr.intrusions` (psifr's masks in
   :mod:`cmr.masks`); beyond psifr, :mod:`cmr.timing`; several at once,
@@ -19,7 +21,8 @@ transformer_lens or matplotlib). Where things live (for reading the source):
 * textbook CMR (localist, semantic, category), exact against cymr: :mod:`cmr.textbook`;
 * the simplified CMR of Ji-An et al. (2024): :mod:`cmr.paper`;
 * lag-profile grids of either variant: :mod:`cmr.grids`;
-* one fit for any lag profile (heads or humans): :mod:`cmr.profile_fit`;
+* one fit for any lag profile (heads or humans): :mod:`cmr.profile_fit`; AIC and BIC of any
+  fit: :mod:`cmr.criteria`;
 * CMR built as a two-layer attention circuit: :mod:`cmr.circuit`;
 * property testing of any CMR model or port: :mod:`cmr.testing` (imported on its own, not
   by ``import cmr``; its strategies need hypothesis).
@@ -30,6 +33,7 @@ from . import _numba_cache
 
 _numba_cache.ensure_cache_location()  # before any kernel is defined: a read-only install still imports
 
+from . import checks as checks  # noqa: E402
 from . import errors as errors  # noqa: E402
 from .constants import CMR_LIKE_DISTANCE as CMR_LIKE_DISTANCE
 from .constants import PAPER_LAGS as PAPER_LAGS
@@ -54,13 +58,15 @@ from .events import from_table as from_table
 from .events import to_recall_matrix as to_recall_matrix
 from .events import to_table as to_table
 from .grids import cut_lag_window as cut_lag_window
-from .grids import paper_crp as paper_crp
+from .grids import paper_lag_distribution as paper_lag_distribution
 from .grids import paper_grid_axes as paper_grid_axes
 from .grids import paper_mc_grid as paper_mc_grid
 from .grids import paper_teacher_forced_grid as paper_teacher_forced_grid
 from .grids import textbook_teacher_forced_grid as textbook_teacher_forced_grid
-from ._checks import lag_window as lag_window
+from .checks import lag_window as lag_window
 from .circuit import CIRCUIT_VARIANTS as CIRCUIT_VARIANTS
+from .criteria import aic_bic as aic_bic
+from .criteria import least_squares_logl as least_squares_logl
 from .circuit import attention_circuit as attention_circuit
 from .io import load_dataset as load_dataset
 from .io import save_dataset as save_dataset
@@ -69,11 +75,11 @@ from .paper import simulate_paper_free_recall as simulate_paper_free_recall
 from .paper import simulate_paper_recalls as simulate_paper_recalls
 from .profile_fit import ProfileWarning as ProfileWarning
 from .profile_fit import fit_profiles as fit_profiles
-from .profile_fit import information_criteria as information_criteria
+from .profile_fit import fitting_lags as fitting_lags
 from .null_models import cmr_like_null as cmr_like_null
 from .beta_scales import context_decay as context_decay
 from .beta_scales import textbook_beta as textbook_beta
-from .beta_scales import variant_beta as variant_beta
+from .beta_scales import paper_beta as paper_beta
 from .null_models import profile_roughness as profile_roughness
 from .null_models import structureless_profiles as structureless_profiles
 from .recall_stats import lag_rank as lag_rank
@@ -90,6 +96,7 @@ from .textbook import MODEL_PARAMETER_NAMES as MODEL_PARAMETER_NAMES
 from .textbook import PARAMETER_NAMES as PARAMETER_NAMES
 from .textbook import SEMANTIC_PARAMETER_NAMES as SEMANTIC_PARAMETER_NAMES
 from .textbook import STANDARD_FREE as STANDARD_FREE
+from .textbook import FitSpec as FitSpec
 from .textbook import ItemPatterns as ItemPatterns
 from .textbook import category_features as category_features
 from .textbook import compare_models as compare_models
@@ -100,12 +107,18 @@ from .textbook import item_patterns as item_patterns
 from .textbook import log_likelihood as log_likelihood
 from .textbook import parameter_recovery as parameter_recovery
 from .textbook import posterior_predictive as posterior_predictive
+from .textbook import read_parameters as read_parameters
 from .textbook import record_states as record_states
 from .textbook import similarity_from_distances as similarity_from_distances
 from .textbook import simulate_experiment as simulate_experiment
 from .textbook import simulate_free_recall as simulate_free_recall
 from .textbook import simulate_recalls as simulate_recalls
 from .textbook import validate_parameters as validate_parameters
+
+# deprecated names, kept for one release (not in __all__; each warns and names its replacement)
+from .beta_scales import variant_beta as variant_beta
+from .grids import paper_crp as paper_crp
+from .profile_fit import information_criteria as information_criteria
 
 try:
     __version__ = _metadata.version("icl-cmr")
@@ -126,6 +139,7 @@ __all__ = [
     "unit_table",
     "to_dataframe",
     "errors",
+    "checks",
     # free-recall analyses
     "lag_crp",
     "lag_counts",
@@ -156,6 +170,7 @@ __all__ = [
     "STANDARD_FREE",
     "default_parameters",
     "validate_parameters",
+    "read_parameters",
     "item_patterns",
     "ItemPatterns",
     "similarity_from_distances",
@@ -165,6 +180,7 @@ __all__ = [
     "simulate_free_recall",
     "simulate_experiment",
     "record_states",
+    "FitSpec",
     "fit_recall",
     "parameter_recovery",
     "cross_validate",
@@ -177,22 +193,25 @@ __all__ = [
     "paper_mc_grid",
     "paper_teacher_forced_grid",
     "textbook_teacher_forced_grid",
-    "paper_crp",
+    "paper_lag_distribution",
     "cut_lag_window",
     # CMR as an attention circuit
     "attention_circuit",
     "CIRCUIT_VARIANTS",
     # fitting lag profiles
     "fit_profiles",
-    "information_criteria",
+    "fitting_lags",
     "ProfileWarning",
+    # AIC and BIC of any fit (likelihood or least squares)
+    "aic_bic",
+    "least_squares_logl",
     # nulls for "CMR-like"
     "cmr_like_null",
     "profile_roughness",
     "structureless_profiles",
-    # one beta scale for both variants (decay-matched)
+    # one beta scale for both models (decay-matched)
     "textbook_beta",
-    "variant_beta",
+    "paper_beta",
     "context_decay",
     # constants
     "CMR_LIKE_DISTANCE",

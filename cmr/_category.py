@@ -9,10 +9,11 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ._jit import JIT
 from ._transitions import is_end, start_pool, start_trial, step_masked_transition, step_recall
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def count_category(recalls, list_length, group, n_groups, category, in_pool, code, allowed):
     """Within-category transitions made, and transitions where one was possible (psifr ``count_category``).
 
@@ -48,7 +49,7 @@ def count_category(recalls, list_length, group, n_groups, category, in_pool, cod
     return actual, possible
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def cluster_lists(recalls, list_length, category, n_categories):
     """List-based clustering (LBC) and adjusted ratio of clustering (ARC) of each list.
 

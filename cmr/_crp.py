@@ -13,10 +13,11 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ._jit import JIT
 from ._transitions import is_end, start_pool, start_trial, step_masked_transition, step_transition
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def count_lags(recalls, list_length, group, n_groups, max_lag):
     """Actual and possible transition counts per group.
 
@@ -57,7 +58,7 @@ def count_lags(recalls, list_length, group, n_groups, max_lag):
     return actual, possible
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def count_lags_compound(recalls, list_length, group, n_groups, max_lag, in_pool, code, allowed):
     """Transition counts conditional on the lag of the previous transition.
 
@@ -100,7 +101,7 @@ def count_lags_compound(recalls, list_length, group, n_groups, max_lag, in_pool,
     return actual, possible
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def count_lags_per_trial(recalls, list_length, max_lag):
     """Actual and possible counts of each trial separately: int64 (n_trials, 2*max_lag+1) each."""
     n_trials = recalls.shape[0]
@@ -108,7 +109,7 @@ def count_lags_per_trial(recalls, list_length, max_lag):
     return count_lags(recalls, list_length, group, n_trials, max_lag)
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def count_lags_masked(recalls, list_length, group, n_groups, max_lag, labels, in_pool, code, allowed, count_unique):
     """:func:`count_lags` with psifr's options: lag labels, item pool, transition test, unique counting.
 
@@ -159,7 +160,7 @@ def count_lags_masked(recalls, list_length, group, n_groups, max_lag, labels, in
     return actual, possible
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def count_input_pairs(recalls, list_length, group, n_groups, n_positions, in_pool, code, allowed):
     """Transition counts by the serial positions of both items (psifr ``count_input_pairs``).
 

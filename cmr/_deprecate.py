@@ -35,9 +35,13 @@ def _caller_level() -> int:
     return level
 
 
-def warn(message: str) -> None:
-    """Warn ``message`` as a DeprecationWarning at the first caller outside the library's alias code."""
-    warnings.warn(message, DeprecationWarning, stacklevel=_caller_level())
+def warn(message: str, *, skip: int = 0) -> None:
+    """Warn ``message`` as a DeprecationWarning at the first caller outside the library's alias code.
+
+    ``skip``: further frames to pass over; a public function warning about its own deprecated
+    arguments passes 1, so the warning points at the line that called it.
+    """
+    warnings.warn(message, DeprecationWarning, stacklevel=_caller_level() + skip)
 
 
 def renamed(old: str, new, *, module: str = "cmr"):

@@ -9,10 +9,11 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ._jit import JIT
 from ._transitions import is_end, start_pool, step_masked_transition, step_transition
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def count_distance(recalls, list_length, group, n_groups, index, cut_bin, histogram_bin, in_pool, code, allowed,
                    n_bins, count_unique):
     """Transitions made and possible per distance bin (psifr ``count_distance``).
@@ -66,7 +67,7 @@ def count_distance(recalls, list_length, group, n_groups, index, cut_bin, histog
     return actual, possible
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(**JIT, inline="always")
 def _rank_among(distances, index, row, made, recalled, length, allowed, code, t, testers, exclude_testers):
     """1 - percentile rank of distance ``made`` among the available items' distances from ``row``.
 
@@ -97,7 +98,7 @@ def _rank_among(distances, index, row, made, recalled, length, allowed, code, t,
     return 1.0 - (n_less + (n_equal - 1) / 2.0) / (n_possible - 1)
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def rank_distance(recalls, list_length, group, n_groups, index, distances, in_pool, code, allowed, max_shift):
     """Sum and count of distance percentile ranks relative to the last ``max_shift`` items recalled.
 
@@ -148,7 +149,7 @@ def rank_distance(recalls, list_length, group, n_groups, index, distances, in_po
     return rank_sum, n_ranked
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def rank_distance_window(recalls, list_length, group, n_groups, index, distances, in_pool, code, allowed,
                          window_lags, exclude_prev_window):
     """Distance ranks relative to the items at ``window_lags`` around the previous item (psifr ``rank_distance_window``).
@@ -214,7 +215,7 @@ def rank_distance_window(recalls, list_length, group, n_groups, index, distances
     return rank_sum, n_ranked, asym_sum, n_asym
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def bin_distances(matrix, edges, left_closed):
     """Bin of every distance, -1 outside or NaN, int16.
 

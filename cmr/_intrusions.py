@@ -8,8 +8,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ._jit import JIT
 
-@njit(cache=True, nogil=True)
+
+@njit(**JIT)
 def intrusion_lags(recalls, list_length, subject, ordinal, study_code, recall_code, n_codes):
     """List lag of each intrusion: this list's number minus the latest earlier list that studied the item.
 

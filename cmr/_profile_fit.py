@@ -18,6 +18,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ._jit import JIT
+
 # entries of one (units x grid points) distance block; bounds memory to about 64 MB
 BLOCK_ENTRIES = 8_000_000
 
@@ -112,7 +114,7 @@ def cmr_distance(fitted: np.ndarray, profiles: np.ndarray) -> np.ndarray:
 # --- continuous refinement on the multilinear interpolant of the grid -------------------
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def _interpolate(point, axes, axis_start, axis_size, strides, grid, out):
     """Multilinear interpolation of the grid rows at ``point`` (n_dim,) into ``out`` (n_lag,)."""
     n_dim = point.shape[0]
@@ -148,7 +150,7 @@ def _interpolate(point, axes, axis_start, axis_size, strides, grid, out):
             out[k] += weight * grid[row, k]
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def _lsq_distance(unit_row, profile):
     """``1 - max(0, r)^2`` for a centred unit-norm ``unit_row`` and any ``profile``."""
     n = profile.shape[0]
@@ -168,7 +170,7 @@ def _lsq_distance(unit_row, profile):
     return 1.0 - r * r
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def refine_lsq(unit_rows, start_points, axes, axis_start, axis_size, strides, grid, rel_tol, max_eval):
     """Compass search of the lsq distance over the grid's multilinear interpolant.
 
@@ -243,7 +245,7 @@ def refine_lsq(unit_rows, start_points, axes, axis_start, axis_size, strides, gr
     return points, distance
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def interpolate_rows(points, axes, axis_start, axis_size, strides, grid):
     """Interpolated grid profiles at ``points`` (n, n_dim) -> (n, n_lag)."""
     out = np.empty((points.shape[0], grid.shape[1]))
@@ -294,7 +296,7 @@ def polish_gaussian(lags, profile, start):
 SIGMA_LOW = 0.1
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def _gaussian_rss(lags, centred_y, ss_y, mu, sigma, coef):
     """RSS of the best ``a + b * bump`` (``b >= 0``) for fixed ``mu, sigma``; ``coef`` gets (a, b)."""
     n = lags.shape[0]
@@ -314,7 +316,7 @@ def _gaussian_rss(lags, centred_y, ss_y, mu, sigma, coef):
     return ss_y - b * cross if b > 0.0 else ss_y
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def fit_gaussians(lags, profiles, sigma_low, sigma_high, n_mu, n_sigma, rel_tol):
     """Gaussian baseline for many units by variable projection (no validation).
 

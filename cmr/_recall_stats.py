@@ -9,10 +9,11 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ._jit import JIT
 from ._transitions import is_end, is_fresh, start_pool, start_trial, step_masked_transition, step_recall
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def count_recalled(recalls, list_length, group, n_groups, n_positions):
     """Serial position curve counts: lists where each position was recalled / was studied.
 
@@ -39,7 +40,7 @@ def count_recalled(recalls, list_length, group, n_groups, n_positions):
     return actual, possible
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def count_outputs(recalls, list_length, group, n_groups, n_positions):
     """Probability-of-nth-recall counts (psifr ``outputs_masker``).
 
@@ -76,7 +77,7 @@ def count_outputs(recalls, list_length, group, n_groups, n_positions):
     return actual, possible
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def rank_lags(recalls, list_length, group, n_groups, in_pool, code, allowed):
     """Sum and count of absolute-lag percentile ranks of valid transitions (psifr ``rank_lags``).
 
@@ -128,7 +129,7 @@ def rank_lags(recalls, list_length, group, n_groups, in_pool, code, allowed):
     return rank_sum, n_ranked
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def count_outputs_masked(recalls, list_length, group, n_groups, n_positions, in_pool, code, passes):
     """:func:`count_outputs` with psifr's pool (``item_query``) and a test of single items.
 

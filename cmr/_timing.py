@@ -9,10 +9,11 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ._jit import JIT
 from ._transitions import is_end, start_trial, step_transition
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def sum_latencies(recalls, list_length, group, n_groups, times, max_lag):
     """Sums and counts of inter-response times by output position and by lag.
 

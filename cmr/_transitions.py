@@ -32,8 +32,10 @@ from __future__ import annotations
 
 from numba import njit
 
+from ._jit import JIT
 
-@njit(cache=True, nogil=True, inline="always")
+
+@njit(**JIT, inline="always")
 def start_trial(recalled, length):
     """Reset the walk's state for a trial of ``length`` study positions.
 
@@ -46,7 +48,7 @@ def start_trial(recalled, length):
     recalled[: length + 1] = False
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(**JIT, inline="always")
 def is_end(recalls, t, o):
     """Whether output ``o`` of trial ``t`` is padding, which ends the trial's recalls.
 
@@ -60,7 +62,7 @@ def is_end(recalls, t, o):
     return recalls[t, o] == 0
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(**JIT, inline="always")
 def is_fresh(position, recalled):
     """Whether a recall of ``position`` would be valid: a serial position not recalled yet.
 
@@ -69,7 +71,7 @@ def is_fresh(position, recalled):
     return position > 0 and not recalled[position]
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(**JIT, inline="always")
 def step_recall(recalls, t, o, recalled):
     """Step past output ``o`` of trial ``t``: whether its recall is valid; marks it recalled.
 
@@ -94,7 +96,7 @@ def step_recall(recalls, t, o, recalled):
     return True
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(**JIT, inline="always")
 def step_transition(recalls, t, o, recalled):
     """Step past output ``o`` (o < n_outputs - 1): whether the transition o -> o+1 counts.
 
@@ -113,7 +115,7 @@ def step_transition(recalls, t, o, recalled):
     return following > 0 and not recalled[following]  # not to an intrusion, padding or repeat
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(**JIT, inline="always")
 def start_pool(recalled, length, in_pool, t):
     """:func:`start_trial` for a pool restricted by psifr's ``item_query``.
 
@@ -132,7 +134,7 @@ def start_pool(recalled, length, in_pool, t):
         recalled[j + 1] = not in_pool[t, j]
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(**JIT, inline="always")
 def step_masked_transition(recalls, t, o, recalled, code, allowed):
     """:func:`step_transition`, then psifr's ``test`` on the pair: whether the transition counts.
 

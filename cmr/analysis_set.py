@@ -62,13 +62,13 @@ def _one(name, events, by, lags, category_key, distances, index_key, edges, max_
          time_key):
     function, _ = ANALYSES[name]
     if name in ("irt", "lag_crl"):
-        return function(events, time_key, by=by)
+        return function(events, time_key=time_key, by=by)
     if name == "lag_crp":
         return function(events, by=by, lags=lags)
     if name == "pli_list_lag":
         return function(events, max_lag, by="subject" if by == "trial" else by)
     if name.startswith("category_"):
-        return function(events, category_key, by=by)
+        return function(events, category_key=category_key, by=by)
     if name == "distance_crp":
         return function(events, index_key, distances, edges, by=by)
     if name == "distance_rank_shifted":
@@ -123,7 +123,7 @@ def _results(events, analyses, by, lags, category_key, distances, index_key, edg
                                max_shift, window_lags, time_key) for name in names}
 
 
-def run_analyses(events, analyses="all", *, by="subject", lags=None, category_key="category", distances=None,
+def run_analyses(events, *, analyses="all", by="subject", lags=None, category_key="category", distances=None,
                  index_key=None, edges=None, max_lag=3, max_shift=3, window_lags=(-1, 0, 1),
                  time_key="rt") -> xr.Dataset:
     """Run several analyses of one data set into one dataset.
@@ -177,22 +177,16 @@ def run_analyses(events, analyses="all", *, by="subject", lags=None, category_ke
     return validate(combined, "recall_stat")
 
 
-def analyses_table(events, analyses="all", **options) -> pd.DataFrame:
+def analyses_table(events, *, analyses="all", by="subject", lags=None, category_key="category", distances=None,
+                   index_key=None, edges=None, max_lag=3, max_shift=3, window_lags=(-1, 0, 1),
+                   time_key="rt") -> pd.DataFrame:
     """:func:`run_analyses` as one long table: column ``analysis``, then each analysis's own table.
 
-    Each analysis contributes :func:`cmr.to_dataframe` of its result; columns one analysis
-    lacks are empty.
+    Same options as :func:`run_analyses`. Each analysis contributes :func:`cmr.to_dataframe`
+    of its result; columns one analysis lacks are empty.
     """
-    by = options.pop("by", "subject")
-    keys = ("lags", "category_key", "distances", "index_key", "edges", "max_lag", "max_shift", "window_lags",
-            "time_key")
-    defaults = {"lags": None, "category_key": "category", "distances": None, "index_key": None, "edges": None,
-                "max_lag": 3, "max_shift": 3, "window_lags": (-1, 0, 1), "time_key": "rt"}
-    unknown = set(options) - set(keys)
-    if unknown:
-        raise ParameterError(f"unknown option(s) {sorted(unknown)}; known: by, {', '.join(keys)}")
-    settings = {**defaults, **options}
-    _, results = _results(events, analyses, by, *(settings[k] for k in keys))
+    _, results = _results(events, analyses, by, lags, category_key, distances, index_key, edges, max_lag,
+                          max_shift, window_lags, time_key)
     tables = [to_dataframe(result, layout="long").assign(analysis=name) for name, result in results.items()]
     integers = {c for t in tables for c in t.columns if pd.api.types.is_integer_dtype(t[c].dtype)}
     integers -= {c for t in tables for c in t.columns if not pd.api.types.is_integer_dtype(t[c].dtype)}

@@ -42,7 +42,7 @@ def _category_codes(events, category_key, lengths):
     return codes, int(order.size), int((codes[studied] < 0).sum())
 
 
-def category_crp(events, category_key="category", by="subject", *, item_query=None, test_key=None,
+def category_crp(events, *, category_key="category", by="subject", item_query=None, test_key=None,
                  test=None) -> xr.Dataset:
     """Within-category transition probability (psifr's ``category_crp``).
 
@@ -79,7 +79,7 @@ def category_crp(events, category_key="category", by="subject", *, item_query=No
     }, category_key=category_key, item_query=item_query or "", test_key=test_key or "")
 
 
-def category_clustering(events, category_key="category", by="subject") -> xr.Dataset:
+def category_clustering(events, *, category_key="category", by="subject") -> xr.Dataset:
     """Category clustering: LBC and ARC per list, averaged per unit (psifr's ``category_clustering``).
 
     Intrusions and repeats are removed from each recall sequence first, as psifr does. ARC is

@@ -7,7 +7,7 @@ over a studied list and a forced recall sequence:
 * the residual stream of a token holds its item vector ``f`` (one-hot) and a context ``t``;
 * layer 1, the word-to-context matrix ``M_fc`` as a linear "duplicate token" head: query
   ``f_k``, keys ``f_j`` of the studied tokens, values their contexts (scaled by ``Lfc``, or
-  ``gamma`` in the study's variant); the pre-experimental ``M_fc`` is a fully connected layer
+  ``gamma`` in the paper's variant); the pre-experimental ``M_fc`` is a fully connected layer
   on ``f`` added to the head's output;
 * the context update ``t_k = rho t_{k-1} + beta t_in`` is the residual update (normalised
   input, CMR's ``rho`` keeps the context at unit length);
@@ -31,7 +31,7 @@ import json
 import numpy as np
 import xarray as xr
 
-from ._checks import integer
+from .checks import integer
 from .errors import ParameterError, RecallDataError
 from .paper.simulate import check_parameters
 from .schema import provenance_attrs, validate
@@ -110,7 +110,7 @@ def _textbook_run(p, n, recall_idx):
 
 
 def _paper_run(beta_enc, beta_rec, gamma, n, recall_idx):
-    """The study's variant as the circuit; context units are the items (context = item space)."""
+    """The paper's variant as the circuit; context units are the items (context = item space)."""
     a = 1.0 - beta_enc
     f = np.eye(n)
     t = np.zeros(n)
@@ -156,7 +156,7 @@ def attention_circuit(
         order, as in the teacher-forced profiles).
     variant : {"textbook", "paper"}
         Textbook localist CMR with a list-sized context (items keyed by the context after
-        them), or the study's variant (keyed by the context before them).
+        them), or the paper's variant (keyed by the context before them).
     exclude_recalled : bool
         Mask the already recalled items out of layer 2's softmax, as CMR's recall rule does
         (default: attention over every studied item, as in the teacher-forced profiles).

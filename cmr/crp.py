@@ -17,7 +17,7 @@ import pandas as pd
 import xarray as xr
 
 from . import _crp
-from ._checks import lag_window, recall_arrays
+from .checks import lag_window, recall_arrays
 from ._numeric import ratio, sem_across
 from ._stat import stat_dataset
 from .errors import ParameterError, RecallDataError
@@ -38,7 +38,7 @@ def _windowed(actual, possible, max_lag_full, lags):
     return out_a, out_p
 
 
-def lag_counts(recalls, list_length, lags=None, group=None):
+def lag_counts(recalls, list_length, *, lags=None, group=None):
     """Actual and possible lag-transition counts from a recall matrix (psifr's rule).
 
     The array-level API: no xarray, no labels. Use it to check any other pipeline (e.g. a
@@ -106,7 +106,7 @@ def _lag_counts(events, recalls, lengths, group, n_groups, lag_key, count_unique
     return actual, possible, full
 
 
-def lag_crp(events, by="subject", lags=None, *, lag_key=None, count_unique=False, item_query=None,
+def lag_crp(events, *, by="subject", lags=None, lag_key=None, count_unique=False, item_query=None,
             test_key=None, test=None) -> xr.Dataset:
     """Lag-CRP of an events dataset, per subject, per trial or pooled.
 
@@ -114,7 +114,7 @@ def lag_crp(events, by="subject", lags=None, *, lag_key=None, count_unique=False
     ----------
     events : xarray.Dataset or pandas.DataFrame
         Kind ``"events"`` (see :func:`cmr.from_table`), or a psifr long table.
-    by : {"subject", "trial", None}
+    by : {"subject", "trial", None}, keyword only
         ``"subject"``: counts pooled over each subject's lists (psifr's subject-level CRP);
         ``"trial"``: one profile per list; ``None``: pooled over everyone.
     lags : None, int or sequence of int
@@ -136,7 +136,8 @@ def lag_crp(events, by="subject", lags=None, *, lag_key=None, count_unique=False
     xarray.Dataset
         Kind ``"lag_profile"``, ``profile_kind="lag_crp"``; dims ``(subject, lag)``,
         ``(trial, lag)`` or ``(lag,)``. Variables ``actual`` and ``possible`` (int64),
-        ``profile = actual / possible`` (NaN where nothing was possible) and ``sem``:
+        ``profile = actual / possible`` (psifr's ``prob``; NaN where nothing was possible;
+        ``profile`` is the values' name in every lag profile, docs/schema.md) and ``sem``:
         per subject or trial, the binomial standard error ``sqrt(p (1 - p) / possible)``
         (treats transitions as independent, so it is a lower bound); pooled, the standard
         error across subjects of the per-subject profiles.
@@ -193,7 +194,7 @@ def lag_crp(events, by="subject", lags=None, *, lag_key=None, count_unique=False
     return validate(ds, "lag_profile")
 
 
-def lag_crp_compound(events, by="subject", *, item_query=None, test_key=None, test=None) -> xr.Dataset:
+def lag_crp_compound(events, *, by="subject", item_query=None, test_key=None, test=None) -> xr.Dataset:
     """Lag-CRP conditional on the previous transition's lag.
 
     ``item_query``, ``test_key`` and ``test`` restrict both transitions of a pair, as psifr
@@ -234,7 +235,7 @@ def lag_crp_compound(events, by="subject", *, item_query=None, test_key=None, te
     return validate(ds, "lag_profile")
 
 
-def input_crp(events, by="subject", *, item_query=None, test_key=None, test=None) -> xr.Dataset:
+def input_crp(events, *, by="subject", item_query=None, test_key=None, test=None) -> xr.Dataset:
     """Conditional response probability by the serial positions of both items (psifr's ``input_crp``).
 
     For each valid transition (as the lag-CRP), ``actual[previous, current]`` counts the

@@ -25,6 +25,7 @@ import xarray as xr
 
 from . import _distance
 from ._numeric import ratio
+from .checks import integer
 from .errors import ParameterError
 from ._stat import stat_dataset
 from .events import as_events, group_index, to_recall_matrix
@@ -81,7 +82,7 @@ def _prepared(events, index_key, distances, by, item_query=None, test_key=None, 
     return events, recalls, lengths, group, labels, index, matrix, mask
 
 
-def distance_crp(events, index_key, distances, edges, centers=None, count_unique=False, *, by="subject",
+def distance_crp(events, index_key, distances, edges, *, centers=None, count_unique=False, by="subject",
                  item_query=None, test_key=None, test=None) -> xr.Dataset:
     """Conditional response probability by distance bin (psifr's ``distance_crp``).
 
@@ -173,8 +174,7 @@ def distance_rank_shifted(events, index_key, distances, max_shift, *, by="subjec
         Kind ``"recall_stat"``, ``stat_kind="distance_rank_shifted"``; dims ``(unit, shift)``
         with shifts ``-max_shift..-1``; ``rank`` and ``n_transitions``.
     """
-    if not isinstance(max_shift, (int, np.integer)) or isinstance(max_shift, bool) or max_shift < 1:
-        raise ParameterError(f"max_shift must be an integer >= 1; got {max_shift!r}")
+    max_shift = integer(max_shift, "max_shift")
     events, labels, rank, n = _ranks(events, index_key, distances, int(max_shift), by, item_query, test_key, test)
     return stat_dataset(events, by, labels, "distance_rank_shifted", ("shift",),
                     {"shift": np.arange(-int(max_shift), 0, dtype=np.int64)}, {

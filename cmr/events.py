@@ -19,12 +19,13 @@ Two outside formats convert both ways:
 from __future__ import annotations
 
 import json
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 import xarray as xr
 
-from ._checks import probability, recall_arrays
+from .checks import probability, recall_arrays
 from .constants import INTRUSION_CHECK_MIN_RECALLS, MAX_INTRUSION_SHARE
 from .errors import RecallDataError
 from .lab_tables import (intrusion_diagnosis, is_merged_table, item_keys, list_key_columns, match_recalls,
@@ -149,6 +150,28 @@ def from_table(
         for a table whose recalls are mostly intrusions (the message names the likely cause
         and the option that fixes it).
     """
+    table, share_limit = _checked_table(table, max_intrusion_share)
+    table, ignored = split_trial_types(table)
+    list_keys = list_key_columns(table, list_keys, REQUIRED_COLUMNS)
+    _check_no_missing_values(table, list_keys)
+    is_study, is_recall = _trial_types(table, ignored)
+    subject, list_label, position, items, match_keys = _event_columns(table, normalize_items)
+    study_keys, trial = _list_trials(table, list_keys, subject, list_label, is_study, is_recall)
+    study = _study_events(trial, position, items, match_keys, is_study, study_keys, list_keys)
+    recall = _recall_events(trial, position, items, match_keys, is_recall, study, study_keys,
+                            normalize_items, share_limit)
+    ds = _events_dataset(table, study_keys, list_keys, study, recall, source)
+    ds.attrs["ignored_trial_types"] = json.dumps(ignored)
+    ds.attrs["normalize_items"] = int(bool(normalize_items))
+    return validate(ds, "events")
+
+
+# the steps of from_table, in its order: a table with several faults meets the first step's error
+
+
+def _checked_table(table, max_intrusion_share) -> tuple[pd.DataFrame, float]:
+    """A raw psifr table (merged tables converted) with the required, distinct columns and a row;
+    and the intrusion-share limit as a float."""
     if not isinstance(table, pd.DataFrame):
         raise RecallDataError(f"expected a pandas.DataFrame recall table; got {type(table).__name__}")
     share_limit = probability(max_intrusion_share, "max_intrusion_share")
@@ -165,28 +188,42 @@ def from_table(
     if table.columns.duplicated().any():
         dup = table.columns[table.columns.duplicated()].tolist()
         raise RecallDataError(f"recall table has duplicate column names: {dup}")
-    table, ignored = split_trial_types(table)
-    list_keys = list_key_columns(table, list_keys, REQUIRED_COLUMNS)
+    return table, share_limit
+
+
+def _check_no_missing_values(table: pd.DataFrame, list_keys) -> None:
+    """RecallDataError if a required or list-key column has a NaN/None."""
     for column in REQUIRED_COLUMNS + tuple(list_keys):
         n_missing = int(table[column].isna().sum())
         if n_missing:
             raise RecallDataError(
                 f"recall table column {column!r} must have no missing values; got {n_missing} NaN/None"
             )
+
+
+def _trial_types(table: pd.DataFrame, ignored) -> tuple[np.ndarray, np.ndarray]:
+    """Which rows are study and which recall events; RecallDataError without any study event."""
     phase = table["trial_type"].astype(str).to_numpy()
     is_study = phase == "study"
     is_recall = phase == "recall"
     if not is_study.any():
         found = f" (other trial types, ignored: {sorted(ignored)})" if ignored else ""
         raise RecallDataError(f"recall table has no study events; expected 'study' rows for every list{found}")
+    return is_study, is_recall
 
+
+def _event_columns(table: pd.DataFrame, normalize_items: bool):
+    """Subject and list labels, positions (int64), items as written and as matched, per row."""
     subject = _label_values(table["subject"], "subject labels")
     list_label = _label_values(table["list"], "list labels")
     position = _integer_column(table["position"], "positions")
     items = _item_strings(table["item"])
-    match_keys = item_keys(items, normalize_items)
+    return subject, list_label, position, items, item_keys(items, normalize_items)
 
-    # one trial per (subject, *list_keys, list), in sorted order
+
+def _list_trials(table, list_keys, subject, list_label, is_study, is_recall) -> tuple[pd.DataFrame, np.ndarray]:
+    """One trial per studied (subject, *list_keys, list), in sorted order: the trials' keys, and
+    each row's trial (-1 for a row of no studied list; RecallDataError for such a recall)."""
     key_names = ["subject", *list_keys, "list"]
     keys = pd.DataFrame({"subject": subject, **{k: _label_values(table[k], f"{k} labels") for k in list_keys},
                          "list": list_label})
@@ -194,7 +231,6 @@ def from_table(
         study_keys = keys[is_study].drop_duplicates().sort_values(key_names, ignore_index=True)
     except TypeError as exc:
         raise RecallDataError(f"{', '.join(key_names)} labels must be sortable; {exc}") from exc
-    n_trials = len(study_keys)
     trial_index = pd.MultiIndex.from_frame(study_keys)
     trial = trial_index.get_indexer(pd.MultiIndex.from_frame(keys))
     orphan = is_recall & (trial < 0)
@@ -204,12 +240,44 @@ def from_table(
             f"recall events for a list with no study events: {_list_name(first_orphan, 0)} "
             f"({int(orphan.sum())} recall row(s)); every list needs its study rows"
         )
+    return study_keys, trial
 
-    # study events: positions exactly 1..n per list, items distinct within a list
+
+class _StudyEvents(NamedTuple):
+    """The study events of a table, in table order, and the studied lists they make."""
+
+    rows: np.ndarray         # table row of each study event
+    trial: np.ndarray        # its trial
+    position: np.ndarray     # its serial position (1-based)
+    list_length: np.ndarray  # (trial,)
+    item: np.ndarray         # (trial, study_position) items as written, "" padding
+
+
+class _RecallEvents(NamedTuple):
+    """The recall events of a table, by trial then output position, and the recall matrices."""
+
+    rows: np.ndarray     # table row of each recall event
+    trial: np.ndarray    # its trial
+    output: np.ndarray   # its 0-based output index within the trial
+    recalls: np.ndarray  # (trial, output_position) serial positions, -1 intrusion, 0 padding
+    item: np.ndarray     # (trial, output_position) items as written, "" padding
+
+
+def _study_events(trial, position, items, match_keys, is_study, study_keys, list_keys) -> _StudyEvents:
+    """Checked study events (positions exactly 1..n per list, items distinct within a list)."""
     s_trial, s_pos, s_item = trial[is_study], position[is_study], items[is_study]
+    list_length = _checked_list_lengths(s_trial, s_pos, match_keys[is_study], study_keys, list_keys)
+    study_item = np.full((len(study_keys), int(list_length.max())), "", dtype=object)
+    study_item[s_trial, s_pos - 1] = s_item
+    return _StudyEvents(np.nonzero(is_study)[0], s_trial, s_pos, list_length, study_item)
+
+
+def _checked_list_lengths(s_trial, s_pos, s_keys, study_keys, list_keys) -> np.ndarray:
+    """Length of each studied list; RecallDataError for positions < 1, repeated positions or
+    items, or gaps in a list's positions."""
     if (s_pos < 1).any():
         raise RecallDataError(f"study positions must be >= 1 (serial positions); got {s_pos.min()}")
-    study_frame = pd.DataFrame({"trial": s_trial, "pos": s_pos, "item": match_keys[is_study]})
+    study_frame = pd.DataFrame({"trial": s_trial, "pos": s_pos, "item": s_keys})
     dup_pos = study_frame.duplicated(["trial", "pos"])
     if dup_pos.any():
         raise RecallDataError(
@@ -223,6 +291,7 @@ def from_table(
             _where("duplicate study item", study_keys, study_frame[dup_item].iloc[0])
             + "; items must be unique within a studied list so recalls can be matched"
         )
+    n_trials = len(study_keys)
     counts = np.bincount(s_trial, minlength=n_trials)
     max_pos = np.zeros(n_trials, dtype=np.int64)
     np.maximum.at(max_pos, s_trial, s_pos)
@@ -233,18 +302,18 @@ def from_table(
             f"study positions of each list must be 1..n without gaps; {_list_name(study_keys, t)} has "
             f"{counts[t]} study events but positions up to {max_pos[t]}"
         )
-    list_length = counts.astype(np.int64)
-    n_study = int(list_length.max())
-    study_item = np.full((n_trials, n_study), "", dtype=object)
-    study_item[s_trial, s_pos - 1] = s_item
+    return counts.astype(np.int64)
 
-    # recall events: order by output position, renumber 1..m, match items within the list
+
+def _recall_order(trial, position, is_recall, study_keys) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Recall rows ordered by trial and output position, their trials and 0-based output indices
+    (positions renumbered 1..m); RecallDataError for positions < 1 or repeated within a list."""
     r_rows = np.nonzero(is_recall)[0]
-    r_trial, r_pos, r_item = trial[r_rows], position[r_rows], items[r_rows]
+    r_trial, r_pos = trial[r_rows], position[r_rows]
     if (r_pos < 1).any():
         raise RecallDataError(f"recall (output) positions must be >= 1; got {r_pos.min()}")
     order = np.lexsort((r_pos, r_trial))
-    r_rows, r_trial, r_pos, r_item = r_rows[order], r_trial[order], r_pos[order], r_item[order]
+    r_rows, r_trial, r_pos = r_rows[order], r_trial[order], r_pos[order]
     same = (r_trial[1:] == r_trial[:-1]) & (r_pos[1:] == r_pos[:-1])
     if same.any():
         i = int(np.nonzero(same)[0][0]) + 1
@@ -252,59 +321,83 @@ def from_table(
             f"duplicate recall (output) position {r_pos[i]} in {_list_name(study_keys, r_trial[i])}; "
             "each output position must occur once per list"
         )
-    n_recalled = np.bincount(r_trial, minlength=n_trials)
+    n_recalled = np.bincount(r_trial, minlength=len(study_keys))
     first = np.concatenate(([0], np.cumsum(n_recalled)[:-1]))
-    r_out = np.arange(r_trial.size) - first[r_trial]  # 0-based output index
-    n_out = max(int(n_recalled.max()) if r_trial.size else 0, 1)
-    serial = match_recalls(s_trial, s_pos, match_keys[is_study], r_trial, match_keys[r_rows])
+    return r_rows, r_trial, np.arange(r_trial.size) - first[r_trial]
+
+
+def _matched_recalls(study: _StudyEvents, items, match_keys, r_rows, r_trial, normalize_items: bool,
+                     share_limit: float) -> np.ndarray:
+    """Serial position of each recall (-1: intrusion), matched by item within its list;
+    RecallDataError (with the likely cause) when intrusions exceed ``share_limit``."""
+    serial = match_recalls(study.trial, study.position, match_keys[study.rows], r_trial, match_keys[r_rows])
     n_intrusions = int((serial < 0).sum())
     if serial.size >= INTRUSION_CHECK_MIN_RECALLS and n_intrusions > share_limit * serial.size:
         rescued = None
         if not normalize_items:
-            loose = match_recalls(s_trial, s_pos, item_keys(s_item, True), r_trial, item_keys(r_item, True))
+            loose = match_recalls(study.trial, study.position, item_keys(items[study.rows], True), r_trial,
+                                  item_keys(items[r_rows], True))
             rescued = int(((serial < 0) & (loose > 0)).sum())
         raise RecallDataError(intrusion_diagnosis(n_intrusions, serial.size, rescued, share_limit))
-    recalls = np.zeros((n_trials, n_out), dtype=np.int64)
-    recalls[r_trial, r_out] = serial
-    recall_item = np.full((n_trials, n_out), "", dtype=object)
-    recall_item[r_trial, r_out] = r_item
+    return serial
 
-    data_vars = {
-        "list_length": ("trial", list_length),
-        "study_item": (("trial", "study_position"), study_item),
-        "recall_item": (("trial", "output_position"), recall_item),
-        "recalls": (("trial", "output_position"), recalls),
-    }
-    item_kind = "int64" if pd.api.types.is_integer_dtype(table["item"].dtype) else "str"
+
+def _recall_events(trial, position, items, match_keys, is_recall, study: _StudyEvents, study_keys,
+                   normalize_items: bool, share_limit: float) -> _RecallEvents:
+    """Checked, matched recall events and their (trial, output_position) matrices."""
+    r_rows, r_trial, r_out = _recall_order(trial, position, is_recall, study_keys)
+    serial = _matched_recalls(study, items, match_keys, r_rows, r_trial, normalize_items, share_limit)
+    n_out = max(int(np.bincount(r_trial).max()) if r_trial.size else 0, 1)
+    recalls = np.zeros((len(study_keys), n_out), dtype=np.int64)
+    recalls[r_trial, r_out] = serial
+    recall_item = np.full((len(study_keys), n_out), "", dtype=object)
+    recall_item[r_trial, r_out] = items[r_rows]
+    return _RecallEvents(r_rows, r_trial, r_out, recalls, recall_item)
+
+
+def _extra_variables(table: pd.DataFrame, list_keys, study: _StudyEvents, recall: _RecallEvents) -> dict:
+    """``study_<name>`` and ``recall_<name>`` variables of the table's other columns."""
+    data_vars = {}
     extras = [c for c in table.columns if c not in REQUIRED_COLUMNS and c not in list_keys]
-    study_rows = np.nonzero(is_study)[0]
     for column in extras:
         values = table[column]
         for prefix, rows, t_idx, col_idx, shape in (
-            ("study", study_rows, s_trial, s_pos - 1, study_item.shape),
-            ("recall", r_rows, r_trial, r_out, recalls.shape),
+            ("study", study.rows, study.trial, study.position - 1, study.item.shape),
+            ("recall", recall.rows, recall.trial, recall.output, recall.recalls.shape),
         ):
             matrix, kind = _extra_matrix(values.iloc[rows], t_idx, col_idx, shape)
             dims = ("trial", "study_position" if prefix == "study" else "output_position")
             data_vars[f"{prefix}_{column}"] = (dims, matrix, {"table_column": str(column), "table_dtype": kind})
+    return data_vars
+
+
+def _events_dataset(table: pd.DataFrame, study_keys: pd.DataFrame, list_keys, study: _StudyEvents,
+                    recall: _RecallEvents, source) -> xr.Dataset:
+    """The events dataset (not yet validated) of checked study and recall events."""
+    data_vars = {
+        "list_length": ("trial", study.list_length),
+        "study_item": (("trial", "study_position"), study.item),
+        "recall_item": (("trial", "output_position"), recall.item),
+        "recalls": (("trial", "output_position"), recall.recalls),
+        **_extra_variables(table, list_keys, study, recall),
+    }
     ds = xr.Dataset(
         data_vars,
         coords={
-            "trial": np.arange(n_trials, dtype=np.int64),
+            "trial": np.arange(len(study_keys), dtype=np.int64),
             "subject": ("trial", study_keys["subject"].to_numpy()),
             **{k: ("trial", study_keys[k].to_numpy()) for k in list_keys},
             "list": ("trial", study_keys["list"].to_numpy()),
-            "study_position": np.arange(1, n_study + 1, dtype=np.int64),
-            "output_position": np.arange(1, n_out + 1, dtype=np.int64),
+            "study_position": np.arange(1, study.item.shape[1] + 1, dtype=np.int64),
+            "output_position": np.arange(1, recall.recalls.shape[1] + 1, dtype=np.int64),
         },
         attrs=provenance_attrs("events", "cmr.events.from_table", source=str(source)),
     )
+    item_kind = "int64" if pd.api.types.is_integer_dtype(table["item"].dtype) else "str"
     ds["study_item"].attrs["item_dtype"] = item_kind
     ds.attrs["table_columns"] = json.dumps([str(c) for c in table.columns])
     ds.attrs["list_keys"] = json.dumps(list(list_keys))
-    ds.attrs["ignored_trial_types"] = json.dumps(ignored)
-    ds.attrs["normalize_items"] = int(bool(normalize_items))
-    return validate(ds, "events")
+    return ds
 
 
 def _list_name(study_keys: pd.DataFrame, t) -> str:
@@ -322,6 +415,9 @@ def _where(what: str, study_keys: pd.DataFrame, row) -> str:
 
 def to_table(events: xr.Dataset) -> pd.DataFrame:
     """psifr-format long table from an events dataset (inverse of :func:`from_table`).
+
+    The conversion of events only. For a table of any result (the ``.csv`` and ``.parquet``
+    outputs) use :func:`cmr.to_dataframe`, which gives this table for events.
 
     Rows are ordered by trial, then study events by serial position, then recall events by
     output position. ``study_<name>``/``recall_<name>`` variables become column ``<name>``;

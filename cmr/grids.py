@@ -18,7 +18,8 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from ._checks import integer, lag_window, seed_of
+from . import _deprecate
+from .checks import integer, lag_window, seed_of
 from .constants import STUDY_LIST_LENGTH, STUDY_MAX_LAG, STUDY_MAX_RECALLS, STUDY_N_TRIALS, STUDY_START_POSITIONS
 from .errors import ParameterError, ProfileError
 from .paper import _teacher_forced as paper_tf
@@ -33,7 +34,7 @@ __all__ = [
     "paper_mc_grid",
     "paper_teacher_forced_grid",
     "textbook_teacher_forced_grid",
-    "paper_crp",
+    "paper_lag_distribution",
     "cut_lag_window",
 ]
 
@@ -249,8 +250,8 @@ def paper_teacher_forced_grid(
 
 def textbook_teacher_forced_grid(
     grid,
-    fixed=None,
     *,
+    fixed=None,
     kind: str = "prob",
     lags=None,
     list_length: int = STUDY_LIST_LENGTH,
@@ -282,7 +283,7 @@ def textbook_teacher_forced_grid(
     keying : {"after", "before"}
         ``after`` (cymr): item j is stored in M_cf under the context right after it was studied,
         so the profile peaks at lag 0 or backward. ``before``: under the context before it
-        (prefix matching, as the study's variant and an induction head), so a forced recall of
+        (prefix matching, as the paper's variant and an induction head), so a forced recall of
         item k cues item k + 1.
 
     Returns
@@ -363,14 +364,21 @@ def cut_lag_window(profiles: xr.Dataset, lags) -> xr.Dataset:
     return validate(out, "lag_profile")
 
 
-def paper_crp(beta_enc: float, beta_rec: float, gamma: float, **options):
-    """The study's lag distribution of one parameter point as a ``lag_profile`` dataset.
+def paper_lag_distribution(beta_enc: float, beta_rec: float, gamma: float, **options):
+    """The study's Monte Carlo lag distribution of one parameter point, as a ``lag_profile`` dataset.
 
-    Same options as :func:`paper_mc_grid` (``lags=range(-5, 6)`` cuts to the
+    Per trial, the share of its transitions made at each lag, averaged over trials and start
+    positions and normalised to sum 1 over the lags (``profile_kind="cmr_mc_crp"``;
+    docs/equations.md): a distribution over lags, not a lag-CRP (nothing is divided by the
+    transitions possible at each lag). Keyword options as :func:`paper_mc_grid` (``lags=range(-5, 6)`` cuts to the
     study's fitting window and renormalises); the parameter dims are squeezed away.
     """
     for name, value in (("beta_enc", beta_enc), ("beta_rec", beta_rec), ("gamma", gamma)):
         if np.ndim(value) != 0:
-            raise ParameterError(f"paper_crp takes one parameter point; {name} is {value!r} (use paper_mc_grid)")
+            raise ParameterError(f"paper_lag_distribution takes one parameter point; {name} is {value!r} "
+                                 "(use paper_mc_grid)")
     grid = paper_mc_grid(beta_enc=[beta_enc], beta_rec=[beta_rec], gamma=[gamma], **options)
     return grid.squeeze(("beta_enc", "beta_rec", "gamma"), drop=False)
+
+
+paper_crp = _deprecate.renamed("paper_crp", paper_lag_distribution)

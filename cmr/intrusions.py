@@ -19,7 +19,7 @@ import pandas as pd
 import xarray as xr
 
 from . import _intrusions
-from ._checks import integer
+from .checks import integer
 from ._numeric import ratio
 from .errors import ParameterError
 from .events import as_events, group_index, to_recall_matrix, unit_coordinates
@@ -64,7 +64,7 @@ def _by_subject_or_pooled(by):
         raise ParameterError(f"by must be 'subject' or None (pooled) for list-lag statistics; got {by!r}")
 
 
-def pli_list_lag(events, max_lag, by="subject") -> xr.Dataset:
+def pli_list_lag(events, max_lag, *, by="subject") -> xr.Dataset:
     """Prior-list intrusions by list lag (psifr's ``pli_list_lag``).
 
     The first ``max_lag`` lists of each subject are left out, so every lag 1..max_lag was
@@ -125,7 +125,7 @@ def pli_list_lag(events, max_lag, by="subject") -> xr.Dataset:
     return validate(ds, "recall_stat")
 
 
-def intrusion_rates(events, by="subject") -> xr.Dataset:
+def intrusion_rates(events, *, by="subject") -> xr.Dataset:
     """Recalls, intrusions (prior-list and extra-list apart) and repeats, per list on average.
 
     Returns

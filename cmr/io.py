@@ -22,6 +22,7 @@ import os
 import shutil
 import stat
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -125,13 +126,14 @@ def _lock_name(path: Path) -> Path:
 
 
 @contextlib.contextmanager
-def output_lock(path):
+def output_lock(path, *, wait: float = 0.0):
     """Hold an exclusive lock on the output ``path`` (a file or a directory) while the block runs.
 
     A second process asking for the same output while the lock is held gets an
-    :class:`OutputError` at once, so two writers never both report success. The lock is the
-    file ``.NAME.lock`` next to ``path``, removed on release; re-entrant within a process.
-    Where the platform has no ``fcntl`` (Windows) no lock is taken.
+    :class:`OutputError` at once (or after waiting up to ``wait`` seconds for the holder to
+    finish), so two writers never both report success. The lock is the file ``.NAME.lock``
+    next to ``path``, removed on release; re-entrant within a process. Where the platform has
+    no ``fcntl`` (Windows) no lock is taken.
     """
     try:
         import fcntl
@@ -149,6 +151,7 @@ def output_lock(path):
         finally:
             _HELD_LOCKS[key][1] -= 1
         return
+    deadline = time.monotonic() + float(wait)
     try:
         lock.parent.mkdir(parents=True, exist_ok=True)
         while True:
@@ -157,6 +160,9 @@ def output_lock(path):
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 os.close(fd)
+                if time.monotonic() < deadline:
+                    time.sleep(0.5)
+                    continue
                 raise OutputError(
                     f"another process is writing {str(path)!r} (lock {str(lock)!r}); wait for it to finish "
                     "or choose another output"

@@ -24,10 +24,10 @@ import numpy as np
 import xarray as xr
 
 from . import _profile_fit as kernels
-from ._checks import as_generator, integer, probability, seed_of
-from .constants import CMR_LIKE_DISTANCE, PAPER_LAGS
+from .checks import as_generator, integer, probability, seed_of
+from .constants import CMR_LIKE_DISTANCE
 from .errors import ParameterError
-from .profile_fit import fit_window, grid_window, profiles_window, wants_renormalize
+from .profile_fit import fit_window, fitting_lags, grid_window, profiles_window, wants_renormalize
 from .schema import batch_dims, provenance_attrs, validate
 
 __all__ = ["cmr_like_null", "structureless_profiles", "profile_roughness", "SMOOTH_PHI_RANGE"]
@@ -49,7 +49,7 @@ def profile_roughness(values) -> np.ndarray:
         return (np.diff(values, axis=-1) ** 2).sum(axis=-1) / (centred**2).sum(axis=-1)
 
 
-def structureless_profiles(n_profile: int, n_lag: int, rng=0, phi_range=SMOOTH_PHI_RANGE) -> np.ndarray:
+def structureless_profiles(n_profile: int, n_lag: int, *, rng=0, phi_range=SMOOTH_PHI_RANGE) -> np.ndarray:
     """Stationary AR(1) profiles with a random coefficient each: no lag is special.
 
     ``x_0 ~ N(0, 1 / (1 - phi^2))``, ``x_t = phi x_(t-1) + e_t`` with ``e_t ~ N(0, 1)`` and
@@ -74,8 +74,9 @@ def structureless_profiles(n_profile: int, n_lag: int, rng=0, phi_range=SMOOTH_P
 def cmr_like_null(
     profiles: xr.Dataset,
     grid: xr.Dataset,
+    *,
     objective: str = "lsq",
-    lags=PAPER_LAGS,
+    lags=None,
     n_null: int = 200,
     rng=0,
     alpha: float = 0.05,
@@ -90,7 +91,9 @@ def cmr_like_null(
     ----------
     profiles, grid, objective, lags, renormalize, variable
         As for :func:`cmr.profile_fit.fit_profiles` (the same fit is applied to the unit and to
-        every null profile). Units with NaN lags or a constant profile get NaN results.
+        every null profile; ``lags=None`` picks the window by the kind of profile,
+        :func:`cmr.profile_fit.fitting_lags`). Units with NaN lags or a constant profile get NaN
+        results.
     n_null : int
         Null profiles per unit and per null (permutations; nearest-roughness smooth profiles).
     rng : int or numpy.random.Generator
@@ -124,7 +127,7 @@ def cmr_like_null(
     n_bank = integer(n_bank, "n_bank", minimum=n_null)
     alpha = probability(alpha, "alpha", open_low=True, open_high=True)
     seed = seed_of(rng)
-    window = fit_window(lags)
+    window = fit_window(fitting_lags(profiles, lags, variable))
     values = profiles_window(profiles, variable, window)
     _, axes, grid_rows = grid_window(grid, window, renormalize)
     unit_dims = batch_dims(values)
@@ -142,7 +145,7 @@ def cmr_like_null(
     observed = distances(y) if n_unit else np.empty(0)
     permuted = generator.permuted(np.repeat(y[:, None, :], n_null, axis=1), axis=-1)
     null_perm = distances(permuted.reshape(-1, n_lag)).reshape(n_unit, n_null)
-    bank = structureless_profiles(n_bank, n_lag, generator)
+    bank = structureless_profiles(n_bank, n_lag, rng=generator)
     bank_roughness = profile_roughness(bank)
     order = np.argsort(bank_roughness)
     bank_roughness, bank_distance = bank_roughness[order], distances(bank[order])

@@ -11,17 +11,20 @@ results identical to the in-process path. See docs/fitting.md for the equations.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterator
 
 import numpy as np
 import xarray as xr
 
+from . import _deprecate
 from . import _profile_fit as kernels
-from ._checks import lag_window, seed_of
-from .constants import PAPER_LAGS
+from .checks import lag_window, seed_of
+from .constants import PAPER_LAGS, RECALL_LAGS
+from .criteria import aic_bic, least_squares_logl
 from .errors import ParameterError, ProfileError, SchemaError
 from .schema import batch_dims, provenance_attrs, validate
 
-__all__ = ["fit_profiles", "ProfileWarning", "N_PARAMETERS_GAUSSIAN", "GAUSSIAN_PARAMETERS", "information_criteria"]
+__all__ = ["fit_profiles", "fitting_lags", "ProfileWarning", "N_PARAMETERS_GAUSSIAN", "GAUSSIAN_PARAMETERS", "information_criteria"]
 
 #: free parameters of the Gaussian baseline (a, b, mu, sigma)
 N_PARAMETERS_GAUSSIAN = 4
@@ -35,21 +38,18 @@ class ProfileWarning(UserWarning):
 
 
 def information_criteria(rss, n_lag: int, n_parameters: int):
-    """AIC and BIC of a least-squares fit from its residual sum of squares.
-
-    ``AIC = n ln(RSS/n) + 2k`` and ``BIC = n ln(RSS/n) + k ln n`` (Gaussian errors of unknown
-    variance, additive constants dropped; ``RSS`` floored at the smallest positive float).
-    """
-    rss = np.maximum(np.asarray(rss, dtype=np.float64), np.finfo(np.float64).tiny)
-    base = n_lag * np.log(rss / n_lag)
-    return base + 2.0 * n_parameters, base + n_parameters * np.log(n_lag)
+    """Deprecated: ``cmr.aic_bic(cmr.least_squares_logl(rss, n_lag), n_parameters, n_lag)``."""
+    _deprecate.warn("cmr.information_criteria(rss, n_lag, n_parameters) is deprecated and will be removed in the "
+                    "next release; use cmr.aic_bic(cmr.least_squares_logl(rss, n_lag), n_parameters, n_lag)")
+    return aic_bic(least_squares_logl(rss, n_lag), n_parameters, n_lag)
 
 
 def fit_profiles(
     profiles: xr.Dataset,
     grid: xr.Dataset,
+    *,
     objective: str = "paper",
-    lags=PAPER_LAGS,
+    lags=None,
     refine=None,
     gaussian: bool = True,
     n_bootstrap: int = 0,
@@ -73,8 +73,10 @@ def fit_profiles(
         ``paper``: the study's min/max-matched map (gain = range of the unit / range of the CMR
         profile, offset matching the minima), grid search only. ``lsq``: least-squares affine
         map with gain >= 0, best grid point, then (``refine``) continuous refinement.
-    lags : sequence of int
-        The fitting window; both datasets must contain every lag. Default -5..+5 (the study's).
+    lags : None, int or sequence of int
+        The fitting window; both datasets must contain every lag. Default (None): by the kind of
+        profile (:func:`fitting_lags`): -5..-1, 1..5 for a recall lag-CRP (``profile_kind``
+        ``"lag_crp"``, undefined at lag 0), else -5..+5 (the study's).
     refine : None, bool or callable
         For ``lsq`` only (default True there, False for ``paper``). True: compass search over
         the multilinear interpolant of the grid, from the best grid point, within the grid's
@@ -122,7 +124,7 @@ def fit_profiles(
         raise ParameterError(f"ci must be in (0, 1); got {ci!r}")
     if int(n_bootstrap) < 0:
         raise ParameterError(f"n_bootstrap must be >= 0; got {n_bootstrap!r}")
-    window = fit_window(lags)
+    window = fit_window(fitting_lags(profiles, lags, variable))
     seed = seed_of(rng)
     values = profiles_window(profiles, variable, window)
     param_dims, axes, grid_rows = grid_window(grid, window, renormalize)
@@ -177,6 +179,55 @@ def fit_window(lags) -> tuple:
     if window.size < 3:
         raise ProfileError(f"a fit needs at least 3 lags; got {window.tolist()}")
     return tuple(int(v) for v in window)
+
+
+def fitting_lags(profiles, lags=None, variable: str = "profile"):
+    """The lags to fit a lag-profile dataset on: ``lags``, or the default for its kind of profile.
+
+    Parameters
+    ----------
+    profiles : xarray.Dataset
+        A ``lag_profile`` dataset; its ``profile_kind`` attribute picks the default.
+    lags : None, int or sequence of int
+        None: :data:`cmr.RECALL_LAGS` (-5..-1, 1..5) for a recall lag-CRP (``profile_kind``
+        ``"lag_crp"``: no transition has lag 0), else :data:`cmr.PAPER_LAGS` (-5..+5, the
+        study's window). Anything else is returned as given.
+    variable : str
+        The variable of ``profiles`` that will be fitted.
+
+    Raises
+    ------
+    ProfileError
+        When ``lags`` include 0 for a recall lag-CRP whose ``variable`` is undefined (NaN) at
+        lag 0 for every unit: no unit could be fitted on that window.
+    """
+    recall = getattr(profiles, "attrs", {}).get("profile_kind") == "lag_crp"
+    if isinstance(lags, Iterator):  # a one-shot iterator is read once, here
+        lags = tuple(lags)
+    if lags is None:
+        return RECALL_LAGS if recall else PAPER_LAGS
+    if recall and _includes_zero(lags) and _undefined_at_zero(profiles, variable):
+        raise ProfileError(
+            f"the profiles are a recall lag-CRP, which is undefined at lag 0 (no transition has lag 0): "
+            f"fit lags without 0, e.g. {list(RECALL_LAGS)} (the default for a recall lag-CRP)"
+        )
+    return lags
+
+
+def _includes_zero(lags) -> bool:
+    """Whether a lag window (an int K for -K..K, or a sequence) includes lag 0; malformed windows are left to
+    :func:`fit_window` to refuse."""
+    try:
+        return bool(0 in lag_window(lags))
+    except (ParameterError, ProfileError):
+        return False
+
+
+def _undefined_at_zero(profiles, variable: str) -> bool:
+    """Whether ``profiles[variable]`` is NaN at lag 0 for every unit (as every recall lag-CRP is)."""
+    if variable not in profiles or "lag" not in profiles.coords or 0 not in profiles["lag"].values:
+        return False
+    return bool(profiles[variable].sel(lag=0).isnull().all())
 
 
 def _missing_lags(ds, window):
@@ -479,9 +530,8 @@ def _assemble(values, fields, curves, layout, window, grid, objective, refine, g
 
 
 def _criteria(rss, n_lag, n_parameters):
-    """AIC and BIC as in :func:`information_criteria`, lazily for dask-backed ``rss``."""
-    base = n_lag * np.log(np.maximum(rss, np.finfo(np.float64).tiny) / n_lag)
-    return base + 2.0 * n_parameters, base + n_parameters * np.log(n_lag)
+    """AIC and BIC of least-squares fits (:func:`cmr.aic_bic`), lazily for dask-backed ``rss``."""
+    return aic_bic(least_squares_logl(rss, n_lag), n_parameters, n_lag)
 
 
 _DESCRIPTIONS = {

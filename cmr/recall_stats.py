@@ -50,7 +50,7 @@ def _stat_dataset(events, by, labels, stat_kind, created_by, dims, coords, data)
     return validate(ds, "recall_stat")
 
 
-def spc(events, by="subject", *, item_query=None, test_key=None, test=None) -> xr.Dataset:
+def spc(events, *, by="subject", item_query=None, test_key=None, test=None) -> xr.Dataset:
     """Serial position curve.
 
     Parameters
@@ -93,7 +93,7 @@ def spc(events, by="subject", *, item_query=None, test_key=None, test=None) -> x
     )
 
 
-def pnr(events, by="subject", *, item_query=None, test_key=None, test=None) -> xr.Dataset:
+def pnr(events, *, by="subject", item_query=None, test_key=None, test=None) -> xr.Dataset:
     """Probability of nth recall by output and serial position.
 
     Parameters
@@ -134,14 +134,14 @@ def pnr(events, by="subject", *, item_query=None, test_key=None, test=None) -> x
     )
 
 
-def pfr(events, by="subject", *, item_query=None, test_key=None, test=None) -> xr.Dataset:
+def pfr(events, *, by="subject", item_query=None, test_key=None, test=None) -> xr.Dataset:
     """Probability of first recall: :func:`pnr` at output position 1 (``stat_kind="pfr"``; same masks)."""
-    first = pnr(events, by, item_query=item_query, test_key=test_key, test=test).sel(output_position=1, drop=True)
+    first = pnr(events, by=by, item_query=item_query, test_key=test_key, test=test).sel(output_position=1, drop=True)
     first.attrs["stat_kind"] = "pfr"
     return validate(first, "recall_stat")
 
 
-def lag_rank(events, by="subject", *, item_query=None, test_key=None, test=None) -> xr.Dataset:
+def lag_rank(events, *, by="subject", item_query=None, test_key=None, test=None) -> xr.Dataset:
     """Mean lag rank of transitions (1 = always the closest available lag, 0.5 = chance).
 
     Parameters

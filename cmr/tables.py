@@ -4,9 +4,10 @@
 per-unit scalars of one or several results of the same units side by side (for heads:
 layer, head, induction and copying scores from ``icl-cmr heads``; CMR distance, gain,
 fitted parameters, Gaussian baseline and AIC/BIC from ``icl-cmr fit``). :func:`to_dataframe`
-is what ``.csv`` and ``.parquet`` outputs hold: the per-unit table for fits, the long table
-(unit x lag, unit x serial position, ...) for profiles and recall statistics, psifr's long
-format for events.
+is what ``.csv`` and ``.parquet`` outputs hold: the table of one result, the per-unit table
+for fits, the long table (unit x lag, unit x serial position, ...) for profiles and recall
+statistics, psifr's long format for events (:func:`cmr.to_table`, the inverse of
+:func:`cmr.from_table`, which only converts events).
 
 Column rules (also in docs/schema.md, "Tables"):
 
@@ -338,8 +339,11 @@ def _long_table(ds: xr.Dataset) -> pd.DataFrame:
     return columns.frame(n_units * n_within)
 
 
-def to_dataframe(ds: xr.Dataset, layout: str = "auto") -> pd.DataFrame:
-    """A tidy table of any result, as the ``.csv`` and ``.parquet`` outputs hold it.
+def to_dataframe(ds: xr.Dataset, *, layout: str = "auto") -> pd.DataFrame:
+    """A tidy table of one result of any kind, as the ``.csv`` and ``.parquet`` outputs hold it.
+
+    For the per-unit values of several results side by side use :func:`unit_table`; to turn
+    events into psifr's table and back, :func:`cmr.to_table` and :func:`cmr.from_table`.
 
     Parameters
     ----------
@@ -349,8 +353,8 @@ def to_dataframe(ds: xr.Dataset, layout: str = "auto") -> pd.DataFrame:
     layout : {"auto", "units", "long"}
         ``"units"``: :func:`unit_table` (one row per unit). ``"long"``: one row per unit and
         per value of the main variable's other dims, per-unit values repeated on each row:
-        a lag profile or lag-CRP is unit x lag (``subject, lag, actual, possible, profile,
-        sem``; per list ``trial, subject, list, lag, ...``; heads ``model, checkpoint, layer,
+        a lag profile or lag-CRP is unit x lag (``subject, lag, profile, sem, actual,
+        possible``; per list ``trial, subject, list, lag, ...``; heads ``model, checkpoint, layer,
         head, lag, profile, ..., induction_score, ...``; a grid ``beta_enc, beta_rec, gamma,
         lag, profile, ...``), an SPC or PFR unit x ``serial_position``, a PNR unit x
         ``output_position`` x ``serial_position``, a profile fit unit x lag (``profile,

@@ -46,7 +46,7 @@ def _latencies(events, time_key, by):
     return events, labels, max_lag, sums
 
 
-def irt(events, time_key="rt", by="subject") -> xr.Dataset:
+def irt(events, *, time_key="rt", by="subject") -> xr.Dataset:
     """Mean inter-response time by output position.
 
     Parameters
@@ -71,7 +71,7 @@ def irt(events, time_key="rt", by="subject") -> xr.Dataset:
                  }, time_key=time_key)
 
 
-def lag_crl(events, time_key="rt", by="subject") -> xr.Dataset:
+def lag_crl(events, *, time_key="rt", by="subject") -> xr.Dataset:
     """Conditional response latency: mean inter-response time by lag (Kahana 1996).
 
     Returns
@@ -87,7 +87,7 @@ def lag_crl(events, time_key="rt", by="subject") -> xr.Dataset:
     }, time_key=time_key)
 
 
-def stop_probability(events, by="subject") -> xr.Dataset:
+def stop_probability(events, *, by="subject") -> xr.Dataset:
     """Probability that recall stops after output k, given that it reached output k.
 
     Every recall event (intrusions and repeats too) advances the output position; output 0 is

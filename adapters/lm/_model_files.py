@@ -1,7 +1,7 @@
 """Model names, cache locations and offline mode for the language-model adapter (no torch).
 
-Kept apart from :mod:`icl_cmr.adapters.transformer_lens` so that module stays about extraction; nothing
-here imports torch, transformers or transformer_lens at import time.
+Kept apart from :mod:`icl_cmr.adapters.lm.loading` so that these can be read without loading a model;
+nothing here imports torch, transformers or transformer_lens at import time.
 """
 from __future__ import annotations
 

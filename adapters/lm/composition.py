@@ -28,6 +28,7 @@ import contextlib
 import numpy as np
 import xarray as xr
 
+from cmr.checks import as_generator, is_integer, seed_of
 from cmr.errors import SchemaError
 from cmr.schema import provenance_attrs, require_dims, require_variables, validate
 
@@ -187,7 +188,7 @@ def random_composition_baseline(d_model: int, d_head: int, *, n_samples: int = 2
         ``samples`` float64 (composition, n_samples); ``mean``, ``sd`` (composition,);
         ``expected_mean_square`` = 1 / d_model (exact for every composition).
     """
-    generator = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+    generator = as_generator(rng)
     samples = np.empty((3, n_samples))
     chunk = 25  # bounds the memory of one batch of factor draws
     with _single_blas():
@@ -238,7 +239,7 @@ def composition_scores(model, *, n_baseline: int = 200, rng=0, dtype=np.float32)
     weights = head_weights(model)
     out = composition_from_weights(weights["W_Q"], weights["W_K"], weights["W_V"], weights["W_O"],
                                    weights["kv_of_head"], dtype=dtype)
-    seed = rng if isinstance(rng, (int, np.integer)) else None
+    seed = seed_of(rng) if is_integer(rng) else None  # a Generator's state is not a seed to record
     base = random_composition_baseline(out["d_model"], out["d_head"], n_samples=n_baseline, rng=rng)
     return composition_dataset(out["score"], base, model=model.name, n_kv_heads=int(weights["W_K"].shape[1]),
                                seed=seed, n_baseline=n_baseline, d_model=out["d_model"], d_head=out["d_head"])

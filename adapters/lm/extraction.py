@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from cmr.checks import index, integer
+
 from .. import head_profiles, prompts
 from ..errors import PromptError
 from ._model_files import LoadedModel, with_run_record
@@ -184,14 +186,10 @@ def attention_pattern(model: LoadedModel, layer: int, head: int, *, n_words: int
         attrs ``layer``, ``head``, ``n_words``, ``prompt``, ``layout``
         (:func:`icl_cmr.adapters.head_profiles.attention_pattern_dataset`).
     """
-    from cmr.errors import ParameterError
-
-    for value, what, size in ((layer, "layer", model.n_layers), (head, "head", model.n_heads)):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value < size:
-            raise ParameterError(f"{what} must be an integer in 0..{size - 1} "
-                                 f"({model.n_layers} layers x {model.n_heads} heads); got {value!r}")
-    if isinstance(prompt, bool) or not isinstance(prompt, (int, np.integer)) or prompt < 0:
-        raise ParameterError(f"prompt must be an integer >= 0; got {prompt!r}")
+    shape = f"({model.n_layers} layers x {model.n_heads} heads)"
+    index(layer, f"layer {shape}", model.n_layers)
+    index(head, f"head {shape}", model.n_heads)
+    integer(prompt, "prompt", minimum=0)
     made = make_prompts(model, n_words=n_words, n_prompts=int(prompt) + 1, seed=seed)
     scores, probs, _ = attention_pass(model, made.tokens[prompt])
     listed = [made.words[i] for i in made.permutations[prompt]]

@@ -29,13 +29,11 @@ from __future__ import annotations
 import contextlib
 import os
 import pickle
-import shutil
-import tempfile
-import time
 import warnings
 from pathlib import Path
 
-from cmr.io import PARTIAL, default_mode
+from cmr.checks import integer
+from cmr.io import PARTIAL, atomic_directory, default_mode, output_lock
 
 from ._model_files import (
     DEFAULT_MODEL,
@@ -57,8 +55,8 @@ from ._model_files import (
 from ..errors import ModelNotAvailableError
 
 
-#: seconds after which a half-finished conversion directory counts as left by a killed process
-STALE_CONVERSION_S = 3600.0
+#: seconds a load waits for another process converting the same model (a conversion takes 15-45 s)
+CONVERSION_WAIT_S = 600.0
 
 
 def _load_errors() -> tuple:
@@ -94,43 +92,37 @@ __all__ = [
 
 
 def _converted_dir(name: str, gguf: Path, cache_dir) -> Path:
-    """Cached safetensors copy of a GGUF model: verified before use, converted atomically on
-    first use and rebuilt (with a warning) when damaged."""
+    """Cached safetensors copy of a GGUF model: verified before use, converted on first use
+    through :func:`cmr.io.atomic_directory` and rebuilt (with a warning) when damaged.
+
+    While another process converts the same model, this one waits for it (at most
+    ``CONVERSION_WAIT_S``) and uses its copy.
+    """
     key = f"{gguf.stem}-{gguf.stat().st_size}"
     target = cache_root(cache_dir) / name / key
-    if target.is_dir():
-        problem = converted_problem(target)
-        if problem is None:
-            return target
-        warnings.warn(f"the converted copy of {name!r} in {target} is damaged ({problem}); rebuilding it "
-                      "from the GGUF file", RuntimeWarning, stacklevel=3)
-        damaged = target.with_name(f".{key}{PARTIAL}damaged-{os.getpid()}")
-        with contextlib.suppress(OSError):  # another process may be replacing it at the same time
-            os.replace(target, damaged)
-        shutil.rmtree(damaged, ignore_errors=True)
+    if target.is_dir() and converted_problem(target) is None:
+        return target
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        for stale in target.parent.glob(f".{key}{PARTIAL}*"):  # conversions killed long ago
-            if time.time() - stale.stat().st_mtime > STALE_CONVERSION_S:
-                shutil.rmtree(stale, ignore_errors=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{key}{PARTIAL}", dir=target.parent))
-    except OSError as exc:
+        # re-entrant: atomic_directory takes the same lock; another process converting waits here
+        with output_lock(target, wait=CONVERSION_WAIT_S):
+            problem = converted_problem(target) if target.is_dir() else None
+            if target.is_dir() and problem is None:  # another process finished first: keep theirs
+                return target
+            if problem is not None:
+                warnings.warn(f"the converted copy of {name!r} in {target} is damaged ({problem}); rebuilding it "
+                              "from the GGUF file", RuntimeWarning, stacklevel=3)
+                # renamed aside at once; atomic_directory removes it with the other partial leftovers
+                os.replace(target, target.with_name(f".{key}{PARTIAL}damaged-{os.getpid()}"))
+            with atomic_directory(target, replace=False) as tmp:
+                _convert_gguf(gguf, tmp)
+                record_converted(tmp, gguf=str(gguf), model=name)
+                for path in tmp.rglob("*"):  # safetensors creates owner-only files; honour the umask
+                    os.chmod(path, default_mode(directory=path.is_dir()))
+    except OSError as exc:  # OutputError included
         raise ModelNotAvailableError(
             f"cannot write the converted copy of {name!r} under {target.parent} ({exc.strerror or exc}); "
             "set ICL_CMR_CACHE to a writable directory"
         ) from exc
-    try:
-        _convert_gguf(gguf, tmp)
-        record_converted(tmp, gguf=str(gguf), model=name)
-        for path in (tmp, *tmp.rglob("*")):  # safetensors and mkdtemp create owner-only files; honour the umask
-            os.chmod(path, default_mode(directory=path.is_dir()))
-        try:
-            os.replace(tmp, target)
-        except OSError:  # another process finished first: keep theirs
-            if not (target / "config.json").is_file():
-                raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
     return target
 
 
@@ -465,11 +457,7 @@ def set_threads(n_threads: int | None) -> int:
     import torch
 
     if n_threads is not None:
-        if isinstance(n_threads, bool) or not isinstance(n_threads, int) or n_threads < 1:
-            from cmr.errors import ParameterError
-
-            raise ParameterError(f"threads must be an integer >= 1; got {n_threads!r}")
-        torch.set_num_threads(n_threads)
+        torch.set_num_threads(integer(n_threads, "threads"))
     return int(torch.get_num_threads())
 
 

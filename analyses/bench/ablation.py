@@ -24,7 +24,7 @@ N_MATCHED = 4
 
 
 def bench_ablation(repeats: int = 3) -> dict:
-    from icl_cmr.adapters import interventions
+    from icl_cmr.adapters.lm import interventions
     from icl_cmr.adapters.text_corpus import load_passages
     from icl_cmr.adapters.lm.loading import load_model, set_threads
     from icl_cmr.analyses import ablation

@@ -87,6 +87,7 @@ def bench_fit_subject(repeats: int = 1) -> dict:
     """
     from icl_cmr.adapters.recall_data import load_recall_data
     from cmr.textbook.fit import STANDARD_FREE, fit_recall
+    from cmr.textbook.spec import FitSpec
     from cmr.textbook.likelihood import log_likelihood
 
     cymr_cmr, _ = cymr_modules()
@@ -98,7 +99,7 @@ def bench_fit_subject(repeats: int = 1) -> dict:
     times, fits = [], None
     for _ in range(max(1, repeats)):
         start = time.perf_counter()
-        fits = fit_recall(one, STANDARD_FREE, fixed, rng=0, progress=False)
+        fits = fit_recall(one, FitSpec(STANDARD_FREE, fixed), rng=0, progress=False)
         times.append(time.perf_counter() - start)
     ours = sorted(times)[len(times) // 2]
     nfev = int(fits["nfev"].values[0])

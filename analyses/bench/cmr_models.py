@@ -45,8 +45,8 @@ def bench_fit_peers(repeats: int = 1) -> dict:
     times, fits = [], None
     for _ in range(max(1, repeats)):
         start = time.perf_counter()
-        fits = cmr.fit_recall(events, cmr.STANDARD_FREE, dict(Afc=0.0, Acf=0.0, Dfc=0.85, Dcf=0.85), rng=0,
-                              n_jobs=2, progress=False)
+        fits = cmr.fit_recall(events, cmr.FitSpec(cmr.STANDARD_FREE, dict(Afc=0.0, Acf=0.0, Dfc=0.85, Dcf=0.85)),
+                              rng=0, n_jobs=2, progress=False)
         times.append(time.perf_counter() - start)
     ours = float(np.median(times))
     subjects = fits["subject"].values
@@ -88,8 +88,8 @@ def bench_fit_semantic(repeats: int = 1) -> dict:
     times, fits = [], None
     for _ in range(max(1, repeats)):
         start = time.perf_counter()
-        fits = cmr.fit_recall(one, SEMANTIC_FREE, dict(Afc=0.0, Acf=0.0, Dfc=0.85, Dcf=0.85), patterns=patterns,
-                              rng=0, n_jobs=2, progress=False)
+        fits = cmr.fit_recall(one, cmr.FitSpec(SEMANTIC_FREE, dict(Afc=0.0, Acf=0.0, Dfc=0.85, Dcf=0.85),
+                                               patterns=patterns), rng=0, n_jobs=2, progress=False)
         times.append(time.perf_counter() - start)
     ours = float(np.median(times))
     nfev = int(fits["nfev"].sum())

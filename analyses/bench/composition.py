@@ -42,7 +42,7 @@ def bench_composition(repeats: int = 3) -> dict:
     """
     from threadpoolctl import threadpool_limits
 
-    from icl_cmr.adapters import composition
+    from icl_cmr.adapters.lm import composition
     from icl_cmr.adapters.lm.loading import load_model
     from icl_cmr.analyses.bench import median_time
 

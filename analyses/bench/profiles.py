@@ -1,8 +1,9 @@
 """Benchmarks of the CMR profile grids (``icl-cmr bench tf-grid mc-grid``).
 
 * ``tf-grid``: teacher-forced profiles (probability and log-support) of the paper-sized grid
-  (4,620 points, N = 100); target under 5 s. Reference: a plain numpy transcription with the
-  explicit 101 x 101 matrix (as the study computed M), timed on a sample of points and scaled.
+  (4,620 points, N = 100); target under 5 s. Reference: the plain numpy transcription with the
+  explicit 101 x 101 matrix (as the study computed M), :func:`cmr.testing.teacher_forced_reference`,
+  the same one the kernel is tested against, timed on a sample of points and scaled.
 * ``mc-grid``: the study's Monte Carlo grid at its trial count (500 trials x 20 start
   positions, up to 50 recalls) on all cores; target under 15 minutes on 2 cores. Reference:
   the study's per-point algorithm as its script runs it in numpy (a matrix-vector product,
@@ -22,6 +23,8 @@ import time
 
 import numpy as np
 
+from cmr import _deprecate
+from cmr.testing.reference import teacher_forced_reference
 from icl_cmr.analyses.bench import median_time
 
 _QUICK_ENV = "ICL_CMR_BENCH_QUICK"
@@ -33,7 +36,8 @@ def _single_thread_reference(call: str, repeats: int) -> float:
     matrices only adds contention (8x slower on 2 busy cores)."""
     code = (
         "import json, statistics, time, numpy as np\n"
-        "from icl_cmr.analyses.bench.profiles import numpy_teacher_forced_point, study_recall_point\n"
+        "from cmr.testing.reference import teacher_forced_reference\n"
+        "from icl_cmr.analyses.bench.profiles import study_recall_point\n"
         "times = []\n"
         f"for _ in range({max(1, repeats)}):\n"
         "    start = time.perf_counter()\n"
@@ -47,30 +51,10 @@ def _single_thread_reference(call: str, repeats: int) -> float:
 
 
 def numpy_teacher_forced_point(beta_enc, beta_rec, gamma, n=100, max_lag=8):
-    """Teacher-forced profile of one point with explicit matrices (the reference side)."""
-    states = n + 1
-    shift = np.eye(states, k=1)
-    m = np.linalg.inv(np.identity(states) - (1 - beta_enc) * shift) @ shift
-    eye = np.identity(states)
-    t = eye[0].copy()
-    sums = np.zeros(2 * max_lag + 1)
-    counts = np.zeros(2 * max_lag + 1)
-    for k in range(n):
-        if k > 0:
-            t_in = (1 - gamma) * eye[k] + gamma * (m @ eye[k])
-            t_in /= np.linalg.norm(t_in)
-            t = (1 - beta_rec) * t + beta_rec * t_in
-            t /= np.linalg.norm(t)
-        support = (m.T @ t)[:n]
-        total = support.sum()
-        if total <= 0:
-            continue
-        p = support / total
-        for i, lag in enumerate(range(-max_lag, max_lag + 1)):
-            if 0 <= k + lag < n:
-                sums[i] += p[k + lag]
-                counts[i] += 1
-    return sums / counts
+    """Deprecated alias of :func:`cmr.testing.teacher_forced_reference` (``n`` is its ``list_length``)."""
+    _deprecate.warn("icl_cmr.analyses.bench.profiles.numpy_teacher_forced_point is deprecated and will be "
+                    "removed in the next release; use cmr.testing.teacher_forced_reference")
+    return teacher_forced_reference(beta_enc, beta_rec, gamma, list_length=n, max_lag=max_lag)
 
 
 def bench_tf_grid(repeats: int = 7) -> dict:
@@ -88,7 +72,7 @@ def bench_tf_grid(repeats: int = 7) -> dict:
     axes = paper_grid_axes()
     n_points = int(np.prod([a.size for a in axes.values()]))
     # ten points of the grid, single-threaded BLAS in a fresh interpreter, scaled to the grid
-    call = "[numpy_teacher_forced_point(be, br, g) for be, br, g in [(0.05, 0.0, 0.0), (0.3, 0.25, 0.5), (0.6, 0.75, 0.3), (0.9, 1.0, 1.0), (1.0, 0.5, 0.1), (0.15, 0.9, 0.7), (0.45, 0.1, 0.9), (0.75, 0.6, 0.2), (0.2, 0.4, 0.4), (0.85, 0.05, 0.6)]]"
+    call = "[teacher_forced_reference(be, br, g) for be, br, g in [(0.05, 0.0, 0.0), (0.3, 0.25, 0.5), (0.6, 0.75, 0.3), (0.9, 1.0, 1.0), (1.0, 0.5, 0.1), (0.15, 0.9, 0.7), (0.45, 0.1, 0.9), (0.75, 0.6, 0.2), (0.2, 0.4, 0.4), (0.85, 0.05, 0.6)]]"
     reference_s = _single_thread_reference(call, max(1, min(repeats, 3))) * n_points / 10
     return {
         "name": "tf-grid",

@@ -64,7 +64,8 @@ def run(args) -> int:
 
     from cmr.errors import ParameterError
     from cmr.io import result_format, write_result
-    from icl_cmr.adapters import causal_composition, composition
+    from icl_cmr.adapters.lm import causal_composition, composition
+    from icl_cmr.adapters.head_ranking import rank_heads
     from icl_cmr.adapters.lm.loading import load_model
     from icl_cmr.analyses.ablation import parse_heads
 
@@ -87,8 +88,8 @@ def run(args) -> int:
     else:
         induction = causal_composition.induction_scores(model, n_words=args.n_words, n_prompts=args.n_prompts,
                                                         seed=args.seed)
-        induction[0] = -np.inf  # layer 0 has no earlier head to compose with
-        order = np.argsort(induction, axis=None)[::-1][: args.top]
+        induction[0] = -np.inf  # layer 0 has no earlier head to compose with: never ranked
+        order = rank_heads(induction, args.top)
         heads = [tuple(int(i) for i in np.unravel_index(flat, induction.shape)) for flat in order]
     causal = causal_composition.path_ablation(model, heads, n_words=args.n_words, n_prompts=args.n_prompts,
                                               seed=args.seed, composition=scores)
@@ -108,7 +109,7 @@ def cmr_fits(model, args):
     from cmr.io import write_result
     from cmr.profile_fit import fit_profiles
     from icl_cmr.adapters.lm.extraction import extract_heads
-    from icl_cmr.analyses.commands.fit import load_grid
+    from icl_cmr.adapters.published_grid import load_grid
 
     heads = extract_heads(model, n_words=args.n_words, n_prompts=args.n_prompts, seed=args.seed)
     grid, grid_name = load_grid(None)

@@ -1,9 +1,6 @@
 """``icl-cmr fit``: fit CMR lag profiles to every unit (head or subject) of a lag-profile file."""
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 HELP = "fit CMR (and a Gaussian baseline) to lag profiles of heads or human subjects"
 
 DESCRIPTION = """\
@@ -46,20 +43,10 @@ Examples:
 """
 
 
-def add_profile_fit_options(p, output_metavar: str) -> None:
-    """The input, output, objective, grid and lag options shared by the commands that fit profiles."""
-    from icl_cmr.analyses.commands.options import add_lags, add_output
-
-    p.add_argument("profiles", metavar="PROFILES.nc", help="lag-profile netCDF (heads or subjects)")
-    add_output(p, output_metavar)
-    p.add_argument("--objective", choices=("paper", "lsq"), default="paper", help="fitting objective (default paper)")
-    p.add_argument("--grid", metavar="GRID", default=None, help="CMR grid: a lag-profile .nc or the study's .npz")
-    add_lags(p, None, "lags to fit (default: -5:5; for recall lag-CRPs -5:-1,1:5)")
-    p.add_argument("--variable", default="profile", help="variable of PROFILES.nc to fit (default profile)")
-
-
 def register(sub):
     import argparse
+
+    from icl_cmr.analyses.commands.options import add_profile_fit_options
 
     p = sub.add_parser("fit", help=HELP, description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_profile_fit_options(p, "FITS.nc")
@@ -76,56 +63,18 @@ def register(sub):
     p.set_defaults(func=run)
 
 
-def load_grid(spec):
-    """The CMR grid to fit against and a name for it: ``--grid``, else the study's published grid."""
-    from cmr.errors import DataSourceError
-    from cmr.io import load_dataset
-    from icl_cmr.adapters.published_grid import load_published_grid
-
-    if spec is None:
-        grid = load_published_grid()
-        return grid, f"the study's published grid ({json.loads(grid.attrs['provenance'])['source']})"
-    path = Path(spec)
-    if path.suffix == ".npz":
-        if not path.is_file():
-            raise DataSourceError(f"--grid: no such file: {str(path)!r}")
-        return load_published_grid(path), str(path)
-    return load_dataset(path, "lag_profile"), str(path)
-
-
-def _undefined_at_zero(profiles, variable: str) -> bool:
-    """Whether a lag-CRP has no value at lag 0 for any unit (as every recall lag-CRP: no transition has lag 0)."""
-    if variable not in profiles or 0 not in profiles["lag"].values:
-        return False
-    return bool(profiles[variable].sel(lag=0).isnull().all())
-
-
-def fitting_lags(profiles, lags, variable: str, name):
-    """``--lags``, or the default window: -5..5 for heads, -5..-1, 1..5 for recall lag-CRPs (undefined at 0)."""
-    from cmr import PAPER_LAGS, RECALL_LAGS, lag_window
-    from cmr.errors import ParameterError
-
-    recall = profiles.attrs.get("profile_kind") == "lag_crp"
-    if lags is None:
-        return RECALL_LAGS if recall else PAPER_LAGS
-    if recall and 0 in lag_window(lags) and _undefined_at_zero(profiles, variable):
-        raise ParameterError(
-            f"{name} is a recall lag-CRP, which is undefined at lag 0 (no transition has lag 0): "
-            "give --lags without 0, e.g. --lags=-5:-1,1:5 (the default)"
-        )
-    return lags
-
-
 def run(args) -> int:
     from cmr import CMR_LIKE_DISTANCE, fit_profiles, lag_window, load_dataset, write_result
     from cmr.errors import ParameterError, ProfileError
     from cmr.io import result_format
+    from icl_cmr.adapters.published_grid import load_grid
+    from icl_cmr.analyses.commands.options import profile_fit_lags
 
     result_format(args.output)
     if args.bootstrap < 0:
         raise ParameterError(f"--bootstrap must be >= 0; got {args.bootstrap}")
     profiles = load_dataset(args.profiles, "lag_profile")
-    lags = fitting_lags(profiles, args.lags, args.variable, args.profiles)
+    lags = profile_fit_lags(profiles, args)
     grid, grid_name = load_grid(args.grid)
     fits = fit_profiles(
         profiles, grid, objective=args.objective, lags=lags,

@@ -36,8 +36,7 @@ Examples:
 def register(sub):
     import argparse
 
-    from icl_cmr.analyses.commands.loglik import add_patterns
-    from icl_cmr.analyses.commands.options import add_output
+    from icl_cmr.analyses.commands.options import add_output, add_patterns
 
     p = sub.add_parser(
         "fit-recall", help=HELP, description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -94,11 +93,11 @@ def run(args) -> int:
     from cmr.errors import RecallDataError
     from cmr.io import result_format, write_result
     from icl_cmr.adapters.recall_data import load_recall_data
-    from icl_cmr.analyses.commands.loglik import load_patterns, read_params_json
+    from icl_cmr.adapters.item_pools import load_patterns_of_kind
 
     result_format(args.output)
     free = [name.strip() for name in args.free.split(",") if name.strip()]
-    fixed = read_params_json(args.fixed) if args.fixed else {}
+    fixed = cmr.read_parameters(args.fixed) if args.fixed else {}
     events = load_recall_data(args.source)
     if args.subjects:
         wanted = [s.strip() for s in args.subjects.split(",")]
@@ -107,18 +106,19 @@ def run(args) -> int:
         if not keep.any():
             raise RecallDataError(f"--subjects {args.subjects!r} matches no subject of {args.source}")
         events = events.isel(trial=np.flatnonzero(keep))
-    options = dict(tied=_parse_ties(args.tie), patterns=load_patterns(args), pool_size=args.pool_size,
-                   n_restarts=args.restarts, rng=args.seed, n_jobs=args.jobs, progress=not args.no_progress)
+    spec = cmr.FitSpec(free, fixed, _parse_bounds(args.bounds), tied=_parse_ties(args.tie),
+                       patterns=load_patterns_of_kind(args.source, args.patterns, feature_layer=args.feature_layer),
+                       pool_size=args.pool_size)
+    options = dict(n_restarts=args.restarts, rng=args.seed, n_jobs=args.jobs, progress=not args.no_progress)
     if args.cv is not None:
         if args.pooled:
             raise RecallDataError("--cv scores each subject's held-out lists; it cannot be combined with --pooled")
-        result = cmr.cross_validate(events, free, fixed, _parse_bounds(args.bounds), n_folds=args.cv, **options)
+        result = cmr.cross_validate(events, spec, n_folds=args.cv, **options)
         path = write_result(result, args.output)
         print(f"wrote {path}: {result.sizes['subject']} subject(s), {args.cv} folds; "
               f"cross-validated logl {float(result['logl'].sum()):.3f}")
         return 0
-    fits = cmr.fit_recall(events, free, fixed, _parse_bounds(args.bounds), by=None if args.pooled else "subject",
-                          **options)
+    fits = cmr.fit_recall(events, spec, by=None if args.pooled else "subject", **options)
     path = write_result(fits, args.output)
     units = "pooled" if args.pooled else f"{fits.sizes['subject']} subject(s)"
     print(f"wrote {path}: {units}, free {', '.join(free)}; "

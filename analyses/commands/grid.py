@@ -82,11 +82,8 @@ def register(sub):
 
 
 def _textbook(args, lags):
-    import json
-    from pathlib import Path
-
-    from cmr.errors import DataSourceError, FileFormatError
     from cmr.grids import textbook_teacher_forced_grid
+    from cmr.textbook.parameters import read_parameters
 
     if args.kind == "mc":
         raise ParameterError("--variant textbook computes teacher-forced profiles: use --kind tf-prob or tf-logsupport")
@@ -98,16 +95,8 @@ def _textbook(args, lags):
         if not sep or not name:
             raise ParameterError(f"--axis must be NAME=AXIS, e.g. B_rec=0:1:0.1; got {text!r}")
         grid[name.strip()] = parse_axis(values, name.strip())
-    fixed = None
-    if args.fixed:
-        path = Path(args.fixed)
-        if not path.is_file():
-            raise DataSourceError(f"--fixed: expected a JSON file of parameters; {str(path)!r} does not exist")
-        try:
-            fixed = json.loads(path.read_text())
-        except json.JSONDecodeError as exc:
-            raise FileFormatError(f"--fixed: {str(path)!r} is not valid JSON: {exc}") from None
-    return textbook_teacher_forced_grid(grid, fixed, kind=args.kind.removeprefix("tf-"), lags=lags, list_length=args.list_length)
+    fixed = read_parameters(args.fixed) if args.fixed else None
+    return textbook_teacher_forced_grid(grid, fixed=fixed, kind=args.kind.removeprefix("tf-"), lags=lags, list_length=args.list_length)
 
 
 def run(args) -> int:

@@ -108,6 +108,7 @@ def _run_model(args):
     from tqdm.auto import tqdm
 
     from icl_cmr.adapters.head_profiles import lag_range
+    from cmr.checks import is_integer
     from cmr.errors import DataSourceError
     from icl_cmr.adapters.errors import PromptError
     from icl_cmr.adapters.lm.loading import DEFAULT_MODEL, load_model, refuse_missing_hub_model, resolve_device, resolve_dtype
@@ -116,7 +117,7 @@ def _run_model(args):
     if args.published_model is not None:
         raise DataSourceError("--model NAME goes with --published [PATH]; to run a model give it as MODEL")
     checkpoint = -1 if args.checkpoint is None else args.checkpoint
-    if not isinstance(checkpoint, int):
+    if not is_integer(checkpoint):
         raise DataSourceError(f"--checkpoint must be an integer when running a model; got {checkpoint!r}")
     lag_range(args.lags, args.n_words)  # bad settings fail before the model loads
     if args.n_prompts < 1:
@@ -136,6 +137,7 @@ def run(args) -> int:
     import numpy as np
 
     from cmr.io import result_format, write_result
+    from icl_cmr.adapters.head_ranking import rank_heads
 
     result_format(args.output)  # an unknown extension fails before the model loads
     heads = _run_published(args) if args.published else _run_model(args)
@@ -144,8 +146,7 @@ def run(args) -> int:
     summary = f"wrote {path}: {heads.sizes['layer']} layers x {heads.sizes['head']} heads, lags {lags[0]}..{lags[-1]}"
     if "induction_score" in heads and not args.published:
         ind = heads["induction_score"].isel(model=0, checkpoint=0)
-        flat = np.argsort(-np.nan_to_num(ind.values, nan=-1), axis=None)[:3]
-        top = [np.unravel_index(i, ind.shape) for i in flat]
+        top = [np.unravel_index(i, ind.shape) for i in rank_heads(ind.values, 3)]
         summary += "; top induction heads " + ", ".join(
             f"L{int(ind['layer'][i])}.H{int(ind['head'][j])} {float(ind.values[i, j]):.2f}" for i, j in top)
         summary += (f"; loss first copy {float(heads['loss_first_copy'].values.item()):.2f}, "

@@ -28,13 +28,10 @@ Example:
 """
 
 
-PATTERN_KINDS = {"semantic": dict(similarity=True, categories=False),
-                 "category": dict(similarity=False, categories=True),
-                 "semantic+category": dict(similarity=True, categories=True)}
-
-
 def register(sub):
     import argparse
+
+    from icl_cmr.analyses.commands.options import add_patterns
 
     p = sub.add_parser(
         "loglik", help=HELP, description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -50,42 +47,6 @@ def register(sub):
     p.set_defaults(func=run)
 
 
-def add_patterns(parser):
-    """The ``--patterns`` and ``--feature-layer`` options (semantic / category CMR)."""
-    parser.add_argument("--patterns", default=None, choices=sorted(PATTERN_KINDS),
-                        help="item patterns of SOURCE's pool: semantic similarities and/or category units")
-    parser.add_argument("--feature-layer", default="segment", choices=("segment", "sublayer"),
-                        help="category units in the item layer of context or in a sublayer (default segment)")
-
-
-def load_patterns(args):
-    """Item patterns named by ``--patterns`` for the data set ``args.source`` (None without)."""
-    if args.patterns is None:
-        return None
-    from icl_cmr.adapters.item_pools import load_item_patterns
-
-    return load_item_patterns(args.source, feature_layer=args.feature_layer, **PATTERN_KINDS[args.patterns])
-
-
-def read_params_json(path):
-    """Parameter dict from a JSON file; typed errors for a missing or malformed file."""
-    import json
-    from pathlib import Path
-
-    from cmr.errors import DataSourceError, FileFormatError, ParameterError
-
-    path = Path(path)
-    if not path.is_file():
-        raise DataSourceError(f"parameter file not found: {str(path)!r}")
-    try:
-        params = json.loads(path.read_text())
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise FileFormatError(f"{str(path)!r} is not valid JSON: {exc}") from exc
-    if not isinstance(params, dict):
-        raise ParameterError(f"{str(path)!r} must hold one JSON object of name: value; got {type(params).__name__}")
-    return params
-
-
 def _number(value):
     import math
 
@@ -95,16 +56,19 @@ def _number(value):
 def run(args) -> int:
     import json
 
+    from icl_cmr.adapters.item_pools import load_patterns_of_kind
     from icl_cmr.adapters.recall_data import load_recall_data
     from cmr.textbook.likelihood import log_likelihood
+    from cmr.textbook.parameters import read_parameters
 
     from cmr.io import load_dataset
     if str(args.params).endswith(".nc"):
         params = load_dataset(args.params, kind="recall_fit")
     else:
-        params = read_params_json(args.params)
+        params = read_parameters(args.params)
     events = load_recall_data(args.source)
-    result = log_likelihood(events, params, by="subject", pool_size=args.pool_size, patterns=load_patterns(args))
+    patterns = load_patterns_of_kind(args.source, args.patterns, feature_layer=args.feature_layer)
+    result = log_likelihood(events, params, by="subject", pool_size=args.pool_size, patterns=patterns)
     per_subject = {
         str(subject): {"logl": _number(logl), "n": int(n)}
         for subject, logl, n in zip(result["subject"].values, result["logl"].values, result["n"].values)

@@ -31,7 +31,7 @@ Examples:
 def register(sub):
     import argparse
 
-    from icl_cmr.analyses.commands.fit import add_profile_fit_options
+    from icl_cmr.analyses.commands.options import add_profile_fit_options
 
     p = sub.add_parser("null", help=HELP, description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_profile_fit_options(p, "NULL.nc")
@@ -44,11 +44,12 @@ def register(sub):
 def run(args) -> int:
     from cmr import CMR_LIKE_DISTANCE, cmr_like_null, load_dataset, write_result
     from cmr.io import result_format
-    from icl_cmr.analyses.commands.fit import fitting_lags, load_grid
+    from icl_cmr.adapters.published_grid import load_grid
+    from icl_cmr.analyses.commands.options import profile_fit_lags
 
     result_format(args.output)
     profiles = load_dataset(args.profiles, "lag_profile")
-    lags = fitting_lags(profiles, args.lags, args.variable, args.profiles)
+    lags = profile_fit_lags(profiles, args)
     grid, grid_name = load_grid(args.grid)
     null = cmr_like_null(profiles, grid, objective=args.objective, lags=lags, n_null=args.n_null, rng=args.seed,
                          alpha=args.alpha, variable=args.variable)

@@ -9,6 +9,9 @@ __all__ = [
     "parse_lags",
     "add_lags",
     "add_output",
+    "add_profile_fit_options",
+    "profile_fit_lags",
+    "add_patterns",
     "add_device",
     "add_recall_source",
     "add_table_options",
@@ -174,3 +177,39 @@ def add_device(parser, default_device: str = "auto", default_dtype: str = "float
                         "need ~32 GB. Head profiles in bfloat16 differ slightly from float32 (attention "
                         "values keep ~3 significant digits; see docs/heads.md). float16 also runs on the "
                         "CPU, slowly")
+
+
+def add_profile_fit_options(parser, output_metavar: str) -> None:
+    """PROFILES.nc, ``-o``, ``--objective``, ``--grid``, ``--lags`` and ``--variable``: the commands that fit profiles."""
+    parser.add_argument("profiles", metavar="PROFILES.nc", help="lag-profile netCDF (heads or subjects)")
+    add_output(parser, output_metavar)
+    parser.add_argument("--objective", choices=("paper", "lsq"), default="paper",
+                        help="fitting objective (default paper)")
+    parser.add_argument("--grid", metavar="GRID", default=None, help="CMR grid: a lag-profile .nc or the study's .npz")
+    add_lags(parser, None, "lags to fit (default: -5:5; for recall lag-CRPs -5:-1,1:5)")
+    parser.add_argument("--variable", default="profile", help="variable of PROFILES.nc to fit (default profile)")
+
+
+def profile_fit_lags(profiles, args):
+    """The lags of ``--lags`` (default: by the kind of profile, as cmr.fitting_lags), refused in the option's words
+    when they include lag 0 of a recall lag-CRP."""
+    from cmr.errors import ParameterError, ProfileError
+    from cmr.profile_fit import fitting_lags
+
+    try:
+        return fitting_lags(profiles, args.lags, args.variable)
+    except ProfileError:
+        raise ParameterError(
+            f"{args.profiles} is a recall lag-CRP, which is undefined at lag 0 (no transition has lag 0): "
+            "give --lags without 0, e.g. --lags=-5:-1,1:5 (the default)"
+        ) from None
+
+
+def add_patterns(parser) -> None:
+    """``--patterns`` and ``--feature-layer``: the item patterns of semantic / category CMR."""
+    from icl_cmr.adapters.item_pools import PATTERN_KINDS
+
+    parser.add_argument("--patterns", default=None, choices=sorted(PATTERN_KINDS),
+                        help="item patterns of SOURCE's pool: semantic similarities and/or category units")
+    parser.add_argument("--feature-layer", default="segment", choices=("segment", "sublayer"),
+                        help="category units in the item layer of context or in a sublayer (default segment)")

@@ -67,12 +67,12 @@ def run(args) -> int:
                    index_key=args.index_key, edges=args.bins, max_lag=args.max_lag, max_shift=args.max_shift,
                    time_key=args.time_key)
     if suffix == ".nc":
-        result = run_analyses(events, args.analyses, **options)
+        result = run_analyses(events, analyses=args.analyses, **options)
         path = write_result(result, args.output)
         names = ", ".join(json.loads(result.attrs["analyses"]))
         units = describe_units(result, events)
     else:
-        table = analyses_table(events, args.analyses, **options)
+        table = analyses_table(events, analyses=args.analyses, **options)
         path = write_table(table, args.output)
         names = ", ".join(table["analysis"].unique())
         units = f"{events.sizes['trial']} lists"

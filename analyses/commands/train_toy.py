@@ -72,9 +72,9 @@ def run(args) -> int:
     import json
     from pathlib import Path
 
-    from icl_cmr.adapters import toy_model
+    from icl_cmr.adapters.lm import toy_model
     from icl_cmr.analyses import dynamics
-    from icl_cmr.analyses.commands.fit import load_grid
+    from icl_cmr.adapters.published_grid import load_grid
     from cmr.errors import DataSourceError
     from cmr.io import atomic_write, save_dataset
 

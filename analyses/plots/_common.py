@@ -6,6 +6,7 @@ from collections.abc import Mapping
 import numpy as np
 import xarray as xr
 
+from cmr.checks import integer, is_integer
 from cmr.errors import ParameterError, SchemaError
 from cmr.schema import KIND_ATTR, validate
 
@@ -96,10 +97,8 @@ def choose_heads(ds: xr.Dataset, variable: str, units, default: int, largest: bo
         units = default
     if isinstance(units, str):
         units = parse_heads(units)
-    if isinstance(units, (int, np.integer)) and not isinstance(units, bool):
-        if units < 1:
-            raise ParameterError(f"units as a number of heads must be >= 1; got {units}")
-        n = min(int(units), int(np.isfinite(score.values).sum()))
+    if is_integer(units):
+        n = min(integer(units, "units as a number of heads"), int(np.isfinite(score.values).sum()))
         return top_heads_from_fits(ds, variable=variable, n_heads=max(n, 1), largest=largest)
     try:
         heads = [(int(layer), int(head)) for layer, head in units]

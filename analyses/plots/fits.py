@@ -1,8 +1,7 @@
 """Fitted CMR parameters: heads against humans, and parameter recovery of recall fits."""
 from __future__ import annotations
 
-import numpy as np
-
+from cmr.checks import integer, is_integer
 from cmr.errors import ParameterError, SchemaError
 
 from ._common import checked, choose_heads, heads_2d, labelled, legend_above, target_axes
@@ -22,17 +21,13 @@ def _betas(ds, label: str):
     return ds["parameters"].sel(parameter="beta_enc"), ds["parameters"].sel(parameter="beta_rec")
 
 
-def _is_count(value) -> bool:
-    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
-
-
 def parameters_heads_vs_humans(head_fits, human_fits, top_heads, published=None, *, ax=None):
     """Fitted (beta_enc, beta_rec) of chosen heads, of human subjects and of published human fits.
 
     Heads and subjects are fitted by the same call on the same grid (:func:`cmr.fit_profiles`),
     so their parameters share one scale. The published values are fits of textbook CMR to whole
-    recall sequences; they are drawn on the study's variant's scale, matched on context decay
-    (:func:`cmr.variant_beta`, docs/fitting.md). The method still differs (likelihood of recall
+    recall sequences; they are drawn on the paper's variant's scale, matched on context decay
+    (:func:`cmr.paper_beta`, docs/fitting.md). The method still differs (likelihood of recall
     sequences against a lag profile), so read them as a reference.
 
     Parameters
@@ -76,12 +71,12 @@ def parameters_heads_vs_humans(head_fits, human_fits, top_heads, published=None,
         ax.scatter([float(enc.sel(layer=l, head=h)) for l, h in chosen],
                    [float(rec.sel(layer=l, head=h)) for l, h in chosen],
                    s=22, marker="^", color=PALETTE[0], zorder=2,
-                   label=f"{'top CMR-like ' if _is_count(top_heads) else ''}heads ({len(chosen)})")
+                   label=f"{'top CMR-like ' if is_integer(top_heads) else ''}heads ({len(chosen)})")
         if len(published):
-            from cmr.beta_scales import variant_beta
+            from cmr.beta_scales import paper_beta
 
-            ax.scatter(variant_beta(published["beta_enc"].to_numpy(dtype=float), "enc"),
-                       variant_beta(published["beta_rec"].to_numpy(dtype=float), "rec"), s=45, marker="*",
+            ax.scatter(paper_beta(published["beta_enc"].to_numpy(dtype=float), "enc"),
+                       paper_beta(published["beta_rec"].to_numpy(dtype=float), "rec"), s=45, marker="*",
                        color=PALETTE[1], edgecolors="k", linewidths=0.3,
                        label=f"published fits, decay-matched ({len(published)})", zorder=3)
         ax.set_xlabel(r"$\beta_{enc}$ (context drift at encoding)")
@@ -114,9 +109,7 @@ def parameter_recovery(fits, *, ncols: int = 5):
     free = [str(p) for p, f in zip(fits["parameter"].values, fits["free"].values) if f]
     if not free:
         raise SchemaError("the recall_fit dataset has no free parameter")
-    if isinstance(ncols, bool) or not isinstance(ncols, (int, np.integer)) or ncols < 1:
-        raise ParameterError(f"ncols must be an integer >= 1; got {ncols!r}")
-    ncols = min(int(ncols), len(free))
+    ncols = min(integer(ncols, "ncols"), len(free))
     nrows = -(-len(free) // ncols)
     fig, axes = new_figure(ncols, nrows, width=1.7, height=1.7, squeeze=False)
     with house_style():

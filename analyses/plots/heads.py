@@ -12,6 +12,7 @@ from collections.abc import Mapping
 import numpy as np
 import xarray as xr
 
+from cmr.checks import integer
 from cmr.constants import CMR_LIKE_DISTANCE
 from cmr.errors import ParameterError, SchemaError
 
@@ -71,8 +72,7 @@ def head_profiles(heads, fits, units=None, *, ncols: int | None = None):
     chosen = choose_heads(heads, "induction_score", units, 6)
     if ncols is None:
         ncols = 2 if len(chosen) == 4 else 3
-    if isinstance(ncols, bool) or not isinstance(ncols, (int, np.integer)) or ncols < 1:
-        raise ParameterError(f"ncols must be an integer >= 1; got {ncols!r}")
+    ncols = integer(ncols, "ncols")
     ylabel, sem_name = _PROFILE_AXIS.get(fits.attrs.get("profile_kind"), ("Profile", None))
     if heads.attrs.get("profile_kind") == fits.attrs.get("profile_kind"):
         sem_name = "sem"  # a dataset from select_profile keeps its own SEM as 'sem'
@@ -247,8 +247,7 @@ def share_cmr_like_by_depth(fits_by_objective, threshold: float = CMR_LIKE_DISTA
     matplotlib.figure.Figure
     """
     fits = _objectives(fits_by_objective)
-    if isinstance(n_bins, bool) or not isinstance(n_bins, (int, np.integer)) or n_bins < 1:
-        raise ParameterError(f"n_bins must be an integer >= 1; got {n_bins!r}")
+    n_bins = integer(n_bins, "n_bins")
     fig, ax = target_axes(ax, width=3.2, height=2.4)
     width = 0.8 / len(fits)
     hatches = ("", "////", "....", "xxxx")

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
+from cmr.checks import integer
 from cmr.errors import ParameterError
 from cmr.io import atomic_write
 
@@ -119,9 +120,7 @@ def new_figure(ncols: int = 1, nrows: int = 1, *, width: float = 3.0, height: fl
     """
     from matplotlib.figure import Figure
 
-    for value, what in ((ncols, "ncols"), (nrows, "nrows")):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-            raise ParameterError(f"{what} must be an integer >= 1; got {value!r}")
+    ncols, nrows = integer(ncols, "ncols"), integer(nrows, "nrows")
     for value, what in ((width, "width"), (height, "height")):
         if isinstance(value, bool) or not isinstance(value, (int, float, np.number)) or not 0 < value < 100:
             raise ParameterError(f"{what} must be a panel size in inches, between 0 and 100; got {value!r}")

@@ -7,6 +7,7 @@ docs/equations.md, "The paper's variant".
 from .simulate import (
     check_parameters as check_parameters,
     closed_form_crp as closed_form_crp,
+    closed_form_lag_distribution as closed_form_lag_distribution,
     paper_lag_statistics as paper_lag_statistics,
     simulate_paper_free_recall as simulate_paper_free_recall,
     simulate_paper_recalls as simulate_paper_recalls,
@@ -14,7 +15,7 @@ from .simulate import (
 
 __all__ = [
     "check_parameters",
-    "closed_form_crp",
+    "closed_form_lag_distribution",
     "paper_lag_statistics",
     "simulate_paper_free_recall",
     "simulate_paper_recalls",

@@ -12,8 +12,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .._jit import JIT
 
-@njit(cache=True, nogil=True)
+
+@njit(**JIT)
 def _support_prefix(t, a, n_items, out):
     """Prefix sums of the support F = M^T t over all n_items+1 states, into ``out``."""
     support = 0.0
@@ -25,7 +27,7 @@ def _support_prefix(t, a, n_items, out):
             support = a * support + t[k]
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def _recall_inputs(a, gamma, n_items):
     """Per recalled item j: its normalised context input and the prefix sums of its support.
 
@@ -61,7 +63,7 @@ def _recall_inputs(a, gamma, n_items):
     return t_in, in_prefix, in_back
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def _recall_one_trial(rng, a, beta_rec, n_items, start, max_recalls, t_in, in_prefix, in_back, t, prefix, out):
     """Simulate one free-recall trial from study position ``start``; return the number of recalls.
 
@@ -102,7 +104,7 @@ def _recall_one_trial(rng, a, beta_rec, n_items, start, max_recalls, t_in, in_pr
     return count
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def simulate_recalls(rng, a, beta_rec, gamma, n_items, starts, n_trials, max_recalls):
     """Recall sequences for every start position and trial.
 
@@ -125,7 +127,7 @@ def simulate_recalls(rng, a, beta_rec, gamma, n_items, starts, n_trials, max_rec
     return recalls
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def lag_stats_one_point(rng, a, beta_rec, gamma, n_items, starts, n_trials, max_recalls, max_lag, crp, var):
     """The study's lag distribution per start position, with its Monte Carlo variance.
 

@@ -8,8 +8,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from .._jit import JIT
 
-@njit(cache=True, nogil=True)
+
+@njit(**JIT)
 def _teacher_forced_one_point(a, beta_rec, gamma, n_items, max_lag, floor, t, support, prob, log_prob, zero):
     """Teacher-forced lag profile of one parameter point.
 
@@ -77,7 +79,7 @@ def _teacher_forced_one_point(a, beta_rec, gamma, n_items, max_lag, floor, t, su
             zero[k] = np.nan
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@njit(**JIT, parallel=True)
 def teacher_forced_grid(a, beta_rec, gamma, n_items, max_lag, floor):
     """Teacher-forced probability and log-probability profiles for many points (prange).
 

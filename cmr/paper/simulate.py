@@ -23,10 +23,11 @@ import os
 import numpy as np
 import pandas as pd
 
-from .._checks import as_generator, integer, seed_of
-from .._checks import n_jobs as check_n_jobs
+from ..checks import as_generator, integer, seed_of
+from ..checks import n_jobs as check_n_jobs
 from ..constants import STUDY_LIST_LENGTH, STUDY_MAX_LAG, STUDY_MAX_RECALLS, STUDY_N_TRIALS, STUDY_START_POSITIONS
 from ..errors import ParameterError, RecallDataError
+from .. import _deprecate
 from ..events import from_recall_matrix, to_table
 from . import _kernels
 
@@ -35,7 +36,7 @@ __all__ = [
     "simulate_paper_recalls",
     "simulate_paper_free_recall",
     "paper_lag_statistics",
-    "closed_form_crp",
+    "closed_form_lag_distribution",
     "point_seeds",
     "point_generator",
 ]
@@ -159,7 +160,7 @@ def simulate_paper_free_recall(
     return table
 
 
-def closed_form_crp(beta_enc: float, beta_rec: float, start: int, list_length: int, max_lag: int) -> np.ndarray:
+def closed_form_lag_distribution(beta_enc: float, beta_rec: float, start: int, list_length: int, max_lag: int) -> np.ndarray:
     """The study's closed-form lag distribution at (beta_rec, gamma) = (1, 0) or (0, 0).
 
     ``start`` is 0-based. For beta_rec = 1 (context = the last recalled item), lag d > 0 gets
@@ -194,6 +195,9 @@ def closed_form_crp(beta_enc: float, beta_rec: float, start: int, list_length: i
     else:
         raise ParameterError(f"closed forms exist only for beta_rec 0 or 1 (with gamma 0); got beta_rec={beta_rec!r}")
     return crp / crp.sum()
+
+
+closed_form_crp = _deprecate.renamed("closed_form_crp", closed_form_lag_distribution, module="cmr.paper")
 
 
 def _closed_form_applies(beta_rec: float, gamma: float) -> bool:
@@ -280,7 +284,7 @@ def paper_lag_statistics(
     closed = np.array([closed_forms and _closed_form_applies(r, c) for r, c in zip(b_rec, g)], dtype=bool)
     for p in np.flatnonzero(closed):
         for s, start in enumerate(starts):
-            per_start[p, s] = closed_form_crp(b_enc[p], b_rec[p], int(start), n, lag_cap)
+            per_start[p, s] = closed_form_lag_distribution(b_enc[p], b_rec[p], int(start), n, lag_cap)
         per_start_var[p] = 0.0
     seeds = point_seeds(seed, b_enc, b_rec, g)
     todo = np.flatnonzero(~closed)

@@ -14,7 +14,9 @@ report::
     cmr.testing.check_recall_model(model)
 
 :class:`~cmr.testing.examples.PlainCMR` is a readable textbook CMR in plain numpy, the worked
-example of docs/testing-cmr.md. ``import cmr`` does not import this package.
+example of docs/testing-cmr.md; :func:`~cmr.testing.reference.teacher_forced_reference` is the
+plain numpy teacher-forced profile of the paper's variant that the kernels are checked against.
+``import cmr`` does not import this package.
 """
 from .examples import PlainCMR as PlainCMR
 from .invariants import CHECKS as CHECKS
@@ -26,6 +28,7 @@ from .model import RecallModel as RecallModel
 from .model import per_trial as per_trial
 from .model import textbook_event_probabilities as textbook_event_probabilities
 from .model import textbook_model as textbook_model
+from .reference import teacher_forced_reference as teacher_forced_reference
 from .statistics import chi_square_power as chi_square_power
 from .strategies import events_datasets as events_datasets
 from .strategies import lag_profiles as lag_profiles
@@ -57,4 +60,5 @@ __all__ = [
     "textbook_event_probabilities",
     "TEXTBOOK_EXAMPLES",
     "PlainCMR",
+    "teacher_forced_reference",
 ]

@@ -14,7 +14,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from .._checks import integer, lag_window
+from ..checks import integer, is_integer, lag_window
 from ..errors import OptionalDependencyError, ParameterError
 from ..events import from_table
 from ..schema import provenance_attrs
@@ -48,7 +48,7 @@ def hypothesis_strategies():
 
 def _span(value, what: str, minimum: int) -> tuple[int, int]:
     """An int or an inclusive (low, high) pair of ints >= minimum, as a pair."""
-    low, high = (value, value) if isinstance(value, (int, np.integer)) else tuple(value)
+    low, high = (value, value) if is_integer(value) else tuple(value)
     if not (int(low) == low and int(high) == high and minimum <= low <= high):
         raise ParameterError(f"{what} must be an int or a (low, high) pair with {minimum} <= low <= high; got {value!r}")
     return int(low), int(high)

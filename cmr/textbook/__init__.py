@@ -7,6 +7,7 @@
 * :mod:`cmr.textbook.simulate`        seeded free-recall simulation, replay of the data's lists
 * :mod:`cmr.textbook.record`          context states and supports, step by step
 * :mod:`cmr.textbook.tied`            tied (dependent) parameters, parsed safely
+* :mod:`cmr.textbook.spec`            what a fit estimates (FitSpec), shared by the fitters
 * :mod:`cmr.textbook.fit`             maximum likelihood per subject or pooled, restarts, recovery
 * :mod:`cmr.textbook.crossval`        leave-lists-out cross-validated likelihood
 * :mod:`cmr.textbook.compare`         model comparison across variants
@@ -17,7 +18,6 @@ and docs/semantic-cmr.md.
 """
 from .compare import compare_models as compare_models
 from .crossval import cross_validate as cross_validate
-from .fit import STANDARD_FREE as STANDARD_FREE
 from .fit import fit_recall as fit_recall
 from .fit import parameter_recovery as parameter_recovery
 from .likelihood import log_likelihood as log_likelihood
@@ -27,6 +27,7 @@ from .parameters import PARAMETER_SPECS as PARAMETER_SPECS
 from .parameters import SEMANTIC_PARAMETER_NAMES as SEMANTIC_PARAMETER_NAMES
 from .parameters import default_parameters as default_parameters
 from .parameters import fit_bounds as fit_bounds
+from .parameters import read_parameters as read_parameters
 from .parameters import validate_parameters as validate_parameters
 from .patterns import ItemPatterns as ItemPatterns
 from .patterns import category_features as category_features
@@ -37,6 +38,8 @@ from .record import record_states as record_states
 from .simulate import simulate_experiment as simulate_experiment
 from .simulate import simulate_free_recall as simulate_free_recall
 from .simulate import simulate_recalls as simulate_recalls
+from .spec import STANDARD_FREE as STANDARD_FREE
+from .spec import FitSpec as FitSpec
 
 __all__ = [
     "STANDARD_FREE",
@@ -46,6 +49,7 @@ __all__ = [
     "PARAMETER_SPECS",
     "default_parameters",
     "validate_parameters",
+    "read_parameters",
     "fit_bounds",
     "ItemPatterns",
     "item_patterns",
@@ -55,6 +59,7 @@ __all__ = [
     "simulate_recalls",
     "simulate_free_recall",
     "simulate_experiment",
+    "FitSpec",
     "fit_recall",
     "parameter_recovery",
     "cross_validate",

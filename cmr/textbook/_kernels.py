@@ -24,6 +24,8 @@ import math
 import numpy as np
 from numba import njit
 
+from .._jit import JIT
+
 # parameter vector indices (cmr.parameters.PARAMETER_NAMES order)
 LFC, LCF, P1, P2, B_ENC, B_START, B_REC, TEMP, X1, X2, AFC, ACF, DFC, DCF = range(14)
 SUPPORT_FLOOR = 1e-6  # cymr's amin: minimum support of a not-yet-recalled item
@@ -31,7 +33,7 @@ STOP_FLOOR = 1e-6  # cymr's pmin: p_stop clipped to [pmin, 1 - pmin]
 EVENT_FLOOR = 1e-5  # cymr clips each event probability to [10e-6, 1] before the log
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def integrate_context(c, c_in, beta, unit_weight):
     """c <- rho c + beta c_in with rho keeping |c| = 1 (c_in already unit length). In place."""
     cdot = 0.0
@@ -42,7 +44,7 @@ def integrate_context(c, c_in, beta, unit_weight):
         c[j] = rho * c[j] + beta * c_in[j]
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def item_input(params, item, n, c_study, studied, unit_weight, c_in):
     """Unit-length context input of item ``item``: (M_fc_pre + M_fc_exp)[item], normalised."""
     afc = params[AFC]
@@ -65,13 +67,13 @@ def item_input(params, item, n, c_study, studied, unit_weight, c_in):
             c_in[j] /= norm
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def primacy_rate(params, position):
     """Context-to-item learning rate at 0-based serial position: Lcf + P1 exp(-P2 i)."""
     return params[LCF] + params[P1] * math.exp(-params[P2] * position)
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def stop_probability(params, output_position, n_left):
     """P(stop) before output ``output_position`` (0-based); 1 when nothing is left."""
     if n_left == 0:
@@ -84,7 +86,7 @@ def stop_probability(params, output_position, n_left):
     return p
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def study_list(params, n, n_other):
     """Run study of an ``n``-item list.
 
@@ -108,7 +110,7 @@ def study_list(params, n, n_other):
     return c, c_study, unit_weight
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def reinstate_start(params, c, unit_weight):
     """Integrate the start-of-list unit into context with B_start (in place)."""
     n = c.shape[0] - 2
@@ -117,7 +119,7 @@ def reinstate_start(params, c, unit_weight):
     integrate_context(c, c_in, params[B_START], unit_weight)
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def mcf_after_study(params, c_study):
     """Full context-to-item weights M_cf = M_cf_pre + M_cf_exp, shape (n, n + 2)."""
     n = c_study.shape[0]
@@ -133,7 +135,7 @@ def mcf_after_study(params, c_study):
     return m_cf
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def retrieval_support(m_cf, c, unit_weight, recalled, support):
     """Support a = M_cf c for each item, floored at 1e-6; recalled items get 0. In place."""
     n = m_cf.shape[0]
@@ -152,7 +154,7 @@ def retrieval_support(m_cf, c, unit_weight, recalled, support):
         support[i] = a
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def choice_probabilities(support, recalled, temperature, prob):
     """Softmax exp(2 a / T) over not-yet-recalled items (shifted by the max; exact ratios)."""
     n = support.shape[0]
@@ -171,7 +173,7 @@ def choice_probabilities(support, recalled, temperature, prob):
         prob[i] /= total
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def recall_update(params, item, c, c_study, unit_weight, c_in):
     """Context update after recalling ``item``: integrate its M_fc input with B_rec."""
     n = c_study.shape[0]

@@ -19,13 +19,14 @@ import math
 import numpy as np
 from numba import njit
 
+from .._jit import JIT
 from ._kernels import B_ENC, B_REC, B_START, EVENT_FLOOR, LFC, SUPPORT_FLOOR, TEMP, primacy_rate, stop_probability
 from ._network import SFF, pair_terms, scored_recalls
 
 LANES = 64  # most parameter sets scored side by side (blocks of equal width)
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def _build(lane_params, p, w, n, pool, sim, sim_gram, row_sum, feature_gram, n_blocks, gram, hcf, xs, us, rows,
            vecs, x, u, tmp, stops, ready):
     """``_network.build_structure`` for ``w`` lanes (vecs: A0, UB0, Z0, NRM) and P(stop) by output."""
@@ -114,7 +115,7 @@ def _build(lane_params, p, w, n, pool, sim, sim_gram, row_sum, feature_gram, n_b
             stops[k, s] = stop_probability(lane_params[s], k, n - k)
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def _recall_update(p, w, n, n_blocks, j, gram, xs, us, rows, vecs, col_a, col_c, ready, state, tmp):
     """``_network.recall_update`` of item ``j`` for ``w`` lanes (columns of j computed on first use)."""
     if not ready[j]:
@@ -148,7 +149,7 @@ def _recall_update(p, w, n, n_blocks, j, gram, xs, us, rows, vecs, col_a, col_c,
                 z[i, s] = rho[s] * z[i, s] + coef[s] * (us[b, i, 1 + j, s] + lfc * col_c[b, j, i, s])
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def _add_log(value, logl):
     """logl + log(value clipped to [EVENT_FLOOR, 1]) (NaN stays NaN)."""
     if value < EVENT_FLOOR:
@@ -158,7 +159,7 @@ def _add_log(value, logl):
     return logl + math.log(value)
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def _trial_logl(p, w, n, sim, recalls, n_blocks, gram, xs, us, rows, vecs, col_a, col_c, ready, state, support,
                 stops, recalled, items, tmp, logl):
     """One trial's floored log-likelihood for ``w`` lanes into ``logl`` (``_network._trial_events``)."""
@@ -215,7 +216,7 @@ def _trial_logl(p, w, n, sim, recalls, n_blocks, gram, xs, us, rows, vecs, col_a
         logl[s] = _add_log(stops[count, s] if count < n else 1.0, logl[s])
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def population_log_likelihood(param_sets, trial_group, order, group_length, group_pool, group_sim,
                               group_sim_gram, group_row_sum, group_feature_gram, n_blocks, recalls):
     """Total floored log-likelihood of all trials for each row of ``param_sets`` (S, 19).

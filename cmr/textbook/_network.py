@@ -27,6 +27,7 @@ import math
 import numpy as np
 from numba import njit
 
+from .._jit import JIT
 from ._kernels import (
     ACF, AFC, B_ENC, B_REC, B_START, DCF, DFC, EVENT_FLOOR, LFC, SUPPORT_FLOOR, TEMP,
     choice_probabilities, primacy_rate, stop_probability,
@@ -40,7 +41,7 @@ VEC_NRM, VEC_A0, VEC_UB0, VEC_Z0 = range(4)  # (nb, 4, L)
 CO_XS, CO_US, CO_A = range(3)  # (nb, 3, L, m): study contexts, their duals G x, support rows
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def work_arrays(n_blocks, max_length):
     """Structure arrays for lists of up to ``max_length`` items (reused across lists)."""
     m = max_length + 1
@@ -52,7 +53,7 @@ def work_arrays(n_blocks, max_length):
     return mats, vecs, coords, start, ready
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def pattern_dot(a1, d1, s1, a2, d2, s2, pool, i, k, sim, sim_gram, row_sum):
     """(a1 + d1 loc_i + s1 sem_i) . (a2 + d2 loc_k + s2 sem_k) over the pool's item units."""
     value = (a1 * a2 * pool + a1 * d2 + d1 * a2 + a1 * s2 * row_sum[k] + s1 * a2 * row_sum[i]
@@ -62,7 +63,7 @@ def pattern_dot(a1, d1, s1, a2, d2, s2, pool, i, k, sim, sim_gram, row_sum):
     return value
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def pair_terms(params, pool, i, k, sim, sim_gram, row_sum, feature_gram, n_blocks):
     """Gram ``G[i, k]`` and support ``H[i, k]`` entries of items i, k: (G, H) of block 0, then
     of block 1 (the feature sublayer; zeros with one block, where features join block 0)."""
@@ -77,7 +78,7 @@ def pair_terms(params, pool, i, k, sim, sim_gram, row_sum, feature_gram, n_block
     return g_item, h_item, g_feat, h_feat
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def _integrate(x, u, n, cdot, beta):
     """Scale x and u = G x by rho, the first half of c <- rho c + beta c_in; return rho."""
     rho = math.sqrt(1.0 + beta * beta * (cdot * cdot - 1.0)) - beta * cdot
@@ -87,7 +88,7 @@ def _integrate(x, u, n, cdot, beta):
     return rho
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def build_structure(params, n, pool, sim, sim_gram, row_sum, feature_gram, n_blocks,
                     mats, vecs, coords, start, ready):
     """Study an ``n``-item list and prepare recall: fill the structure arrays in place.
@@ -154,7 +155,7 @@ def build_structure(params, n, pool, sim, sim_gram, row_sum, feature_gram, n_blo
             vecs[b, VEC_Z0, j] = z0
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def _prepare_column(n, n_blocks, j, mats, coords, ready):
     """Columns of the recall updates for item j: A xs[j] and xs[j] . us[k] (on first use)."""
     if ready[j]:
@@ -174,7 +175,7 @@ def _prepare_column(n, n_blocks, j, mats, coords, ready):
     ready[j] = True
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def start_recall(n, n_blocks, vecs, state):
     """Recall state (n_blocks, 3, L): supports, c . b_p, c . c_study[k] at the start of recall."""
     for b in range(n_blocks):
@@ -184,7 +185,7 @@ def start_recall(n, n_blocks, vecs, state):
             state[b, 2, i] = vecs[b, VEC_Z0, i]
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def recall_update(params, n, n_blocks, j, mats, vecs, coords, ready, state, x):
     """Integrate the recalled item j into context with B_rec (every block), O(n).
 
@@ -219,7 +220,7 @@ def recall_update(params, n, n_blocks, j, mats, vecs, coords, ready, state, x):
             x[b, 1 + j] += coef
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def supports(params, n, n_blocks, state, sim, previous, recalled, out):
     """Floored support of each not-yet-recalled item (0 for recalled), into ``out``.
 
@@ -241,7 +242,7 @@ def supports(params, n, n_blocks, state, sim, previous, recalled, out):
         out[i] = value
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def _choice_probability(params, n, n_blocks, state, sim, previous, recalled, item, support):
     """Choice probability of ``item`` among the not-yet-recalled items (the arithmetic of
     ``choice_probabilities``, without writing the other items' probabilities)."""
@@ -258,7 +259,7 @@ def _choice_probability(params, n, n_blocks, state, sim, previous, recalled, ite
     return math.exp(2.0 * (support[item] - top) / temperature) / total
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def scored_recalls(recalls, n, seen, items):
     """The scored recalls of one trial's row, in output order, into ``items`` (0-based serial
     positions); returns their count. cymr's rules: output stops at the first padding zero;
@@ -280,7 +281,7 @@ def scored_recalls(recalls, n, seen, items):
     return count
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def _trial_events(params, n, sim, recalls, n_blocks, mats, vecs, coords, ready, state, support, stops,
                   recalled, items, no_x, event_p):
     """Raw probabilities of one trial's scored events (cymr's rules; see likelihood.py).
@@ -302,7 +303,7 @@ def _trial_events(params, n, sim, recalls, n_blocks, mats, vecs, coords, ready, 
     return count + 1
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def _visit(idx, order, param_table, trial_param, trial_group, group_length, group_pool, group_sim, group_sim_gram,
            group_row_sum, group_feature_gram, n_blocks, work, visited, stops):
     """Trial ``order[idx]``: build its study phase (and P(stop) by output) unless the trial
@@ -323,7 +324,7 @@ def _visit(idx, order, param_table, trial_param, trial_group, group_length, grou
     return t, p, g
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def trials_log_likelihood(param_table, trial_param, trial_group, order, group_length, group_pool,
                           group_sim, group_sim_gram, group_row_sum, group_feature_gram, n_blocks,
                           recalls, trial_logl, trial_n, event_p):
@@ -371,7 +372,7 @@ def trials_log_likelihood(param_table, trial_param, trial_group, order, group_le
         trial_n[t] = count
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def simulate_trials(param_table, trial_param, trial_group, order, group_length, group_pool, group_sim,
                     group_sim_gram, group_row_sum, group_feature_gram, n_blocks, rng, out):
     """Free recall of each trial into rows of ``out`` (1-based positions, 0 padding).
@@ -426,7 +427,7 @@ def simulate_trials(param_table, trial_param, trial_group, order, group_length, 
             previous = item
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def record_trial(params, n, pool, sim, sim_gram, row_sum, feature_gram, n_blocks, recalls,
                  study_x, start_x, cue_x, support_out, prob_out, stop_out):
     """One trial's states: context coefficients during study and before each scored event.

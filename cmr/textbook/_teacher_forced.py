@@ -17,10 +17,11 @@ import math
 import numpy as np
 from numba import njit, prange
 
+from .._jit import JIT
 from . import _kernels
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def _context_keys(c_study, key_before):
     """Context each item is stored under in M_cf: after it was studied (cymr) or before (prefix matching)."""
     if not key_before:
@@ -34,7 +35,7 @@ def _context_keys(c_study, key_before):
     return keys
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def _textbook_one_point(params, n, max_lag, key_before, prob, log_prob, mean_support):
     n_lags = 2 * max_lag + 1
     c, c_study, unit_weight = _kernels.study_list(params, n, 0)
@@ -76,7 +77,7 @@ def _textbook_one_point(params, n, max_lag, key_before, prob, log_prob, mean_sup
             mean_support[k] = np.nan
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@njit(**JIT, parallel=True)
 def textbook_teacher_forced_grid(param_sets, n, max_lag, key_before):
     """Teacher-forced profiles for many textbook-CMR parameter vectors (prange).
 
@@ -87,7 +88,7 @@ def textbook_teacher_forced_grid(param_sets, n, max_lag, key_before):
 
     key_before : bool
         Store item j in M_cf under the context before it was studied (prefix matching, as the
-        study's variant and an induction head do) instead of after it (cymr).
+        paper's variant and an induction head do) instead of after it (cymr).
 
     Returns
     -------

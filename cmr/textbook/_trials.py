@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._checks import integer
+from ..checks import integer
 from ..errors import RecallDataError
 from ..events import to_recall_matrix
 from .patterns import ItemPatterns

@@ -14,6 +14,7 @@ from typing import Mapping
 import numpy as np
 import xarray as xr
 
+from ..criteria import aic_bic
 from ..errors import SchemaError
 from ..schema import provenance_attrs, validate
 
@@ -59,8 +60,7 @@ def compare_models(fits: Mapping[str, xr.Dataset], cv: Mapping[str, xr.Dataset] 
     k = np.array([int(aligned[m].attrs["k"]) for m in names], dtype=np.int64)
     logl = np.array([aligned[m]["logl"].values for m in names])
     n = aligned[names[0]]["n"].values
-    aic = 2.0 * k[:, None] - 2.0 * logl
-    bic = k[:, None] * np.log(n)[None, :] - 2.0 * logl
+    aic, bic = aic_bic(logl, k[:, None], n[None, :])
     total_aic = aic.sum(axis=1)
     delta = total_aic - total_aic.min()
     weight = np.exp(-0.5 * delta) / np.exp(-0.5 * delta).sum()

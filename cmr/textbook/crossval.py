@@ -8,21 +8,22 @@ count, so it compares models whose parameters are tied, bounded or nested alike.
 """
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from typing import Mapping
 
 import numpy as np
 import pandas as pd
 import xarray as xr
 
-from .._checks import integer, seed_of
-from .._checks import n_jobs as check_n_jobs
+from ..checks import integer, seed_of
+from ..checks import n_jobs as check_n_jobs
+from .._deprecate import warn
 from ..errors import RecallDataError
 from ..events import as_events
 from ..schema import provenance_attrs
-from ._optimize import model_spec, score_unit
+from ._optimize import score_unit
 from ._trials import trial_arrays
-from .fit import STANDARD_FREE, event_counts, fit_units, unit_seeds
-from .patterns import ItemPatterns
+from .fit import event_counts, fit_units, unit_seeds
+from .spec import FitSpec, resolve_spec
 
 __all__ = ["cross_validate", "list_folds"]
 
@@ -42,13 +43,8 @@ def list_folds(subjects, n_folds: int, rng=0) -> np.ndarray:
 
 def cross_validate(
     events,
-    free: Sequence[str] = STANDARD_FREE,
-    fixed: Mapping[str, float] | None = None,
-    bounds: Mapping[str, tuple[float, float]] | None = None,
-    *,
-    tied: Mapping[str, str] | None = None,
-    patterns: ItemPatterns | None = None,
-    pool_size: int | None = None,
+    spec: FitSpec | None = None,
+    *deprecated_positional,
     n_folds: int = 4,
     n_restarts: int = 1,
     rng=0,
@@ -57,11 +53,14 @@ def cross_validate(
     polish: bool = True,
     progress: bool = True,
     de_options: Mapping | None = None,
+    **deprecated_model,
 ) -> xr.Dataset:
     """Leave-lists-out cross-validated log-likelihood of CMR for each subject.
 
-    Parameters are those of :func:`cmr.fit_recall`; ``n_folds`` (>= 2) is the number of
-    folds per subject. One task per (subject, fold) runs in threads or on ``executor``.
+    Parameters are those of :func:`cmr.fit_recall` (the model as one :class:`cmr.FitSpec`;
+    the separate model arguments are deprecated and still work, with a DeprecationWarning,
+    until the next release); ``n_folds`` (>= 2) is the number of folds per subject. One task per
+    (subject, fold) runs in threads or on ``executor``.
 
     Returns
     -------
@@ -70,10 +69,11 @@ def cross_validate(
         ``fold_logl``, ``fold_n``, ``fold_train_logl`` (subject, fold); ``fold_value``
         (subject, fold, parameter); ``trial_fold`` (trial). Attr ``k``.
     """
+    fit_spec, _, message = resolve_spec("cross_validate", spec, deprecated_positional, deprecated_model)
+    if message:
+        warn(message, skip=1)
     events = as_events(events)
-    if patterns is not None and not isinstance(patterns, ItemPatterns):
-        raise RecallDataError(f"patterns must come from cmr.item_patterns(...); got {type(patterns).__name__}")
-    spec = model_spec(free, fixed, bounds, tied, patterns=patterns is not None)
+    spec, patterns, pool_size = fit_spec._model, fit_spec.patterns, fit_spec.pool_size
     n_folds = integer(n_folds, "n_folds", minimum=2)
     n_restarts = integer(n_restarts, "n_restarts")
     n_jobs = check_n_jobs(n_jobs)

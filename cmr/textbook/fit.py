@@ -11,26 +11,24 @@ as a ``dask.distributed.Client``; results do not depend on where they ran. The r
 from __future__ import annotations
 
 import json
-from typing import Mapping, Sequence
+from typing import Mapping
 
 import numpy as np
 import pandas as pd
 import xarray as xr
 
-from .._checks import integer, seed_of
-from .._checks import n_jobs as check_n_jobs
+from ..checks import integer, seed_of
+from ..checks import n_jobs as check_n_jobs
+from .._deprecate import warn
+from ..criteria import aic_bic
 from ..errors import ParameterError, RecallDataError
 from ..events import as_events, from_recall_matrix
 from ..schema import provenance_attrs
-from ._optimize import ModelSpec, fit_unit, model_spec, run_tasks
+from ._optimize import ModelSpec, fit_unit, run_tasks
 from ._trials import TrialArrays, trial_arrays
-from .parameters import fit_bounds
-from .patterns import ItemPatterns
+from .spec import STANDARD_FREE, FitSpec, resolve_spec
 
 __all__ = ["fit_recall", "parameter_recovery", "STANDARD_FREE", "unit_seeds", "information_criteria_recall"]
-
-# the ten parameters usually fitted to free recall (Morton & Polyn 2016), A/D fixed
-STANDARD_FREE = ("Lfc", "Lcf", "P1", "P2", "B_enc", "B_start", "B_rec", "T", "X1", "X2")
 
 
 def unit_seeds(seed: int, n_units: int, n_restarts: int) -> list[list[int]]:
@@ -57,9 +55,10 @@ def event_counts(recalls: np.ndarray) -> np.ndarray:
 
 
 def information_criteria_recall(logl, k: int, n):
-    """AIC ``2k - 2 logL`` and BIC ``k ln(n) - 2 logL`` (n: scored events, cymr's data points)."""
-    logl = np.asarray(logl, dtype=np.float64)
-    return 2.0 * k - 2.0 * logl, k * np.log(np.asarray(n, dtype=np.float64)) - 2.0 * logl
+    """Deprecated: :func:`cmr.aic_bic` (same arguments)."""
+    warn("cmr.textbook.fit.information_criteria_recall is deprecated and will be removed in the next release; "
+         "use cmr.aic_bic (same arguments)")
+    return aic_bic(logl, k, n)
 
 
 def _source_of(events):
@@ -69,20 +68,10 @@ def _source_of(events):
         return ""
 
 
-def _check_patterns(patterns):
-    if patterns is not None and not isinstance(patterns, ItemPatterns):
-        raise RecallDataError(f"patterns must come from cmr.item_patterns(...); got {type(patterns).__name__}")
-
-
 def fit_recall(
     events,
-    free: Sequence[str] = STANDARD_FREE,
-    fixed: Mapping[str, float] | None = None,
-    bounds: Mapping[str, tuple[float, float]] | None = None,
-    *,
-    tied: Mapping[str, str] | None = None,
-    patterns: ItemPatterns | None = None,
-    pool_size: int | None = None,
+    spec: FitSpec | None = None,
+    *deprecated_positional,
     by: str | None = "subject",
     n_restarts: int = 1,
     rng=0,
@@ -91,6 +80,7 @@ def fit_recall(
     polish: bool = True,
     progress: bool = True,
     de_options: Mapping | None = None,
+    **deprecated_model,
 ) -> xr.Dataset:
     """Fit CMR to recall sequences by maximum likelihood, per subject or pooled.
 
@@ -98,22 +88,12 @@ def fit_recall(
     ----------
     events : xarray.Dataset or pandas.DataFrame
         Events dataset or psifr long table.
-    free : sequence of str
-        Fitted parameters (default: the ten of Morton & Polyn 2016). With ``patterns``, the
-        pattern weights ``Sfc, Scf, Sff, Cfc, Ccf`` may be free too.
-    fixed : mapping, optional
-        Values of other parameters; any parameter neither free, fixed nor tied takes its
-        default (:func:`cmr.default_parameters`; pattern weights 0).
-    bounds : mapping, optional
-        Search bounds ``name -> (low, high)`` overriding the typical ranges.
-    tied : mapping, optional
-        ``name -> expression`` of other parameters, e.g. ``{"B_rec": "B_enc"}`` or
-        ``{"Dfc": "1 - Lfc"}`` (cymr's dependent parameters; parsed, never ``eval``-ed).
-        Sets whose tied values leave a parameter's admissible range are scored as impossible.
-    patterns : ItemPatterns, optional
-        Item pool and patterns for semantic / category CMR (:func:`cmr.item_patterns`).
-    pool_size : int, optional
-        Localist CMR: cymr pool size for a pool-sized context (default: list-sized).
+    spec : FitSpec, optional
+        The model: free, fixed and tied parameters, search bounds, item patterns, pool size
+        (:class:`cmr.FitSpec`; default ``FitSpec()``, the ten free parameters of Morton &
+        Polyn 2016). Deprecated until the next release: the separate model arguments
+        (``free, fixed, bounds`` by position; ``free=, fixed=, bounds=, tied=, patterns=,
+        pool_size=``) still build the spec, with a DeprecationWarning.
     by : {"subject", None}
         One fit per subject, or one pooled (group) fit of all trials together.
     n_restarts : int
@@ -144,9 +124,11 @@ def fit_recall(
         restart); ``free``, ``lower``, ``upper``, ``tied`` per parameter. With ``by=None``
         there is no ``subject`` dim.
     """
+    fit_spec, _, message = resolve_spec("fit_recall", spec, deprecated_positional, deprecated_model)
+    if message:
+        warn(message, skip=1)
     events = as_events(events)
-    _check_patterns(patterns)
-    spec = model_spec(free, fixed, bounds, tied, patterns=patterns is not None)
+    spec, patterns, pool_size = fit_spec._model, fit_spec.patterns, fit_spec.pool_size
     if by not in ("subject", None):
         raise RecallDataError(f"by must be 'subject' (one fit per subject) or None (pooled); got {by!r}")
     n_restarts = integer(n_restarts, "n_restarts")
@@ -208,7 +190,7 @@ def fit_dataset(spec: ModelSpec, labels, results, counts, created_by: str, info:
 
     logl = pick("logl", np.float64)
     n = np.array(counts, dtype=np.int64)
-    aic, bic = information_criteria_recall(logl, spec.k, n)
+    aic, bic = aic_bic(logl, spec.k, n)  # n: scored events, cymr's data points
     unit = ("subject",) if labels is not None else ()
     squeeze = (lambda a: a) if labels is not None else (lambda a: a[0])
     free_flag = np.array([int(name in spec.free) for name in names], dtype=np.int64)
@@ -253,41 +235,50 @@ def fit_dataset(spec: ModelSpec, labels, results, counts, created_by: str, info:
 
 def parameter_recovery(
     n_sets: int = 20,
-    free: Sequence[str] = STANDARD_FREE,
-    fixed: Mapping[str, float] | None = None,
+    spec: FitSpec | None = None,
+    *deprecated_positional,
     ranges: Mapping[str, tuple[float, float]] | None = None,
-    *,
     list_length: int = 24,
     n_lists: int = 48,
     events=None,
-    patterns: ItemPatterns | None = None,
-    tied: Mapping[str, str] | None = None,
     rng=0,
     n_jobs: int = 1,
     executor=None,
     progress: bool = True,
     de_options: Mapping | None = None,
+    **deprecated_model,
 ) -> xr.Dataset:
     """Simulate data from known parameters, fit them back, return true and recovered values.
 
-    ``n_sets`` parameter sets are drawn uniformly inside ``ranges`` (default: the middle
-    80% of each free parameter's search range); each set simulates one "subject", which is
-    then fitted with the same free parameters. Without ``events``, a subject studies
-    ``n_lists`` lists of ``list_length`` items; with ``events`` (needed for ``patterns``:
-    semantic CMR needs real items), simulated subject i replays the study lists of the
-    data's subject ``i mod S``. Returns the ``recall_fit`` dataset with an added
-    ``true_value`` (subject, parameter) and ``correlation`` (parameter; Pearson r of true vs
-    recovered, NaN for parameters that are not free).
+    ``n_sets`` parameter sets of the model ``spec`` (:class:`cmr.FitSpec`; default
+    ``FitSpec()``) are drawn uniformly inside ``ranges`` (default: the middle 80% of each
+    free parameter's search range); each set simulates one "subject", which is then fitted
+    with the same spec. Without ``events``, a subject studies ``n_lists`` lists of
+    ``list_length`` items; with ``events`` (needed for the spec's ``patterns``: semantic CMR
+    needs real items), simulated subject i replays the study lists of the data's subject
+    ``i mod S``. Returns the ``recall_fit`` dataset with an added ``true_value`` (subject,
+    parameter) and ``correlation`` (parameter; Pearson r of true vs recovered, NaN for
+    parameters that are not free). Deprecated until the next release: the separate model
+    arguments (``free, fixed`` and ``ranges`` by position; ``free=, fixed=, tied=,
+    patterns=``) still work, with a DeprecationWarning.
     """
     from .simulate import simulate_experiment, simulate_recalls
 
-    _check_patterns(patterns)
-    spec = model_spec(free, fixed, None, tied, patterns=patterns is not None)
+    fit_spec, others, message = resolve_spec("parameter_recovery", spec, deprecated_positional, deprecated_model,
+                                             positional_names=("fixed", "ranges"),
+                                             accepted=("free", "fixed", "tied", "patterns"))
+    if message:
+        warn(message, skip=1)
+    if "ranges" in others:
+        if ranges is not None:
+            raise TypeError("parameter_recovery() got multiple values for argument 'ranges'")
+        ranges = others["ranges"]
+    spec, patterns, pool_size = fit_spec._model, fit_spec.patterns, fit_spec.pool_size
     n_sets = integer(n_sets, "n_sets")
     seed = seed_of(rng)
     generator = np.random.default_rng(seed)
     ranges = dict(ranges or {})
-    search = fit_bounds(list(spec.free))
+    search = spec.bounds
     draws = np.empty((n_sets, spec.k))
     for j, (name, (low, high)) in enumerate(zip(spec.free, search)):
         lo, hi = ranges.get(name, (low + 0.1 * (high - low), high - 0.1 * (high - low)))
@@ -296,7 +287,8 @@ def parameter_recovery(
     if events is None:
         if patterns is not None:
             raise ParameterError("parameter_recovery with patterns needs events whose study lists it can replay")
-        matrices = [simulate_recalls(truth, list_length, n_lists, rng=generator) for truth in truths]
+        matrices = [simulate_recalls(truth, list_length, n_lists, rng=generator, pool_size=pool_size)
+                    for truth in truths]
         data = from_recall_matrix(np.concatenate(matrices), list_length, subject=np.repeat(np.arange(n_sets), n_lists),
                                   source="cmr.parameter_recovery")
     else:
@@ -305,14 +297,14 @@ def parameter_recovery(
         tables = []
         for s in range(n_sets):
             source = events.isel(trial=np.flatnonzero(events["subject"].values == subjects[s % subjects.size]))
-            table = simulate_experiment(source, truths[s], n_rep=1, rng=generator, patterns=patterns)
+            table = simulate_experiment(source, truths[s], n_rep=1, rng=generator, patterns=patterns,
+                                        pool_size=pool_size)
             table["subject"] = s
             tables.append(table)
         from ..events import from_table
 
         data = from_table(pd.concat(tables, ignore_index=True), source="cmr.parameter_recovery")
-    fits = fit_recall(data, list(spec.free), spec.fixed, tied={t.name: t.expression for t in spec.tied} or None,
-                      patterns=patterns, rng=seed, n_jobs=n_jobs, executor=executor, progress=progress,
+    fits = fit_recall(data, fit_spec, rng=seed, n_jobs=n_jobs, executor=executor, progress=progress,
                       de_options=de_options)
     names = list(spec.names)
     fits["true_value"] = (("subject", "parameter"), np.array([[t[n] for n in names] for t in truths]))

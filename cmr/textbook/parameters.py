@@ -24,6 +24,7 @@ __all__ = [
     "MODEL_PARAMETER_NAMES",
     "default_parameters",
     "validate_parameters",
+    "read_parameters",
     "parameter_vector",
     "fit_bounds",
 ]
@@ -78,7 +79,7 @@ MODEL_PARAMETER_NAMES = PARAMETER_NAMES + SEMANTIC_PARAMETER_NAMES
 _SPEC_BY_NAME = {spec.name: spec for spec in PARAMETER_SPECS + SEMANTIC_PARAMETER_SPECS}
 
 
-def default_parameters(semantic: bool = False) -> dict[str, float]:
+def default_parameters(*, semantic: bool = False) -> dict[str, float]:
     """A new dict of the default parameter values (cymr's Morton2013_mixed example).
 
     With ``semantic=True`` the five pattern weights (all 0) are included too.
@@ -179,3 +180,35 @@ def fit_bounds(names, bounds: Mapping[str, tuple[float, float]] | None = None) -
             )
         out.append((low, high))
     return out
+
+
+def read_parameters(path) -> dict:
+    """Parameter values from a JSON file: one object ``{"name": value, ...}``, or one such object per subject.
+
+    The values are returned as written (check them with :func:`validate_parameters`, or let the
+    function that uses them do so).
+
+    Raises
+    ------
+    DataSourceError
+        No file at ``path``.
+    FileFormatError
+        The file is not JSON.
+    ParameterError
+        The JSON is not an object.
+    """
+    import json
+    from pathlib import Path
+
+    from ..errors import DataSourceError, FileFormatError
+
+    path = Path(path)
+    if not path.is_file():
+        raise DataSourceError(f"parameter file not found: {str(path)!r}")
+    try:
+        params = json.loads(path.read_text())
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise FileFormatError(f"{str(path)!r} is not valid JSON: {exc}") from exc
+    if not isinstance(params, dict):
+        raise ParameterError(f"{str(path)!r} must hold one JSON object of name: value; got {type(params).__name__}")
+    return params

@@ -186,7 +186,7 @@ def item_patterns(
     return ItemPatterns(labels, sim, feats, names, feature_layer)
 
 
-def similarity_from_distances(distances, metric: str = "cosine") -> np.ndarray:
+def similarity_from_distances(distances, *, metric: str = "cosine") -> np.ndarray:
     """Similarity matrix from a distance matrix.
 
     ``metric="cosine"``: ``similarity = 1 - distance`` (cosine distance is one minus cosine

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from .._checks import integer, seed_of
+from ..checks import integer, seed_of
 from ..constants import RECALL_LAGS
 from ..crp import lag_crp
 from ..events import as_events, from_table

@@ -18,7 +18,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from .._checks import as_generator, integer
+from ..checks import as_generator, integer, is_integer
 from ..errors import ParameterError, RecallDataError
 from ..events import as_events, from_recall_matrix, to_table
 from . import _network
@@ -111,7 +111,7 @@ def simulate_free_recall(
     by_subject = parameters_by_subject(params)
     if subjects is None:
         labels = np.array(list(_subject_labels(params))) if by_subject is not None else np.arange(1, 2)
-    elif isinstance(subjects, (int, np.integer)) and not isinstance(subjects, bool):
+    elif is_integer(subjects):
         labels = np.arange(1, integer(subjects, "subjects") + 1)
     else:
         labels = np.asarray(subjects)

@@ -27,7 +27,7 @@ def smollm2():
 
 
 def test_every_composition_score_of_smollm2_is_finite_with_the_random_baseline(smollm2):
-    from icl_cmr.adapters import composition
+    from icl_cmr.adapters.lm import composition
 
     scores = composition.composition_scores(smollm2, n_baseline=200)  # its time: `icl-cmr bench composition`
     score = scores["score"].values
@@ -36,7 +36,7 @@ def test_every_composition_score_of_smollm2_is_finite_with_the_random_baseline(s
 
 
 def test_the_top_induction_heads_of_smollm2_are_k_composed_through_l16h0(smollm2):
-    from icl_cmr.adapters import causal_composition
+    from icl_cmr.adapters.lm import causal_composition
 
     causal = causal_composition.path_ablation(smollm2, [(18, 6), (17, 3)])
     assert list(causal["composition_class"].values) == ["K", "K"]

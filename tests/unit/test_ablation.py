@@ -14,7 +14,7 @@ import xarray as xr
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from icl_cmr.adapters import interventions
+from icl_cmr.adapters.lm import interventions
 from icl_cmr.analyses import ablation
 from cmr.errors import ParameterError, SchemaError
 from cmr.io import load_dataset, save_dataset
@@ -104,7 +104,7 @@ def test_set_losses_equal_one_bridge_pass_per_set(tiny, monkeypatch):
     # the engine (plain model, resumed at each set's first layer, conditions batched) against
     # passage_losses through the bridge, itself checked against weight surgery above
     bridge, _, passages = tiny
-    from icl_cmr.adapters import interventions
+    from icl_cmr.adapters.lm import interventions
 
     plain = interventions.plain_model(bridge)
     assert plain is not None and interventions.plain_model(bridge) is plain  # a Llama: built once

@@ -1,4 +1,4 @@
-"""Decay-matched beta: exact on the context decay of textbook CMR and of the study's variant."""
+"""Decay-matched beta: exact on the context decay of textbook CMR and of the paper's variant."""
 from __future__ import annotations
 
 import numpy as np
@@ -7,7 +7,7 @@ import pytest
 import xarray as xr
 
 import cmr
-from cmr.beta_scales import context_decay, textbook_beta, variant_beta
+from cmr.beta_scales import context_decay, paper_beta, textbook_beta
 from cmr.errors import ParameterError
 
 
@@ -19,36 +19,36 @@ def one_list(n_items=6):
     return pd.concat([study, recall], ignore_index=True)
 
 
-@pytest.mark.parametrize("beta_variant", [0.05, 0.42, 0.67, 0.95])
-def test_textbook_study_context_decays_like_the_variant(beta_variant):
-    """cymr-style study with one-hot inputs: item i's weight after item k is B * rho^(k-i), rho = 1 - beta_variant."""
-    params = dict(cmr.default_parameters(), B_enc=textbook_beta(beta_variant), Afc=0.0, Dfc=1.0)
+@pytest.mark.parametrize("beta_paper", [0.05, 0.42, 0.67, 0.95])
+def test_textbook_study_context_decays_like_the_paper_model(beta_paper):
+    """cymr-style study with one-hot inputs: item i's weight after item k is B * rho^(k-i), rho = 1 - beta_paper."""
+    params = dict(cmr.default_parameters(), B_enc=textbook_beta(beta_paper), Afc=0.0, Dfc=1.0)
     states = cmr.record_states(one_list(), params)
     context = states["study_context"].isel(trial=0)
     for k in range(1, 6):
         for i in range(k):
             ratio = float(context.isel(study_position=k).sel(unit=f"item_{i + 1}")
                           / context.isel(study_position=k - 1).sel(unit=f"item_{i + 1}"))
-            assert ratio == pytest.approx(1.0 - beta_variant, rel=1e-12)
-    assert context_decay(beta_variant, "variant", "enc") == pytest.approx(1.0 - beta_variant, abs=0)
+            assert ratio == pytest.approx(1.0 - beta_paper, rel=1e-12)
+    assert context_decay(beta_paper, "paper", "enc") == pytest.approx(1.0 - beta_paper, abs=0)
 
 
-@pytest.mark.parametrize("beta_variant", [0.1, 0.5, 0.9])
-def test_variant_recall_update_decays_like_textbook(beta_variant):
-    """The variant's normalised recall update with an orthogonal input shrinks old content by the textbook rho."""
+@pytest.mark.parametrize("beta_paper", [0.1, 0.5, 0.9])
+def test_paper_recall_update_decays_like_textbook(beta_paper):
+    """The paper's variant's normalised recall update with an orthogonal input shrinks old content by the textbook rho."""
     old = np.array([0.6, 0.8, 0.0])
     new_input = np.array([0.0, 0.0, 1.0])
-    updated = (1 - beta_variant) * old + beta_variant * new_input
+    updated = (1 - beta_paper) * old + beta_paper * new_input
     updated /= np.linalg.norm(updated)
-    rho = np.sqrt(1 - textbook_beta(beta_variant, "rec") ** 2)
+    rho = np.sqrt(1 - textbook_beta(beta_paper, "rec") ** 2)
     np.testing.assert_allclose(updated[:2], rho * old[:2], rtol=1e-12)
-    assert context_decay(beta_variant, "variant", "rec") == pytest.approx(rho, rel=1e-12)
+    assert context_decay(beta_paper, "paper", "rec") == pytest.approx(rho, rel=1e-12)
 
 
 @pytest.mark.parametrize("phase", ["enc", "rec"])
 def test_round_trip_and_ends(phase):
     beta = np.linspace(0, 1, 101)
-    back = variant_beta(textbook_beta(beta, phase), phase)
+    back = paper_beta(textbook_beta(beta, phase), phase)
     np.testing.assert_allclose(back, beta, atol=1e-12)
     assert textbook_beta(0.0, phase) == 0.0 and textbook_beta(1.0, phase) == 1.0
     assert np.all(np.diff(textbook_beta(beta, phase)) > 0)

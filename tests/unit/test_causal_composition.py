@@ -60,7 +60,7 @@ def test_recomputed_ablation_equals_the_librarys_split_input_pass(tiny, tiny_gpt
     """Llama (RMSNorm, rotary, grouped-query) and GPT-2 (LayerNorm with biases, absolute positions)."""
     import torch
 
-    from icl_cmr.adapters import causal_composition as path_ablation
+    from icl_cmr.adapters.lm import causal_composition as path_ablation
     from icl_cmr.adapters.lm.extraction import make_prompts
 
     tiny = tiny if architecture == "llama" else tiny_gpt2
@@ -118,7 +118,7 @@ def test_the_value_path_equals_the_librarys_split_input_pass(tiny, tiny_gpt2, ar
     own hook_v_input, against the dataset's value drops (whole output and one head alone)."""
     import torch
 
-    from icl_cmr.adapters import causal_composition as path_ablation
+    from icl_cmr.adapters.lm import causal_composition as path_ablation
     from icl_cmr.adapters.lm.extraction import make_prompts
 
     tiny = tiny if architecture == "llama" else tiny_gpt2
@@ -180,7 +180,7 @@ def test_the_command_refuses_a_bad_output_before_loading_a_model(tmp_path, capsy
 
 
 def test_the_commands_tables_read_both_datasets(tiny):
-    from icl_cmr.adapters import causal_composition, composition
+    from icl_cmr.adapters.lm import causal_composition, composition
     from icl_cmr.analyses.commands.composition import causal_table, composition_summary
 
     scores = composition.composition_scores(tiny, n_baseline=10)
@@ -196,7 +196,7 @@ def test_the_commands_tables_read_both_datasets(tiny):
 
 def test_the_composition_figures_draw_both_datasets(tiny):
     require("matplotlib")
-    from icl_cmr.adapters import causal_composition, composition
+    from icl_cmr.adapters.lm import causal_composition, composition
     from icl_cmr.analyses import plots
 
     scores = composition.composition_scores(tiny, n_baseline=10)
@@ -208,7 +208,7 @@ def test_the_composition_figures_draw_both_datasets(tiny):
 def test_the_study_report_section_states_the_classes(tiny):
     import types
 
-    from icl_cmr.adapters import causal_composition, composition
+    from icl_cmr.adapters.lm import causal_composition, composition
     from icl_cmr.analyses import report
 
     scores = composition.composition_scores(tiny, n_baseline=10)

@@ -27,7 +27,7 @@ def data():
 
 @pytest.fixture(scope="module")
 def fits(data):
-    return cmr.fit_recall(data, ["B_enc", "T"], tied={"B_rec": "B_enc"}, n_restarts=2, rng=1, progress=False,
+    return cmr.fit_recall(data, cmr.FitSpec(["B_enc", "T"], tied={"B_rec": "B_enc"}), n_restarts=2, rng=1, progress=False,
                           de_options=FAST_DE, n_jobs=2)
 
 
@@ -56,13 +56,13 @@ def test_fit_restarts_tied_aic_and_fit_as_parameters(data, fits):
 
 def test_fits_do_not_depend_on_threads_or_restart_count(data):
     one = data.isel(trial=slice(0, 8))
-    a = cmr.fit_recall(one, ["T"], rng=4, progress=False, de_options=FAST_DE, polish=False)
-    b = cmr.fit_recall(one, ["T"], rng=4, progress=False, de_options=FAST_DE, polish=False, n_jobs=2, n_restarts=2)
+    a = cmr.fit_recall(one, cmr.FitSpec(["T"]), rng=4, progress=False, de_options=FAST_DE, polish=False)
+    b = cmr.fit_recall(one, cmr.FitSpec(["T"]), rng=4, progress=False, de_options=FAST_DE, polish=False, n_jobs=2, n_restarts=2)
     np.testing.assert_array_equal(a["value"].values, b["restart_value"].isel(restart=0).values)
 
 
 def test_pooled_fit_has_no_subject_dim(data):
-    pooled = cmr.fit_recall(data, ["B_enc"], by=None, progress=False, de_options=FAST_DE)
+    pooled = cmr.fit_recall(data, cmr.FitSpec(["B_enc"]), by=None, progress=False, de_options=FAST_DE)
     assert pooled["value"].dims == ("parameter",) and pooled["logl"].dims == ()
     assert pooled.attrs["unit_kind"] == "pooled"
     np.testing.assert_allclose(cmr.log_likelihood(data, pooled).attrs["total_logl"], float(pooled["logl"]), rtol=1e-12)
@@ -110,8 +110,8 @@ def test_replay_keeps_subjects_lists_and_items(data):
 
 
 def test_cross_validation_and_model_comparison(data, fits, tmp_path):
-    cv_a = cmr.cross_validate(data, ["B_enc", "T"], n_folds=2, rng=3, progress=False, de_options=FAST_DE)
-    cv_b = cmr.cross_validate(data, ["T"], n_folds=2, rng=3, progress=False, de_options=FAST_DE)
+    cv_a = cmr.cross_validate(data, cmr.FitSpec(["B_enc", "T"]), n_folds=2, rng=3, progress=False, de_options=FAST_DE)
+    cv_b = cmr.cross_validate(data, cmr.FitSpec(["T"]), n_folds=2, rng=3, progress=False, de_options=FAST_DE)
     assert cv_a["fold_logl"].dims == ("subject", "fold")
     np.testing.assert_allclose(cv_a["logl"], cv_a["fold_logl"].sum("fold"))
     np.testing.assert_array_equal(cv_a["n"].values, fits["n"].values)  # every list held out once
@@ -123,8 +123,8 @@ def test_cross_validation_and_model_comparison(data, fits, tmp_path):
     params = dict(zip(cv_a["parameter"].values, cv_a["fold_value"].sel(subject=subject, fold=fold).values))
     held = cmr.log_likelihood(data.isel(trial=rows), params).attrs["total_logl"]
     np.testing.assert_allclose(float(cv_a["fold_logl"].sel(subject=subject, fold=fold)), held, rtol=1e-12)
-    fits_a = cmr.fit_recall(data, ["B_enc", "T"], progress=False, de_options=FAST_DE)
-    fits_b = cmr.fit_recall(data, ["T"], progress=False, de_options=FAST_DE)
+    fits_a = cmr.fit_recall(data, cmr.FitSpec(["B_enc", "T"]), progress=False, de_options=FAST_DE)
+    fits_b = cmr.fit_recall(data, cmr.FitSpec(["T"]), progress=False, de_options=FAST_DE)
     table = cmr.compare_models({"drift": fits_a, "temperature": fits_b}, cv={"drift": cv_a, "temperature": cv_b})
     best = str(table["model"].values[int(np.argmax(table["total_cv_logl"].values))])
     assert table.attrs["criterion"] == "cv_logl" and table.attrs["best_model"] == best
@@ -214,14 +214,14 @@ def test_record_state_shapes_on_localist_lists():
 @pytest.mark.slow
 def test_semantic_parameter_recovery():
     """10 simulated subjects replaying Morton2013 lists: drift, temperature and both semantic weights
-    recovered with r >= 0.8 (python -m icl_cmr.analyses.semantic_recovery; about 3 minutes)."""
+    recovered with r >= 0.8 (icl-cmr reproduce semantic-recovery; about 3 minutes)."""
     require("psifr")
     from icl_cmr.analyses.semantic_recovery import FIXED, FREE, RANGES
     from icl_cmr.adapters.item_pools import load_item_patterns
     from icl_cmr.adapters.recall_data import load_recall_data
 
-    fits = cmr.parameter_recovery(10, FREE, FIXED, RANGES, events=load_recall_data("psifr:Morton2013"),
-                                  patterns=load_item_patterns("psifr:Morton2013", categories=False), rng=0,
-                                  n_jobs=2, progress=False)
+    patterns = load_item_patterns("psifr:Morton2013", categories=False)
+    fits = cmr.parameter_recovery(10, cmr.FitSpec(FREE, FIXED, patterns=patterns), ranges=RANGES,
+                                  events=load_recall_data("psifr:Morton2013"), rng=0, n_jobs=2, progress=False)
     for name in FREE:
         assert float(fits["correlation"].sel(parameter=name)) >= 0.8, name

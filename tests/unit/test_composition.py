@@ -67,7 +67,7 @@ def _hand_built():
 
 @pytest.mark.parametrize("dtype, rtol", [(np.float64, 1e-12), (np.float32, 1e-5)])
 def test_a_hand_built_model_has_its_closed_form_composition(dtype, rtol):
-    from icl_cmr.adapters import composition
+    from icl_cmr.adapters.lm import composition
 
     model = _hand_built()
     w = composition.head_weights(model)
@@ -87,7 +87,7 @@ def test_a_hand_built_model_has_its_closed_form_composition(dtype, rtol):
 
 
 def test_scores_of_a_random_model_equal_the_full_matrix_definition():
-    from icl_cmr.adapters import composition
+    from icl_cmr.adapters.lm import composition
     from icl_cmr.adapters.lm.loading import tiny_model
 
     require("torch")
@@ -109,7 +109,7 @@ def test_scores_of_a_random_model_equal_the_full_matrix_definition():
 
 
 def test_the_random_baseline_has_mean_square_one_over_d_model():
-    from icl_cmr.adapters import composition
+    from icl_cmr.adapters.lm import composition
 
     base = composition.random_composition_baseline(48, 6, n_samples=600, rng=3)
     mean_square = (base["samples"] ** 2).mean(axis=1)
@@ -122,7 +122,7 @@ def test_the_random_baseline_has_mean_square_one_over_d_model():
 
 def test_composition_dataset_of_a_model_validates_and_round_trips(tmp_path):
     import cmr
-    from icl_cmr.adapters import composition
+    from icl_cmr.adapters.lm import composition
 
     ds = composition.composition_scores(_model(), n_baseline=20)
     assert ds.attrs["icl_cmr_kind"] == "composition"

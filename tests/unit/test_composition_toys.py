@@ -199,7 +199,7 @@ def _trained_toy(directory, recipe):
     require("torch")
     import torch
 
-    from icl_cmr.adapters import toy_model
+    from icl_cmr.adapters.lm import toy_model
     from icl_cmr.adapters.lm.causal_composition import induction_scores, path_ablation
     from icl_cmr.adapters.lm.loading import load_model
     from icl_cmr.adapters.lm.extraction import extract_heads

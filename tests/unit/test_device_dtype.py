@@ -168,9 +168,11 @@ class _ClearRefs(io.StringIO):
 
 
 def test_peak_memory_is_measured_from_the_start_of_the_block(tl, monkeypatch):
+    from icl_cmr.adapters.lm import loading
+
     mb = 2**20
     proc = _Proc(resident=300 * mb, peak=900 * mb)  # the process peaked higher before the blocks
-    monkeypatch.setattr(tl, "open", proc.open, raising=False)  # the adapter's reads of /proc go to `proc`
+    monkeypatch.setattr(loading, "open", proc.open, raising=False)  # the adapter's reads of /proc go to `proc`
     with tl.measure_peak_memory("cpu") as before:
         pass
     with tl.measure_peak_memory("cpu") as during:
@@ -185,12 +187,14 @@ def test_peak_memory_is_measured_from_the_start_of_the_block(tl, monkeypatch):
 
 def test_peak_memory_without_a_reset_says_it_counts_from_the_process_start(tl, monkeypatch):
     import resource
+
+    from icl_cmr.adapters.lm import loading
     from types import SimpleNamespace
 
     def refuse(path, *args, **kwargs):
         raise PermissionError(13, "Permission denied", path)
 
-    monkeypatch.setattr(tl, "open", refuse, raising=False)  # no /proc (not Linux, or not writable)
+    monkeypatch.setattr(loading, "open", refuse, raising=False)  # no /proc (not Linux, or not writable)
     monkeypatch.setattr(resource, "getrusage", lambda who: SimpleNamespace(ru_maxrss=700 * 1024))
     with tl.measure_peak_memory("cpu") as memory:
         pass
@@ -201,7 +205,7 @@ def test_peak_memory_without_a_reset_says_it_counts_from_the_process_start(tl, m
 def test_ablation_losses_run_in_bfloat16(tl, tiny, tiny_dir):
     import torch
 
-    from icl_cmr.adapters import interventions
+    from icl_cmr.adapters.lm import interventions
 
     model = tl.load_model(str(tiny_dir), dtype="bfloat16")
     seen = set()

@@ -9,6 +9,7 @@ import pytest
 from cmr.errors import ParameterError
 from cmr.events import from_recall_matrix, from_table
 from cmr.textbook.fit import fit_recall, parameter_recovery
+from cmr.textbook.spec import FitSpec
 from cmr.io import load_dataset, save_dataset
 from cmr.textbook.likelihood import log_likelihood
 from cmr.textbook.parameters import PARAMETER_NAMES, default_parameters
@@ -30,7 +31,7 @@ def two_subjects():
 @pytest.fixture(scope="module")
 def fits(two_subjects):
     _, events = two_subjects
-    return fit_recall(events, ["B_enc", "T"], fixed={"B_rec": 0.8}, rng=3, n_jobs=2, progress=False,
+    return fit_recall(events, FitSpec(["B_enc", "T"], fixed={"B_rec": 0.8}), rng=3, n_jobs=2, progress=False,
                       de_options=FAST_DE)
 
 
@@ -69,13 +70,13 @@ def test_fit_dataset_round_trips_netcdf(fits, tmp_path):
 def test_seeded_fits_are_reproducible(two_subjects):
     _, events = two_subjects
     one = events.isel(trial=slice(0, 10))
-    a = fit_recall(one, ["T"], rng=5, progress=False, de_options=FAST_DE, polish=False)
-    b = fit_recall(one, ["T"], rng=5, progress=False, de_options=FAST_DE, polish=False, n_jobs=2)
+    a = fit_recall(one, FitSpec(["T"]), rng=5, progress=False, de_options=FAST_DE, polish=False)
+    b = fit_recall(one, FitSpec(["T"]), rng=5, progress=False, de_options=FAST_DE, polish=False, n_jobs=2)
     np.testing.assert_array_equal(a["value"].values, b["value"].values)
 
 
 def test_parameter_recovery_returns_truth_and_correlation():
-    rec = parameter_recovery(4, ["B_rec"], list_length=8, n_lists=10, rng=1, progress=False,
+    rec = parameter_recovery(4, FitSpec(["B_rec"]), list_length=8, n_lists=10, rng=1, progress=False,
                              de_options=dict(popsize=6, maxiter=20))
     assert rec.sizes["subject"] == 4
     assert np.isfinite(rec["correlation"].sel(parameter="B_rec"))
@@ -83,16 +84,15 @@ def test_parameter_recovery_returns_truth_and_correlation():
     assert (rec["true_value"].sel(parameter="T") == default_parameters()["T"]).all()
 
 
-def test_bad_free_and_fixed_raise(two_subjects):
-    _, events = two_subjects
+def test_bad_free_and_fixed_raise():
     with pytest.raises(ParameterError, match="both free and fixed"):
-        fit_recall(events, ["T"], fixed={"T": 0.2}, progress=False)
+        FitSpec(["T"], fixed={"T": 0.2})
     with pytest.raises(ParameterError, match="unknown"):
-        fit_recall(events, ["gamma"], progress=False)
+        FitSpec(["gamma"])
     with pytest.raises(ParameterError, match=r"B_rec must be in \[0, 1\]"):
-        fit_recall(events, ["T"], fixed={"B_rec": 1.5}, progress=False)
+        FitSpec(["T"], fixed={"B_rec": 1.5})
     with pytest.raises(ParameterError, match="at least one"):
-        fit_recall(events, [], progress=False)
+        FitSpec([])
 
 
 def test_cli_loglik_and_fit_recall(tmp_path, capsys):
@@ -128,7 +128,7 @@ def test_parameter_recovery_study_b_enc_b_rec_t():
     from icl_cmr.analyses.recovery import RECOVERY_RANGES
 
     free = ["B_enc", "B_rec", "T"]
-    rec = parameter_recovery(20, free, ranges={name: RECOVERY_RANGES[name] for name in free},
+    rec = parameter_recovery(20, FitSpec(free), ranges={name: RECOVERY_RANGES[name] for name in free},
                              list_length=24, n_lists=96, rng=2, n_jobs=2, progress=False)
     for name in free:
         assert float(rec["correlation"].sel(parameter=name)) >= 0.9, name

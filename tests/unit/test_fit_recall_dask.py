@@ -19,14 +19,14 @@ def test_fit_recall_on_a_local_cluster_matches_threads():
     distributed = require("distributed")
     truths = {s: dict(cmr.default_parameters(), B_enc=b) for s, b in zip("abc", (0.4, 0.6, 0.8))}
     events = from_table(cmr.simulate_free_recall(truths, 8, 10, rng=11))
-    options = dict(free=["B_enc", "T"], tied={"B_rec": "B_enc"}, n_restarts=2, rng=7, progress=False,
-                   de_options=FAST_DE)
-    local = cmr.fit_recall(events, n_jobs=2, **options)
+    spec = cmr.FitSpec(["B_enc", "T"], tied={"B_rec": "B_enc"})
+    options = dict(n_restarts=2, rng=7, progress=False, de_options=FAST_DE)
+    local = cmr.fit_recall(events, spec, n_jobs=2, **options)
     with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
                                   dashboard_address=None) as cluster, distributed.Client(cluster) as client:
-        remote = cmr.fit_recall(events, executor=client, **options)
-        cv_local = cmr.cross_validate(events, ["T"], n_folds=2, progress=False, de_options=FAST_DE)
-        cv_remote = cmr.cross_validate(events, ["T"], n_folds=2, progress=False, de_options=FAST_DE,
+        remote = cmr.fit_recall(events, spec, executor=client, **options)
+        cv_local = cmr.cross_validate(events, cmr.FitSpec(["T"]), n_folds=2, progress=False, de_options=FAST_DE)
+        cv_remote = cmr.cross_validate(events, cmr.FitSpec(["T"]), n_folds=2, progress=False, de_options=FAST_DE,
                                        executor=client)
     assert_same(local, remote)
     np.testing.assert_array_equal(cv_local["fold_logl"].values, cv_remote["fold_logl"].values)

@@ -213,3 +213,21 @@ def test_every_name_of_the_flat_api_exists():
     import cmr
 
     assert [name for name in cmr.__all__ if not hasattr(cmr, name)] == []
+
+
+COMMANDS_PACKAGE = "icl_cmr.analyses.commands"
+SHARED_COMMAND_MODULES = {COMMANDS_PACKAGE, f"{COMMANDS_PACKAGE}.options"}
+
+
+def test_commands_never_import_each_other():
+    """A command module imports only the shared options among the commands: what two commands share
+    is a library function or an option of ``commands/options.py``."""
+    offences = []
+    for name, path in MODULES.items():
+        if not name.startswith(COMMANDS_PACKAGE + ".") or name in SHARED_COMMAND_MODULES:
+            continue
+        for source, item, line in _imports(name, path):
+            target = f"{source}.{item}" if item and f"{source}.{item}" in MODULES else source
+            if (target or "").startswith(COMMANDS_PACKAGE) and target not in SHARED_COMMAND_MODULES:
+                offences.append(f"{path.relative_to(REPO_ROOT)}:{line} imports {target}")
+    assert offences == []

@@ -67,7 +67,7 @@ def test_table_rejects_mismatched_answers():
 
 
 def test_generation_on_tiny_model(tiny):
-    from icl_cmr.adapters import free_recall_task as task
+    from icl_cmr.adapters.lm import recall_task as task
 
     words = [w.strip("Ġ") for w in tiny.tokenizer.get_vocab() if w.startswith("Ġ") and w[1:].isalpha()]
     lists = task.study_lists(sorted(words), 3, 5, seed=0)
@@ -95,7 +95,7 @@ def test_generation_runs_on_a_plain_copy_equal_to_the_bridge_without_cache(tl, a
     ``hook_z`` zeroed and no cache (the bridge's own cache is not kept under transformers >= 5.24)."""
     import torch
 
-    from icl_cmr.adapters import interventions
+    from icl_cmr.adapters.lm import interventions
     from icl_cmr.adapters.lm.recall_task import zero_ablation_hooks
 
     tiny = tl.tiny_model(seed=1, architecture=architecture)
@@ -146,8 +146,8 @@ def _fake_generate(plain, monkeypatch, new_tokens):
 
 
 def test_an_intact_model_writing_degenerate_answers_is_an_error(tl, monkeypatch):
-    from icl_cmr.adapters import free_recall_task as task
-    from icl_cmr.adapters import interventions
+    from icl_cmr.adapters.lm import recall_task as task
+    from icl_cmr.adapters.lm import interventions
     from icl_cmr.adapters.errors import ModelOutputError
 
     tiny = tl.tiny_model(seed=2)
@@ -163,8 +163,8 @@ def test_an_intact_model_writing_degenerate_answers_is_an_error(tl, monkeypatch)
 
 
 def test_an_instruction_tuned_model_that_recalls_nothing_is_an_error(tl, monkeypatch):
-    from icl_cmr.adapters import free_recall_task as task
-    from icl_cmr.adapters import interventions
+    from icl_cmr.adapters.lm import recall_task as task
+    from icl_cmr.adapters.lm import interventions
     from icl_cmr.adapters.errors import ModelOutputError
 
     tiny = tl.tiny_model(seed=3)

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from cmr.errors import ParameterError, RecallDataError
 from cmr.paper.simulate import (
-    closed_form_crp,
+    closed_form_lag_distribution,
     paper_lag_statistics,
     simulate_paper_free_recall,
     simulate_paper_recalls,
@@ -82,24 +82,24 @@ def test_psifr_table_round_trips_through_events():
 def test_closed_forms_are_distributions_and_match_the_limits():
     for beta_enc in (0.05, 0.3, 1.0):
         for beta_rec in (0.0, 1.0):
-            crp = closed_form_crp(beta_enc, beta_rec, 3, 100, 8)
+            crp = closed_form_lag_distribution(beta_enc, beta_rec, 3, 100, 8)
             assert crp.shape == (17,)
             assert abs(crp.sum() - 1) < 1e-12 and (crp >= 0).all()
     # beta_rec = 1: context = last item, only forward transitions; beta_enc = 1: always +1
-    np.testing.assert_allclose(closed_form_crp(1.0, 1.0, 0, 100, 8), np.eye(17)[9])
+    np.testing.assert_allclose(closed_form_lag_distribution(1.0, 1.0, 0, 100, 8), np.eye(17)[9])
     # beta_rec = 0, beta_enc = 1: i.i.d. draws of the same item: all mass at lag 0
-    np.testing.assert_allclose(closed_form_crp(1.0, 0.0, 0, 100, 8), np.eye(17)[8])
-    crp = closed_form_crp(0.4, 0.0, 2, 100, 8)
+    np.testing.assert_allclose(closed_form_lag_distribution(1.0, 0.0, 0, 100, 8), np.eye(17)[8])
+    crp = closed_form_lag_distribution(0.4, 0.0, 2, 100, 8)
     np.testing.assert_allclose(crp[:8], crp[9:][::-1])  # differences of i.i.d. draws are symmetric
     with pytest.raises(ParameterError):
-        closed_form_crp(0.4, 0.5, 2, 100, 8)
+        closed_form_lag_distribution(0.4, 0.5, 2, 100, 8)
 
 
 def test_closed_form_points_need_no_simulation():
     stats = paper_lag_statistics([0.3, 0.3], [1.0, 0.0], [0.0, 0.0], n_trials=1, rng=0)
     assert stats["closed_form"].all()
     np.testing.assert_array_equal(stats["per_start_var"], 0.0)
-    np.testing.assert_allclose(stats["per_start"][0, 4], closed_form_crp(0.3, 1.0, 4, 100, 8))
+    np.testing.assert_allclose(stats["per_start"][0, 4], closed_form_lag_distribution(0.3, 1.0, 4, 100, 8))
 
 
 def test_monte_carlo_agrees_with_the_exact_lag_distribution_of_full_drift():

@@ -309,7 +309,7 @@ def test_parameters_heads_vs_humans_draws_heads_subjects_and_published(tiny, eve
     np.testing.assert_array_equal(top, [[hp.sel(layer=l, head=h, parameter=n) for n in ("beta_enc", "beta_rec")]
                                         for l, h in best])
     # published textbook fits are drawn decay-matched on the variant's scale
-    np.testing.assert_allclose(stars, [[cmr.variant_beta(0.3, "enc"), cmr.variant_beta(0.6, "rec")]], rtol=1e-12)
+    np.testing.assert_allclose(stars, [[cmr.paper_beta(0.3, "enc"), cmr.paper_beta(0.6, "rec")]], rtol=1e-12)
     default = plots.parameters_heads_vs_humans(fits["lsq"], human, [(1, 0)]).axes[0]
     from icl_cmr.adapters.published import published_human_fits
 
@@ -321,7 +321,7 @@ def test_parameters_heads_vs_humans_draws_heads_subjects_and_published(tiny, eve
 
 
 def test_parameter_recovery_draws_true_against_recovered():
-    fits = cmr.parameter_recovery(3, ["B_enc", "B_rec"], list_length=8, n_lists=6, progress=False,
+    fits = cmr.parameter_recovery(3, cmr.FitSpec(["B_enc", "B_rec"]), list_length=8, n_lists=6, progress=False,
                                   de_options={"maxiter": 3, "popsize": 4})
     fig = _figure(plots.parameter_recovery(fits))
     assert [ax.get_title().split()[0] for ax in fig.axes] == ["B_enc", "B_rec"]

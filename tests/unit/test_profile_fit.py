@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 
 from cmr.errors import ParameterError, ProfileError, SchemaError
 from cmr.io import load_dataset, save_dataset
-from cmr.profile_fit import ProfileWarning, fit_profiles, information_criteria
+from cmr.criteria import aic_bic, least_squares_logl
+from cmr.profile_fit import ProfileWarning, fit_profiles
 from cmr.schema import provenance_attrs
 from cmr.testing import lag_profiles
 from tests.conftest import published_path
@@ -43,7 +44,7 @@ def units(values, dim="subject", lags=LAGS, sem=None):
     if sem is not None:
         ds["sem"] = ((dim, "lag"), np.broadcast_to(sem, values.shape).copy())
     ds.attrs.update(provenance_attrs("lag_profile", "tests"))
-    ds.attrs["profile_kind"] = "lag_crp"
+    ds.attrs["profile_kind"] = "values"
     return ds
 
 
@@ -207,7 +208,7 @@ def test_gaussian_baseline_recovers_a_gaussian_and_counts_parameters():
     assert float(fit["gaussian_distance"]) < 1e-10
     np.testing.assert_allclose(fit["gaussian_parameters"].values, [1.5, 4.0, 0.7, 1.3], rtol=1e-5)
     assert fit.attrs["n_parameters_cmr"] == 4 and fit.attrs["n_parameters_gaussian"] == 4  # 2 grid params + 2 affine
-    aic, bic = information_criteria(float(fit["rss"]), 11, 4)
+    aic, bic = aic_bic(least_squares_logl(float(fit["rss"]), 11), 4, 11)
     assert float(fit["aic"]) == pytest.approx(11 * np.log(float(fit["rss"]) / 11) + 8)
     assert (aic, bic) == (pytest.approx(float(fit["aic"])), pytest.approx(float(fit["bic"])))
 
@@ -313,9 +314,14 @@ def test_teacher_forced_generator_refinement_recovers_off_grid_parameters():
 def test_recall_lag_crp_needs_a_window_without_lag_zero(published_grid):
     crp = np.exp(-np.abs(LAGS - 0.5)) * np.where(LAGS > 0, 1.5, 1.0)
     crp = np.where(LAGS == 0, np.nan, crp / np.nansum(crp))  # a human lag-CRP: undefined at lag 0
+    recall = units(crp).assign_attrs(profile_kind="lag_crp")
     with pytest.raises(ProfileError, match="without 0"):
+        fit_profiles(recall, published_grid, lags=LAGS)
+    with pytest.raises(ProfileError, match="without 0"):  # only a recall lag-CRP gets the recall default
         fit_profiles(units(crp), published_grid)
     window = [lag for lag in LAGS if lag != 0]
-    fit = fit_profiles(units(crp), published_grid, objective="lsq", lags=window).isel(subject=0)
+    fit = fit_profiles(recall, published_grid, objective="lsq", lags=window).isel(subject=0)
     assert fit["lag"].values.tolist() == window
     assert 0.0 <= float(fit["distance"]) < 0.2
+    default = fit_profiles(recall, published_grid, objective="lsq").isel(subject=0)
+    xr.testing.assert_equal(default, fit)

@@ -46,36 +46,11 @@ def test_published_grid_bad_paths(tmp_path):
 
 # --- teacher-forced profiles ------------------------------------------------------------
 
-from hypothesis import given, settings  # noqa: E402
+from hypothesis import example, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from cmr.errors import ParameterError, ProfileError  # noqa: E402
-
-
-def _teacher_forced_reference(beta_enc, beta_rec, gamma, n, max_lag):
-    """Straight numpy transcription of the paper's variant, teacher-forced, with the explicit matrix M."""
-    states = n + 1
-    offset = np.arange(states)[None, :] - np.arange(states)[:, None]
-    m = np.where(offset > 0, (1 - beta_enc) ** np.maximum(offset - 1, 0), 0.0)
-    eye = np.identity(states)
-    t = eye[0].copy()
-    sums = np.zeros(2 * max_lag + 1)
-    counts = np.zeros(2 * max_lag + 1)
-    for k in range(n):
-        if k > 0:
-            t_in = (1 - gamma) * eye[k] + gamma * (m @ eye[k])
-            t_in /= np.linalg.norm(t_in)
-            t = (1 - beta_rec) * t + beta_rec * t_in
-            t /= np.linalg.norm(t)
-        support = (m.T @ t)[:n]
-        if support.sum() <= 0:
-            continue
-        p = support / support.sum()
-        for i, lag in enumerate(range(-max_lag, max_lag + 1)):
-            if 0 <= k + lag < n:
-                sums[i] += p[k + lag]
-                counts[i] += 1
-    return sums / counts
+from cmr.testing import teacher_forced_reference  # noqa: E402
 
 
 def test_teacher_forced_matches_a_direct_matrix_transcription():
@@ -86,7 +61,7 @@ def test_teacher_forced_matches_a_direct_matrix_transcription():
     for be in grid["beta_enc"].values:
         for br in grid["beta_rec"].values:
             for g in grid["gamma"].values:
-                expected = _teacher_forced_reference(be, br, g, 30, 6)
+                expected = teacher_forced_reference(be, br, g, list_length=30, max_lag=6)
                 got = grid["profile"].sel(beta_enc=be, beta_rec=br, gamma=g).values
                 np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-14)
 
@@ -98,15 +73,17 @@ def test_teacher_forced_matches_a_direct_matrix_transcription():
     gamma=st.floats(0.0, 1.0),
     n=st.integers(2, 25),
 )
+@example(beta_enc=1.0, beta_rec=1.0, gamma=0.0, n=2)  # the last step has no support: lag -1 is never seen
 def test_teacher_forced_probabilities_sum_to_one_per_step(beta_enc, beta_rec, gamma, n):
     from cmr.grids import paper_teacher_forced_grid
 
     lags = np.arange(-(n - 1), n)
     prob = paper_teacher_forced_grid([beta_enc], [beta_rec], [gamma], list_length=n, lags=lags)["profile"].values.ravel()
-    assert (prob >= 0).all()
+    seen = ~np.isnan(prob)  # NaN only at a lag that no step with support reaches: -(n-1), when the last step has none
+    assert set(lags[~seen]) <= {-(n - 1)} and (prob[seen] >= 0).all()
     # each used step's probabilities sum to 1; lag L is seen by n - |L| steps, so the
     # count-weighted sum is the number of steps with support (n, or n-1 when the last has none)
-    steps = float((prob * (n - np.abs(lags))).sum())
+    steps = float((prob[seen] * (n - np.abs(lags[seen]))).sum())
     assert abs(steps - round(steps)) < 1e-9 and round(steps) in (n - 1, n)
 
 
@@ -223,11 +200,11 @@ def test_monte_carlo_grid_is_deterministic_and_subgrids_agree(tmp_path):
 
 
 def test_window_cut_renormalises():
-    from cmr.grids import paper_crp
+    from cmr.grids import paper_lag_distribution
     from cmr.grids import cut_lag_window
 
-    full = paper_crp(0.6, 0.75, 0.3, n_trials=30, rng=1)
-    five = paper_crp(0.6, 0.75, 0.3, n_trials=30, rng=1, lags=range(-5, 6))
+    full = paper_lag_distribution(0.6, 0.75, 0.3, n_trials=30, rng=1)
+    five = paper_lag_distribution(0.6, 0.75, 0.3, n_trials=30, rng=1, lags=range(-5, 6))
     assert full["profile"].dims == ("lag",) and float(five["beta_enc"]) == 0.6
     np.testing.assert_allclose(five["profile"].sum(), 1.0)
     expected = full["profile"].sel(lag=range(-5, 6)) / full["profile"].sel(lag=range(-5, 6)).sum()
@@ -322,11 +299,11 @@ def test_textbook_teacher_forced_hand_worked_two_items():
     from cmr.grids import textbook_teacher_forced_grid
 
     fixed = {"Lfc": 0.0, "Lcf": 0.0, "P1": 0.0, "Afc": 0.0, "Acf": 0.0, "Dfc": 1.0, "Dcf": 1.0, "B_start": 0.4}
-    grid = textbook_teacher_forced_grid({"B_enc": [0.3, 0.8], "B_rec": [0.2, 0.9], "T": [0.5]}, fixed,
+    grid = textbook_teacher_forced_grid({"B_enc": [0.3, 0.8], "B_rec": [0.2, 0.9], "T": [0.5]}, fixed=fixed,
                                         lags=[-1, 0, 1], list_length=2)
     assert grid["profile"].dims == ("B_enc", "B_rec", "T", "lag")
     assert grid.attrs["profile_kind"] == "cmr_tf_prob" and grid.attrs["unit_kind"] == "cmr_parameters"
-    logs = textbook_teacher_forced_grid({"B_enc": [0.3, 0.8], "B_rec": [0.2, 0.9], "T": [0.5]}, fixed,
+    logs = textbook_teacher_forced_grid({"B_enc": [0.3, 0.8], "B_rec": [0.2, 0.9], "T": [0.5]}, fixed=fixed,
                                         kind="logsupport", lags=[-1, 0, 1], list_length=2)
     for b_enc in (0.3, 0.8):
         for b_rec in (0.2, 0.9):

@@ -88,14 +88,14 @@ def check_masked_lag_crps(raw, merged):
 def check_category_and_input(raw, merged):
     fr = require("psifr.fr")
     events = cmr.from_table(raw)
-    ours = cmr.category_crp(events, "category")
+    ours = cmr.category_crp(events, category_key="category")
     ref = _psifr(fr.category_crp, merged, "category")
     _equal_counts(ours, ref, ["subject"])
     _close(ours["prob"].values, ref["prob"].to_numpy())
-    ours = cmr.category_crp(events, "category", item_query="input > 4", test_key="input", test=lambda a, b: b > a)
+    ours = cmr.category_crp(events, category_key="category", item_query="input > 4", test_key="input", test=lambda a, b: b > a)
     ref = _psifr(fr.category_crp, merged, "category", item_query="input > 4", test_key="input", test=lambda a, b: b > a)
     _equal_counts(ours, ref, ["subject"])
-    clustering = cmr.category_clustering(events, "category")
+    clustering = cmr.category_clustering(events, category_key="category")
     ref = _psifr(fr.category_clustering, merged, "category")
     _close(clustering["lbc"].values, ref["lbc"].to_numpy())
     _close(clustering["arc"].values, ref["arc"].to_numpy())
@@ -319,22 +319,22 @@ def test_latencies_and_stopping_hand_worked():
     assert stop["actual"].values.tolist() == [1, 0, 0, 0, 1]  # list 2 stops at once, list 1 after 4 recalls
     assert stop["possible"].values.tolist() == [2, 1, 1, 1, 1]
     with pytest.raises(cmr.errors.ParameterError, match="no numeric recall-time column 'onset'.*rt"):
-        cmr.irt(table, "onset")
+        cmr.irt(table, time_key="onset")
 
 
 def test_run_analyses_in_one_dataset_and_table(morton):
     from cmr.analysis_set import analyses_table, run_analyses
 
     raw, _, distances = morton
-    combined = run_analyses(raw, "lag_crp,category_crp,distance_rank", distances=distances, index_key="item_index")
+    combined = run_analyses(raw, analyses="lag_crp,category_crp,distance_rank", distances=distances, index_key="item_index")
     direct = cmr.category_crp(raw)
     assert np.array_equal(combined["category_crp_actual"].values, direct["actual"].values)
     assert combined.sizes["lag_crp_lag"] == 47
-    table = analyses_table(raw, ["category_crp", "pli_list_lag"])
+    table = analyses_table(raw, analyses=["category_crp", "pli_list_lag"])
     assert set(table["analysis"]) == {"category_crp", "pli_list_lag"}
     assert str(table["count"].dtype) == "Int64"
     with pytest.raises(cmr.errors.ParameterError, match="distance_crp needs an item distance matrix"):
-        run_analyses(raw, ["distance_crp"])
+        run_analyses(raw, analyses=["distance_crp"])
 
 
 def test_cli_recall_analyses_reads_a_lab_export(tmp_path, morton):

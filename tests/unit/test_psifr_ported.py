@@ -158,7 +158,7 @@ def test_percentile_rank():
 def test_category_count():
     """psifr tests/test_category_stats.py::test_category_count"""
     table = _positions(8, [1, 3, 4, 8, 5, 4, 2, 7, 6], category=[1, 1, 1, 1, 2, 2, 2, 2])
-    crp = cmr.category_crp(table, "category", by=None)
+    crp = cmr.category_crp(table, category_key="category", by=None)
     assert (int(crp["actual"]), int(crp["possible"])) == (4, 5)
 
 
@@ -341,7 +341,7 @@ def test_category():
     """psifr tests/test_maskers.py::test_category (same-category steps and steps where one was possible)"""
     steps = [(1, 1, [1, 1, 1, 2, 2, 2, 2]), (1, 1, [1, 1, 2, 2, 2, 2]), (1, 2, [1, 2, 2, 2, 2]),
              (2, 2, [1, 2, 2, 2]), (2, 2, [1, 2])]
-    crp = cmr.category_crp(_positions(8, _MASK_OUTPUTS, category=_MASK_CATEGORY), "category", by=None)
+    crp = cmr.category_crp(_positions(8, _MASK_OUTPUTS, category=_MASK_CATEGORY), category_key="category", by=None)
     assert int(crp["actual"]) == sum(prev == curr for prev, curr, _ in steps)
     assert int(crp["possible"]) == sum(prev in pool for prev, _, pool in steps)
 
@@ -357,7 +357,7 @@ def test_position_cond_category():
 def test_category_cond_position():
     """psifr tests/test_maskers.py::test_category_cond_position (a test on the serial position: lag under 4)"""
     steps = [(1, 1, [1, 1, 1]), (1, 1, [1, 1, 2, 2]), (2, 2, [2, 2, 2]), (2, 2, [2])]
-    crp = cmr.category_crp(_positions(8, _MASK_OUTPUTS, category=_MASK_CATEGORY), "category", by=None,
+    crp = cmr.category_crp(_positions(8, _MASK_OUTPUTS, category=_MASK_CATEGORY), category_key="category", by=None,
                            test_key="input", test=lambda x, y: np.abs(x - y) < 4)
     assert int(crp["actual"]) == sum(prev == curr for prev, curr, _ in steps)
     assert int(crp["possible"]) == sum(prev in pool for prev, _, pool in steps)
@@ -585,7 +585,7 @@ def test_distance_crp_unique(raw):
 
 def test_category_crp(raw):
     """psifr tests/test_fr.py::test_category_crp"""
-    crp = cmr.category_crp(raw, "task")
+    crp = cmr.category_crp(raw, category_key="task")
     assert (float(crp["prob"][0]), int(crp["actual"][0]), int(crp["possible"][0])) == (1.0, 1, 1)
 
 

@@ -43,7 +43,7 @@ def fits(crp, grid):
 
 @pytest.fixture(scope="module")
 def recall_fit(events):
-    return cmr.fit_recall(events, free=["B_rec"], rng=0, progress=False, polish=False,
+    return cmr.fit_recall(events, cmr.FitSpec(["B_rec"]), rng=0, progress=False, polish=False,
                           de_options={"maxiter": 2, "popsize": 4})
 
 

@@ -18,8 +18,8 @@ def peaks(grid):
 @pytest.mark.parametrize("kind", ["prob", "support", "logsupport"])
 def test_prefix_keying_moves_the_peak_to_lag_plus_one(kind):
     # without the pre-experimental self-association (Dcf), which pulls every profile to lag 0
-    after = textbook_teacher_forced_grid(AXES, {"Dcf": 0.0}, kind=kind, lags=LAGS, keying="after")
-    before = textbook_teacher_forced_grid(AXES, {"Dcf": 0.0}, kind=kind, lags=LAGS, keying="before")
+    after = textbook_teacher_forced_grid(AXES, fixed={"Dcf": 0.0}, kind=kind, lags=LAGS, keying="after")
+    before = textbook_teacher_forced_grid(AXES, fixed={"Dcf": 0.0}, kind=kind, lags=LAGS, keying="before")
     assert np.sum(peaks(after) == 1) == 0  # cymr's keying can never peak at +1
     assert np.mean(peaks(before) == 1) > 0.6
     assert before.attrs["keying"] == "before" and after.attrs["keying"] == "after"

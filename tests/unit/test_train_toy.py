@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from icl_cmr.adapters import toy_model as train_toy
+from icl_cmr.adapters.lm import toy_model as train_toy
 from icl_cmr.analyses import dynamics
 from cmr.errors import DataSourceError, ParameterError
 from cmr.schema import provenance_attrs
@@ -167,7 +167,7 @@ def test_pythia_steps():
 
 
 def test_published_pythia_dynamics_per_layer():
-    from icl_cmr.analyses.commands.fit import load_grid
+    from icl_cmr.adapters.published_grid import load_grid
 
     path = published_path("head_profiles.csv.gz")
     grid, _ = load_grid(published_path("cmr_crp_grid.npz"))

@@ -1,8 +1,16 @@
-"""One checker per argument concept, shared by every public function.
+"""The checks of public arguments, one per concept, shared by every layer (``cmr.checks``).
 
 Each checker takes what a user has in hand, returns it in the form the kernels need, or raises
-one typed error that says what was expected and what came in. No public function re-implements
-these rules with its own argument names or error types.
+one typed error that says what was expected and what came in. No public function, here or in
+the layers built on cmr, re-implements these rules with its own argument names or error types::
+
+    from cmr.checks import as_generator, index, integer
+
+    n_words = integer(n_words, "n_words", minimum=2, error=PromptError)
+    layer = index(layer, "layer", n_layers)
+    generator = as_generator(rng)
+
+Datasets are checked by :func:`cmr.validate` (:mod:`cmr.schema`), arguments here.
 """
 from __future__ import annotations
 
@@ -12,19 +20,45 @@ import numpy as np
 
 from .errors import ParameterError, ProfileError, RecallDataError
 
-__all__ = ["lag_window", "integer", "probability", "as_generator", "seed_of", "n_jobs", "recall_arrays"]
+__all__ = ["is_integer", "integer", "index", "probability", "lag_window", "as_generator", "seed_of", "n_jobs",
+           "recall_arrays"]
 
 
-def _is_int(value) -> bool:
+def is_integer(value) -> bool:
+    """Whether ``value`` is one integer (a Python or numpy integer; never a bool)."""
     return isinstance(value, (numbers.Integral, np.integer)) and not isinstance(value, (bool, np.bool_))
 
 
-def integer(value, what: str, minimum: int | None = 1, error=ParameterError) -> int:
-    """``value`` as a Python int >= ``minimum`` (None: any integer); ``error`` otherwise."""
-    if not _is_int(value) or (minimum is not None and value < minimum):
-        bound = "an integer" if minimum is None else f"an integer >= {minimum}"
+def integer(value, what: str, minimum: int | None = 1, error=ParameterError, *, maximum: int | None = None) -> int:
+    """``value`` as a Python int in ``minimum..maximum`` (inclusive; None: unbounded).
+
+    Parameters
+    ----------
+    value : int or numpy integer
+    what : str
+        The argument's name, as the error message shows it.
+    minimum, maximum : int or None
+        Inclusive bounds; the default asks for a positive integer (``>= 1``).
+    error : exception class
+        Raised otherwise (default :class:`cmr.errors.ParameterError`), with the message
+        ``"<what> must be an integer >= <minimum>; got <value>"`` (or ``in <minimum>..<maximum>``).
+    """
+    if not is_integer(value) or (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
+        if minimum is not None and maximum is not None:
+            bound = f"an integer in {minimum}..{maximum}"
+        elif minimum is not None:
+            bound = f"an integer >= {minimum}"
+        elif maximum is not None:
+            bound = f"an integer <= {maximum}"
+        else:
+            bound = "an integer"
         raise error(f"{what} must be {bound}; got {value!r}")
     return int(value)
+
+
+def index(value, what: str, size: int, error=ParameterError) -> int:
+    """``value`` as a Python int indexing ``size`` things (``0..size-1``); ``error`` otherwise."""
+    return integer(value, what, minimum=0, maximum=int(size) - 1, error=error)
 
 
 def probability(value, what: str, *, open_low: bool = False, open_high: bool = False) -> float:
@@ -63,7 +97,7 @@ def lag_window(lags, longest: int | None = None) -> np.ndarray:
             raise ProfileError("lags=None (every possible lag) needs the list length; give the lags explicitly")
         span = max(int(longest) - 1, 0)
         return np.arange(-span, span + 1, dtype=np.int64)
-    if _is_int(lags):
+    if is_integer(lags):
         if lags < 0:
             raise ProfileError(f"lags as an integer K means -K..K and needs K >= 0; got {lags}")
         return np.arange(-int(lags), int(lags) + 1, dtype=np.int64)
@@ -72,7 +106,7 @@ def lag_window(lags, longest: int | None = None) -> np.ndarray:
             f"lags must be None (every lag), an integer K (lags -K..K) or a sequence of integers; got {lags!r}"
         )
     values = list(lags)
-    if not values or not all(_is_int(v) for v in values):
+    if not values or not all(is_integer(v) for v in values):
         raise ProfileError(
             f"lags must be None (every lag), an integer K (lags -K..K) or a non-empty sequence of integers; "
             f"got {lags!r}"
@@ -87,8 +121,8 @@ def as_generator(rng) -> np.random.Generator:
     """A numpy Generator from ``rng``: a Generator (used as is), an int seed, a SeedSequence or None."""
     if isinstance(rng, np.random.Generator):
         return rng
-    if rng is None or _is_int(rng) or isinstance(rng, np.random.SeedSequence):
-        if _is_int(rng) and rng < 0:
+    if rng is None or is_integer(rng) or isinstance(rng, np.random.SeedSequence):
+        if is_integer(rng) and rng < 0:
             raise ParameterError(f"rng as an integer seed must be >= 0; got {rng}")
         return np.random.default_rng(rng)
     raise ParameterError(
@@ -98,7 +132,7 @@ def as_generator(rng) -> np.random.Generator:
 
 def seed_of(rng) -> int:
     """One integer seed from ``rng`` (an int is used as is; a Generator draws one)."""
-    if _is_int(rng):
+    if is_integer(rng):
         return integer(rng, "rng (a seed)", minimum=0)
     return int(as_generator(rng).integers(2**63))
 
