@@ -72,7 +72,7 @@ def heads_dataset(n_layers=2, n_heads=3, lags=range(-3, 4), n_positions=9):
 def read_csv_back(path, expected: pd.DataFrame) -> pd.DataFrame:
     """A CSV as a user reads it: text columns as text, floats parsed exactly."""
     text = {name: str for name in expected if not pd.api.types.is_numeric_dtype(expected[name])}
-    return pd.read_csv(path, dtype=text, float_precision="round_trip")
+    return pd.read_csv(path, dtype=text)
 
 
 # --- per-unit tables ---------------------------------------------------------------------
