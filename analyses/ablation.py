@@ -440,15 +440,26 @@ def _assemble(scores, base, sets, names, families, modes, passages, seed, n_boot
     return validate(ds, "ablation")
 
 
+def _interval(low: float, high: float, digits: int, needs: int) -> str:
+    """``[low, high]``, or why there is none (too few passages for it)."""
+    if np.isfinite(low) and np.isfinite(high):
+        return f"[{low:+.{digits}f}, {high:+.{digits}f}]"
+    return f"[no interval: needs {needs} passages]"
+
+
 def summary_lines(result: xr.Dataset) -> list[str]:
-    """One plain-text line per mode and comparison of an ``ablation`` dataset."""
+    """One plain-text line per mode and comparison of an ``ablation`` dataset.
+
+    An interval that :func:`effect_intervals` leaves NaN (the t interval below 3 passages, the
+    bootstrap d_z interval below :data:`MIN_BOOTSTRAP_PASSAGES`) is printed as the reason."""
     lines = []
     for mode in result["mode"].values:
         for comparison in result["comparison"].values:
             row = result.sel(mode=mode, comparison=comparison)
             v = {name: float(row[name]) for name in (*_STAT_NAMES, "holm_rank_pvalue", "holm_t_pvalue")}
-            text = (f"{mode} {comparison}: {v['mean_difference']:+.3f} nats [{v['ci_low']:+.3f}, {v['ci_high']:+.3f}], "
-                    f"d_z {v['cohens_dz']:+.2f} [{v['dz_ci_low']:+.2f}, {v['dz_ci_high']:+.2f}], "
+            text = (f"{mode} {comparison}: {v['mean_difference']:+.3f} nats "
+                    f"{_interval(v['ci_low'], v['ci_high'], 3, 3)}, "
+                    f"d_z {v['cohens_dz']:+.2f} {_interval(v['dz_ci_low'], v['dz_ci_high'], 2, MIN_BOOTSTRAP_PASSAGES)}, "
                     f"t p {v['t_pvalue']:.2g} (Holm {v['holm_t_pvalue']:.2g})")
             if np.isfinite(v["rank_pvalue"]):
                 text += (f"; rank {v['rank']:.0f} of {v['n_null'] + 1:.0f}, p {v['rank_pvalue']:.3f} "

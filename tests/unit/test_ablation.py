@@ -160,7 +160,11 @@ def test_run_ablation_dataset_round_trip(tiny, tmp_path):
     ranks = ds["rank_pvalue"].values
     np.testing.assert_allclose(ds["holm_rank_pvalue"].values, ablation.holm(ranks), equal_nan=True)
     assert float(ds["empirical_pvalue"].sel(mode="zero")) == float(row["rank_pvalue"])
-    assert len(ablation.summary_lines(ds)) == 12
+    lines = ablation.summary_lines(ds)
+    assert len(lines) == 12
+    # 5 passages: a t interval, but too few for the bootstrap d_z interval, which says so instead of [+nan, +nan]
+    assert all("nan" not in line and f"d_z {float(ds['cohens_dz'].sel(mode=line.split()[0], comparison=line.split()[1][:-1])):+.2f} "
+               f"[no interval: needs {ablation.MIN_BOOTSTRAP_PASSAGES} passages]" in line for line in lines)
     from icl_cmr.analyses.report import ablation_summary
 
     whole = ablation_summary(ds, [(1, 0), (1, 3)])
