@@ -6,7 +6,10 @@ Every CMR function that scores or simulates data takes ``params`` in any of thes
 * a mapping of subject label to such a mapping (every subject of the data needs an entry);
 * a ``recall_fit`` dataset (:func:`cmr.fit_recall`): per subject, or one set for a group fit;
 * a pandas DataFrame indexed by subject with one column per parameter (cymr's fit results;
-  other columns such as ``logl``, ``n``, ``k`` are ignored).
+  other columns such as ``logl``, ``n``, ``k`` are ignored), or with a ``subject`` column. A
+  table with several rows per subject, such as cymr's ``fit_indiv`` output indexed by
+  (subject, rep), is read as cymr's ``get_best_results`` reads it: the row with the highest
+  ``logl`` of each subject (the first of equal ones).
 
 Subject labels are matched by their text, so ``1`` and ``"1"`` name the same subject.
 """
@@ -42,6 +45,7 @@ def parameters_by_subject(params) -> dict | None:
         table = value.transpose("subject", "parameter").values
         return {str(s): dict(zip(names, map(float, row))) for s, row in zip(params["subject"].values, table)}
     if isinstance(params, pd.DataFrame):
+        params = _one_row_per_subject(params)
         columns = [c for c in params.columns if c in MODEL_PARAMETER_NAMES]
         if not columns:
             raise ParameterError(
@@ -68,6 +72,36 @@ def parameters_by_subject(params) -> dict | None:
         f"unknown CMR parameter(s) {', '.join(map(repr, unknown[:5]))}; known: {', '.join(MODEL_PARAMETER_NAMES)} "
         "(or give a mapping of subject -> parameters)"
     )
+
+
+def _one_row_per_subject(table: pd.DataFrame) -> pd.DataFrame:
+    """A parameter table indexed by subject alone: from a ``subject`` column or index level, keeping
+    the best-``logl`` row of a subject with several (cymr's ``fit_indiv`` reps)."""
+    levels = [name for name in table.index.names if name is not None]
+    if "subject" not in levels and "subject" in table.columns:
+        table = table.set_index("subject", append=bool(levels))
+        levels = [*levels, "subject"]
+    if isinstance(table.index, pd.MultiIndex):
+        if "subject" not in levels:
+            raise ParameterError(
+                f"a parameter table with a multi-level index needs a level named 'subject'; got levels {levels}"
+            )
+        subjects = table.index.get_level_values("subject")
+    else:
+        subjects = table.index
+    if not subjects.duplicated().any():
+        return table.set_axis(subjects, axis=0)
+    if "logl" not in table.columns:
+        repeated = sorted({str(s) for s in subjects[subjects.duplicated()]})
+        raise ParameterError(
+            f"the parameter table has several rows for subject(s) {', '.join(map(repr, repeated[:5]))} and no "
+            "'logl' column to pick the best of them (cymr's fit_indiv keeps one; or give one row per subject)"
+        )
+    logl = pd.to_numeric(table["logl"], errors="coerce").to_numpy(dtype=np.float64)
+    order = pd.Series(logl).groupby(np.asarray(subjects.astype(str)), sort=False)
+    best = [int(rows.idxmax()) if rows.notna().any() else int(rows.index[0]) for _, rows in order]
+    picked = table.iloc[best]
+    return picked.set_axis(subjects[best], axis=0)
 
 
 def parameter_table(params, subjects, *, patterns: bool) -> tuple[np.ndarray, np.ndarray]:
