@@ -13,6 +13,7 @@ subject's own parameters, e.g. a fit: the simulation of a posterior predictive c
 """
 from __future__ import annotations
 
+import json
 from typing import Sequence
 
 import numpy as np
@@ -175,6 +176,10 @@ def simulate_experiment(
         studied items; repetition r (0-based) of list ``l`` is list ``r * max_list + l`` of its
         subject (cymr's ``generate`` numbering, so every simulated list has its own label);
         ``rep`` says which repetition a list is. Lists labelled by text get ``"<rep>:<list>"``.
+        Data read with ``list_keys`` (list numbers that start again in each session): lists are
+        numbered 1..N in the data's trial order within each subject, and each list key
+        (``session``) is a column with the data's value, so the table reads back with
+        :func:`cmr.from_table` as it is.
     """
     events = as_events(events)
     reps = integer(n_rep, "n_rep")
@@ -184,7 +189,11 @@ def simulate_experiment(
     index = np.tile(np.arange(arrays.n_trials), reps)
     replay = arrays.subset(index)
     recalls = _simulate(replay, table, trial_param[index], rng)
+    keys = json.loads(events.attrs.get("list_keys", "[]"))
     lists = events["list"].values
+    if keys:  # list numbers restart in each session: number the lists 1..N within each subject instead
+        subjects = pd.Series(events["subject"].values)
+        lists = (subjects.groupby(subjects, sort=False).cumcount() + 1).to_numpy(dtype=np.int64)
     rep = np.repeat(np.arange(reps), arrays.n_trials)
     if np.issubdtype(np.asarray(lists).dtype, np.integer):
         step = int(np.max(lists))
@@ -195,6 +204,9 @@ def simulate_experiment(
     simulated = from_recall_matrix(recalls, events["list_length"].values[index], subject=events["subject"].values[index],
                                    list=labels, study_items=study[index], source="cmr.simulate_experiment")
     out = to_table(simulated)
-    rep_of = pd.Series(rep, index=pd.MultiIndex.from_arrays([events["subject"].values[index], labels]))
-    out["rep"] = rep_of.reindex(pd.MultiIndex.from_frame(out[["subject", "list"]])).to_numpy()
+    where = pd.MultiIndex.from_frame(out[["subject", "list"]])
+    trial_keys = pd.MultiIndex.from_arrays([events["subject"].values[index], labels])
+    out["rep"] = pd.Series(rep, index=trial_keys).reindex(where).to_numpy()
+    for key in keys:  # the data's session (or other list key) of every simulated list
+        out[key] = pd.Series(events[key].values[index], index=trial_keys).reindex(where).to_numpy()
     return out
