@@ -18,7 +18,8 @@ from .category import category_clustering, category_crp
 from .crp import input_crp, lag_crp
 from .distance import (distance_crp, distance_rank, distance_rank_shifted, distance_rank_window,
                        distance_rank_window_asym)
-from .errors import ParameterError
+from .checks import parse_json
+from .errors import ParameterError, RecallDataError
 from .events import as_events
 from .intrusions import intrusion_rates, pli_list_lag
 from .recall_stats import lag_rank, pfr, pnr, spc
@@ -167,7 +168,8 @@ def run_analyses(events, *, analyses="all", by="subject", lags=None, category_ke
     combined = xr.merge(parts, compat="identical", combine_attrs="drop")
     combined.attrs = {
         **provenance_attrs("recall_stat", "cmr.run_analyses", by="pooled" if by is None else by,
-                           analyses=list(results), events_provenance=json.loads(events.attrs.get("provenance", "{}"))),
+                           analyses=list(results), events_provenance=parse_json(events.attrs.get("provenance", "{}"),
+                                                                   "events attribute provenance", RecallDataError)),
         "stat_kind": "analysis_set",
         "unit_kind": "pooled" if by is None else by,
         "analyses": json.dumps(list(results)),

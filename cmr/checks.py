@@ -21,7 +21,35 @@ import numpy as np
 from .errors import ParameterError, ProfileError, RecallDataError
 
 __all__ = ["is_integer", "integer", "index", "probability", "lag_window", "as_generator", "seed_of", "n_jobs",
-           "recall_arrays"]
+           "recall_arrays", "shown", "parse_json"]
+
+
+def shown(value) -> str:
+    """``value`` as an error message shows it: numpy scalars as the plain Python value they hold
+    (``1``, not ``np.int64(1)``), anything else as its ``repr``."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, (list, tuple)):
+        return ("[" if isinstance(value, list) else "(") + ", ".join(shown(v) for v in value) + (
+            "]" if isinstance(value, list) else ("," if len(value) == 1 else "") + ")")
+    return repr(value)
+
+
+def parse_json(text, what: str, error=None):
+    """The value of JSON ``text``; ``error`` (default FileFormatError) naming ``what`` when it is not
+    JSON or is nested too deeply for the parser (a hostile file may nest 100,000 levels)."""
+    import json
+
+    from .errors import FileFormatError
+
+    error = error or FileFormatError
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise error(f"{what} is not valid JSON: expected arrays and objects nested at most about 900 "
+                    "levels deep; got deeper nesting") from None
+    except (ValueError, TypeError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        raise error(f"{what} is not valid JSON: {exc}") from None
 
 
 def is_integer(value) -> bool:
@@ -52,7 +80,7 @@ def integer(value, what: str, minimum: int | None = 1, error=ParameterError, *, 
             bound = f"an integer <= {maximum}"
         else:
             bound = "an integer"
-        raise error(f"{what} must be {bound}; got {value!r}")
+        raise error(f"{what} must be {bound}; got {shown(value)}")
     return int(value)
 
 
@@ -71,7 +99,7 @@ def probability(value, what: str, *, open_low: bool = False, open_high: bool = F
     high_ok = number < 1.0 if open_high else number <= 1.0
     if isinstance(value, (bool, np.bool_)) or not (low_ok and high_ok):
         interval = ("(" if open_low else "[") + "0, 1" + (")" if open_high else "]")
-        raise ParameterError(f"{what} must be a number in {interval}; got {value!r}")
+        raise ParameterError(f"{what} must be a number in {interval}; got {shown(value)}")
     return number
 
 
@@ -90,8 +118,14 @@ def lag_window(lags, longest: int | None = None) -> np.ndarray:
     Raises
     ------
     ProfileError
-        For anything else (the message names the three accepted forms).
+        For anything else (the message names the three accepted forms), and for a lag beyond
+        ``-MAX_LAG..MAX_LAG`` (:data:`cmr.constants.MAX_LAG`; ``longest - 1`` when the lists are
+        longer): such a window would need more memory than any machine has.
     """
+    from .constants import MAX_LAG
+
+    widest = max(MAX_LAG, int(longest) - 1) if longest is not None else MAX_LAG
+    lists = "" if longest is None else f"; the longest list ({int(longest)} items) has lags up to {max(int(longest) - 1, 0)}"
     if lags is None:
         if longest is None:
             raise ProfileError("lags=None (every possible lag) needs the list length; give the lags explicitly")
@@ -100,17 +134,24 @@ def lag_window(lags, longest: int | None = None) -> np.ndarray:
     if is_integer(lags):
         if lags < 0:
             raise ProfileError(f"lags as an integer K means -K..K and needs K >= 0; got {lags}")
+        if lags > widest:
+            raise ProfileError(f"lags as an integer K means -K..K and needs K <= {widest}{lists}; got {lags}")
         return np.arange(-int(lags), int(lags) + 1, dtype=np.int64)
     if isinstance(lags, (str, bytes)) or not hasattr(lags, "__iter__"):
         raise ProfileError(
-            f"lags must be None (every lag), an integer K (lags -K..K) or a sequence of integers; got {lags!r}"
+            f"lags must be None (every lag), an integer K (lags -K..K) or a sequence of integers; got {shown(lags)}"
         )
+    if isinstance(lags, range) and max(abs(lags.start), abs(lags.stop)) > widest + 1:
+        raise ProfileError(f"lags must lie in -{widest}..{widest}{lists}; got {lags}")  # before listing it
     values = list(lags)
     if not values or not all(is_integer(v) for v in values):
         raise ProfileError(
             f"lags must be None (every lag), an integer K (lags -K..K) or a non-empty sequence of integers; "
-            f"got {lags!r}"
+            f"got {shown(lags)}"
         )
+    beyond = [int(v) for v in values if abs(v) > widest]
+    if beyond:
+        raise ProfileError(f"lags must lie in -{widest}..{widest}{lists}; got {beyond[0]}")
     window = np.asarray(values, dtype=np.int64)
     if (np.diff(window) <= 0).any():
         raise ProfileError(f"lags must be strictly increasing; got {window.tolist()}")

@@ -44,6 +44,11 @@ STUDY_MAX_RECALLS = 50
 #: The study's lag histogram covers -8..+8.
 STUDY_MAX_LAG = 8
 
+#: Widest lag any analysis accepts in a lag window (``-MAX_LAG..MAX_LAG``), unless its lists or
+#: contexts are longer: lags beyond a list are kept (zero counts, so profiles of lists of
+#: different lengths share a window), but a window of 10**12 lags would need terabytes.
+MAX_LAG = 10_000
+
 #: Unit dims of attention-head datasets, in order.
 HEAD_DIMS = ("model", "checkpoint", "layer", "head")
 

@@ -78,7 +78,7 @@ def lag_counts(recalls, list_length, *, lags=None, group=None):
 def _parsed(text: str):
     try:
         return json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # kept as text: provenance is a record, not an input
         return text
 
 

@@ -26,6 +26,7 @@ import xarray as xr
 from . import _distance
 from ._numeric import ratio
 from .checks import integer
+from .constants import MAX_LAG
 from .errors import ParameterError
 from ._stat import stat_dataset
 from .events import as_events, group_index, to_recall_matrix
@@ -174,7 +175,7 @@ def distance_rank_shifted(events, index_key, distances, max_shift, *, by="subjec
         Kind ``"recall_stat"``, ``stat_kind="distance_rank_shifted"``; dims ``(unit, shift)``
         with shifts ``-max_shift..-1``; ``rank`` and ``n_transitions``.
     """
-    max_shift = integer(max_shift, "max_shift")
+    max_shift = integer(max_shift, "max_shift", maximum=MAX_LAG)  # a wider window would only allocate
     events, labels, rank, n = _ranks(events, index_key, distances, int(max_shift), by, item_query, test_key, test)
     return stat_dataset(events, by, labels, "distance_rank_shifted", ("shift",),
                     {"shift": np.arange(-int(max_shift), 0, dtype=np.int64)}, {

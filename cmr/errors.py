@@ -18,6 +18,8 @@ __all__ = [
     "ProfileError",
     "OptionalDependencyError",
     "OutputError",
+    "UnverifiedFileWarning",
+    "RecallDataWarning",
 ]
 
 
@@ -57,3 +59,13 @@ class OptionalDependencyError(ICLCMRError, ImportError):
 class OutputError(ICLCMRError, OSError):
     """An output cannot be written where asked: the name is a directory or one of the inputs,
     the directory is not writable, or another process is writing the same output."""
+
+
+class UnverifiedFileWarning(UserWarning):
+    """A file was read that carries no checksums (a netCDF-3 file), so damage to its numbers
+    cannot be detected; only the schema's range checks apply."""
+
+
+class RecallDataWarning(UserWarning):
+    """Recall data that read without an error but would give other numbers with an option the
+    user can set (recalls typed in another case or with surrounding spaces, counted as intrusions)."""

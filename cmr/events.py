@@ -19,15 +19,16 @@ Two outside formats convert both ways:
 from __future__ import annotations
 
 import json
+import warnings
 from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 import xarray as xr
 
-from .checks import probability, recall_arrays
+from .checks import parse_json, probability, recall_arrays
 from .constants import INTRUSION_CHECK_MIN_RECALLS, MAX_INTRUSION_SHARE
-from .errors import RecallDataError
+from .errors import RecallDataError, RecallDataWarning
 from .lab_tables import (intrusion_diagnosis, is_merged_table, item_keys, list_key_columns, match_recalls,
                          raw_from_merged, split_trial_types)
 from .schema import provenance_attrs, validate
@@ -63,6 +64,14 @@ def _integer_column(values: pd.Series, what: str) -> np.ndarray:
         raise RecallDataError(
             f"{what} must be integers; got {floats[bad][0].item()!r} ({int(bad.sum())} non-integer value(s))"
         )
+    huge = np.abs(floats) >= 2.0 ** 63  # beyond int64: the cast would give another number
+    if huge.any():
+        raise RecallDataError(
+            f"{what} must be integers below 2**63 (9.2e18) in size; got {floats[huge][0].item()!r} "
+            f"({int(huge.sum())} such value(s))"
+        )
+    if pd.api.types.is_integer_dtype(values.dtype):
+        return values.to_numpy(dtype=np.int64)  # exact: large integers do not pass through float
     return floats.astype(np.int64)
 
 
@@ -157,7 +166,7 @@ def from_table(
     is_study, is_recall = _trial_types(table, ignored)
     subject, list_label, position, items, match_keys = _event_columns(table, normalize_items)
     study_keys, trial = _list_trials(table, list_keys, subject, list_label, is_study, is_recall)
-    study = _study_events(trial, position, items, match_keys, is_study, study_keys, list_keys)
+    study = _study_events(trial, position, items, match_keys, is_study, study_keys, list_keys, ignored)
     recall = _recall_events(trial, position, items, match_keys, is_recall, study, study_keys,
                             normalize_items, share_limit)
     ds = _events_dataset(table, study_keys, list_keys, study, recall, source)
@@ -263,16 +272,16 @@ class _RecallEvents(NamedTuple):
     item: np.ndarray     # (trial, output_position) items as written, "" padding
 
 
-def _study_events(trial, position, items, match_keys, is_study, study_keys, list_keys) -> _StudyEvents:
+def _study_events(trial, position, items, match_keys, is_study, study_keys, list_keys, ignored=None) -> _StudyEvents:
     """Checked study events (positions exactly 1..n per list, items distinct within a list)."""
     s_trial, s_pos, s_item = trial[is_study], position[is_study], items[is_study]
-    list_length = _checked_list_lengths(s_trial, s_pos, match_keys[is_study], study_keys, list_keys)
+    list_length = _checked_list_lengths(s_trial, s_pos, match_keys[is_study], study_keys, list_keys, ignored)
     study_item = np.full((len(study_keys), int(list_length.max())), "", dtype=object)
     study_item[s_trial, s_pos - 1] = s_item
     return _StudyEvents(np.nonzero(is_study)[0], s_trial, s_pos, list_length, study_item)
 
 
-def _checked_list_lengths(s_trial, s_pos, s_keys, study_keys, list_keys) -> np.ndarray:
+def _checked_list_lengths(s_trial, s_pos, s_keys, study_keys, list_keys, ignored=None) -> np.ndarray:
     """Length of each studied list; RecallDataError for positions < 1, repeated positions or
     items, or gaps in a list's positions."""
     if (s_pos < 1).any():
@@ -300,9 +309,18 @@ def _checked_list_lengths(s_trial, s_pos, s_keys, study_keys, list_keys) -> np.n
         t = gaps[0]
         raise RecallDataError(
             f"study positions of each list must be 1..n without gaps; {_list_name(study_keys, t)} has "
-            f"{counts[t]} study events but positions up to {max_pos[t]}"
+            f"{counts[t]} study events but positions up to {max_pos[t]}{_ignored_types(ignored)}"
         )
     return counts.astype(np.int64)
+
+
+def _ignored_types(ignored) -> str:
+    """What a gap message adds when rows of other trial types were left out (``'Study'`` is not ``'study'``)."""
+    if not ignored:
+        return ""
+    found = ", ".join(f"{name!r} ({n} rows)" for name, n in ignored.items())
+    return (f"; trial types are matched exactly: expected 'study' and 'recall', and these other values "
+            f"were ignored: {found}")
 
 
 def _recall_order(trial, position, is_recall, study_keys) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -331,14 +349,22 @@ def _matched_recalls(study: _StudyEvents, items, match_keys, r_rows, r_trial, no
     """Serial position of each recall (-1: intrusion), matched by item within its list;
     RecallDataError (with the likely cause) when intrusions exceed ``share_limit``."""
     serial = match_recalls(study.trial, study.position, match_keys[study.rows], r_trial, match_keys[r_rows])
-    n_intrusions = int((serial < 0).sum())
+    intrusion = serial < 0
+    n_intrusions = int(intrusion.sum())
+    rescued = None
+    if n_intrusions and not normalize_items:  # would ignoring case and surrounding spaces match some?
+        loose = match_recalls(study.trial, study.position, item_keys(items[study.rows], True), r_trial[intrusion],
+                              item_keys(items[r_rows[intrusion]], True))
+        rescued = int((loose > 0).sum())
     if serial.size >= INTRUSION_CHECK_MIN_RECALLS and n_intrusions > share_limit * serial.size:
-        rescued = None
-        if not normalize_items:
-            loose = match_recalls(study.trial, study.position, item_keys(items[study.rows], True), r_trial,
-                                  item_keys(items[r_rows], True))
-            rescued = int(((serial < 0) & (loose > 0)).sum())
         raise RecallDataError(intrusion_diagnosis(n_intrusions, serial.size, rescued, share_limit))
+    if rescued:
+        warnings.warn(
+            f"{rescued} of {serial.size} recalls ({rescued / serial.size:.1%}) match no studied item as written "
+            "but match one when case and surrounding spaces are ignored; they count as intrusions here: pass "
+            "normalize_items=True (command line: --normalize-items) to match them",
+            RecallDataWarning, stacklevel=4,
+        )
     return serial
 
 
@@ -449,7 +475,8 @@ def to_table(events: xr.Dataset) -> pd.DataFrame:
     items = np.concatenate([study_item[s_trial, s_col], recall_item[r_trial, r_col]])
     table = {
         "subject": events["subject"].values[trial],
-        **{key: events[key].values[trial] for key in json.loads(events.attrs.get("list_keys", "[]"))},
+        **{key: events[key].values[trial]
+           for key in parse_json(events.attrs.get("list_keys", "[]"), "events attribute list_keys", RecallDataError)},
         "list": events["list"].values[trial],
         "trial_type": np.where(phase == 0, "study", "recall"),
         "position": pos.astype(np.int64),
@@ -469,7 +496,7 @@ def to_table(events: xr.Dataset) -> pd.DataFrame:
             r_vals = np.full(n_r, np.nan if s_vals.dtype.kind == "f" else "", dtype=s_vals.dtype)
         table[column] = _restore_column(np.concatenate([s_vals, r_vals]), events[name].attrs.get("table_dtype"))
     frame = pd.DataFrame(table).iloc[order].reset_index(drop=True)
-    columns = json.loads(events.attrs.get("table_columns", "[]"))
+    columns = parse_json(events.attrs.get("table_columns", "[]"), "events attribute table_columns", RecallDataError)
     if sorted(columns) == sorted(frame.columns):
         frame = frame[columns]  # the column order of the original table
     return frame

@@ -12,16 +12,16 @@ The two agree wherever a subject studied each item at most once before it intrud
 """
 from __future__ import annotations
 
-import json
 
 import numpy as np
 import pandas as pd
 import xarray as xr
 
 from . import _intrusions
-from .checks import integer
+from .checks import integer, parse_json
+from .constants import MAX_LAG
 from ._numeric import ratio
-from .errors import ParameterError
+from .errors import ParameterError, RecallDataError
 from .events import as_events, group_index, to_recall_matrix, unit_coordinates
 from .lab_tables import item_keys
 from .schema import provenance_attrs, validate
@@ -86,7 +86,7 @@ def pli_list_lag(events, max_lag, *, by="subject") -> xr.Dataset:
         included; NaN without intrusions); and per unit ``n_lists``, ``n_intrusions``.
     """
     _by_subject_or_pooled(by)
-    max_lag = integer(max_lag, "max_lag")
+    max_lag = integer(max_lag, "max_lag", maximum=MAX_LAG)  # a wider window would only allocate
     events = as_events(events)
     recalls, lengths = to_recall_matrix(events)
     group, labels = group_index(events, "subject")
@@ -169,7 +169,8 @@ def intrusion_rates(events, *, by="subject") -> xr.Dataset:
                                     {"long_name": "intrusions / recall events"})
     ds = xr.Dataset(variables, coords=unit_coords, attrs={
         **provenance_attrs("recall_stat", "cmr.intrusion_rates", by="pooled" if by is None else by,
-                           events_provenance=json.loads(events.attrs.get("provenance", "{}"))),
+                           events_provenance=parse_json(events.attrs.get("provenance", "{}"),
+                                                                        "events attribute provenance", RecallDataError)),
         "stat_kind": "intrusion_rates",
         "unit_kind": "pooled" if by is None else by,
     })

@@ -29,7 +29,8 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from .errors import DataSourceError, FileFormatError, OptionalDependencyError, OutputError, SchemaError
+from .errors import (DataSourceError, FileFormatError, OptionalDependencyError, OutputError, SchemaError,
+                     UnverifiedFileWarning)
 from .schema import KIND_ATTR, validate
 from .tables import LAYOUTS, to_dataframe
 
@@ -152,10 +153,19 @@ def output_lock(path, *, wait: float = 0.0):
             _HELD_LOCKS[key][1] -= 1
         return
     deadline = time.monotonic() + float(wait)
+    if lock.is_symlink():  # a planted link would make the lock create or truncate a file elsewhere
+        raise OutputError(f"cannot write {str(path)!r}: its lock {str(lock)!r} is a symbolic link; expected a "
+                          "plain file or none (remove the link)")
     try:
         lock.parent.mkdir(parents=True, exist_ok=True)
         while True:
-            fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666 & ~_umask())
+            try:
+                fd = os.open(lock, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o666 & ~_umask())
+            except OSError as exc:
+                if lock.is_symlink():  # planted between the check above and the open
+                    raise OutputError(f"cannot write {str(path)!r}: its lock {str(lock)!r} is a symbolic link; "
+                                      "expected a plain file or none (remove the link)") from None
+                raise exc
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -300,8 +310,17 @@ def save_dataset(ds: xr.Dataset, path, *, check: bool = True) -> Path:
         validate(ds)
     path = Path(path)
     with atomic_write(path) as tmp:
-        _with_checksums(ds).to_netcdf(tmp, engine="netcdf4", format="NETCDF4")
+        try:
+            _with_checksums(ds).to_netcdf(tmp, engine="netcdf4", format="NETCDF4")
+        except RuntimeError as exc:  # the netCDF library reports a full disk or a failed write as "HDF error"
+            raise OutputError(f"cannot write {str(path)!r}: the netCDF library failed while writing "
+                              f"({_first_line(exc)}); is the disk full?") from exc
     return path
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc)
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def _with_checksums(ds: xr.Dataset) -> xr.Dataset:
@@ -330,19 +349,111 @@ def load_dataset(path, kind: str | None = None) -> xr.Dataset:
     path = Path(path)
     if not path.is_file():
         raise DataSourceError(f"no such file: {str(path)!r}")
+    _check_storage(path)
     try:
         with xr.open_dataset(path, engine="netcdf4") as handle:
+            _check_declared_size(path, handle)
             ds = handle.load()
     except (OSError, ValueError, RuntimeError, KeyError) as exc:
+        if isinstance(exc, FileFormatError):
+            raise
         raise FileFormatError(
             f"{str(path)!r} is not a readable netCDF file: truncated, damaged (a checksum failed) or "
             f"not netCDF at all ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})"
         ) from exc
+    if _is_netcdf3(path):
+        import warnings
+
+        warnings.warn(f"{str(path)!r} is a netCDF-3 file, which has no checksums: damage to its numbers cannot "
+                      "be detected (icl-cmr writes netCDF-4 with checksums)", UnverifiedFileWarning, stacklevel=2)
     got = ds.attrs.get(KIND_ATTR)
     if kind is not None and got != kind:
         raise SchemaError(f"{str(path)!r}: expected a {kind!r} dataset; got kind {got!r}")
     validate(ds)
     return ds
+
+
+def _is_netcdf3(path: Path) -> bool:
+    with open(path, "rb") as handle:
+        return handle.read(3) == b"CDF"  # netCDF-3 classic / 64-bit offset / CDF-5; netCDF-4 starts with HDF5's
+
+
+def _available_memory() -> int:
+    """Bytes of memory this process could still allocate (MemAvailable; all physical memory elsewhere)."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as info:
+            for line in info:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, AttributeError):  # pragma: no cover - no way to tell
+        return 1 << 62
+
+
+def _size_text(n: float) -> str:
+    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if n < 1024 or unit == "PiB":
+            return f"{n:.0f} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
+        n /= 1024
+
+
+def _check_declared_size(path: Path, handle: xr.Dataset) -> None:
+    """FileFormatError when the variables a file declares would not fit in the memory available
+    (a small file may declare terabytes of unwritten, fill-valued data)."""
+    sizes = {name: int(np.prod(var.shape, dtype=object)) * var.dtype.itemsize for name, var in handle.variables.items()}
+    total, available = sum(sizes.values()), _available_memory()
+    if total > available:
+        largest = max(sizes, key=sizes.get)
+        raise FileFormatError(
+            f"{str(path)!r} declares {_size_text(total)} of data (variable {largest!r}: shape "
+            f"{tuple(int(n) for n in handle[largest].shape)}, {_size_text(sizes[largest])}); expected a result that fits "
+            f"in the {_size_text(available)} of memory available"
+        )
+
+
+def _check_storage(path: Path) -> None:
+    """FileFormatError when a netCDF-4 (HDF5) file keeps data outside itself: external raw
+    storage, virtual datasets or external links would read other files of this machine.
+    Needs h5py to look (netCDF4 has no way to tell); without h5py the check is skipped."""
+    if _is_netcdf3(path):
+        return
+    try:
+        import h5py
+    except ImportError:  # pragma: no cover - the check needs h5py
+        return
+    try:
+        handle = h5py.File(path, "r")
+    except (OSError, ValueError):
+        return  # not HDF5: the netCDF reader reports it
+    with handle:
+        stack = [handle]
+        while stack:
+            group = stack.pop()
+            for name in group:
+                link = group.get(name, getlink=True)
+                where = f"{group.name.rstrip('/')}/{name}"
+                if isinstance(link, h5py.ExternalLink):
+                    outside = f"an external link to {link.filename!r}"
+                else:
+                    item = group.get(name)
+                    if isinstance(item, h5py.Group):
+                        stack.append(item)
+                        continue
+                    if not isinstance(item, h5py.Dataset):
+                        continue
+                    if item.external:
+                        outside = f"external storage in {os.fsdecode(item.external[0][0])!r}"
+                    elif item.is_virtual:
+                        outside = "a virtual dataset mapped onto other files"
+                    else:
+                        continue
+                raise FileFormatError(
+                    f"{str(path)!r}: variable {where!r} is stored outside the file ({outside}); expected every "
+                    "variable's data inside the file"
+                )
 
 
 def result_format(path) -> str:
@@ -376,8 +487,8 @@ def result_format(path) -> str:
 
 def _decimal(value: float) -> str:
     """A float as a spreadsheet reads it: shortest exact digits, no exponent (3.3e-05 -> 0.000033)."""
-    if abs(value) >= 1e16:  # positional notation would print every digit of a huge number
-        return repr(value)
+    if not np.isfinite(value) or abs(value) >= 1e16:  # positional notation would print every digit
+        return repr(float(value))  # inf, -inf, 1e+20: plain text, never a numpy scalar's repr
     return np.format_float_positional(value, unique=True, trim="0")
 
 

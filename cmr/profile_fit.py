@@ -18,7 +18,7 @@ import xarray as xr
 
 from . import _deprecate
 from . import _profile_fit as kernels
-from .checks import lag_window, seed_of
+from .checks import lag_window, seed_of, shown
 from .constants import PAPER_LAGS, RECALL_LAGS
 from .criteria import aic_bic, least_squares_logl
 from .errors import ParameterError, ProfileError, SchemaError
@@ -121,9 +121,9 @@ def fit_profiles(
     if refine is not False and objective == "paper":
         raise ParameterError("refine applies to objective 'lsq' only; the 'paper' objective is the study's grid search")
     if not (0.0 < ci < 1.0):
-        raise ParameterError(f"ci must be in (0, 1); got {ci!r}")
+        raise ParameterError(f"ci must be in (0, 1); got {shown(ci)}")
     if int(n_bootstrap) < 0:
-        raise ParameterError(f"n_bootstrap must be >= 0; got {n_bootstrap!r}")
+        raise ParameterError(f"n_bootstrap must be >= 0; got {shown(n_bootstrap)}")
     window = fit_window(fitting_lags(profiles, lags, variable))
     seed = seed_of(rng)
     values = profiles_window(profiles, variable, window)

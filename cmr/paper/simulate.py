@@ -23,7 +23,7 @@ import os
 import numpy as np
 import pandas as pd
 
-from ..checks import as_generator, integer, seed_of
+from ..checks import as_generator, integer, seed_of, shown
 from ..checks import n_jobs as check_n_jobs
 from ..constants import STUDY_LIST_LENGTH, STUDY_MAX_LAG, STUDY_MAX_RECALLS, STUDY_N_TRIALS, STUDY_START_POSITIONS
 from ..errors import ParameterError, RecallDataError
@@ -193,7 +193,7 @@ def closed_form_lag_distribution(beta_enc: float, beta_rec: float, start: int, l
             crp[max_lag + d] = (p1[:-d] * p1[d:]).sum()
             crp[max_lag - d] = (p1[d:] * p1[:-d]).sum()
     else:
-        raise ParameterError(f"closed forms exist only for beta_rec 0 or 1 (with gamma 0); got beta_rec={beta_rec!r}")
+        raise ParameterError(f"closed forms exist only for beta_rec 0 or 1 (with gamma 0); got beta_rec={shown(beta_rec)}")
     return crp / crp.sum()
 
 

@@ -24,7 +24,7 @@ from .parameters import (
     MODEL_PARAMETER_NAMES, PARAMETER_NAMES, PARAMETER_SPECS, SEMANTIC_PARAMETER_SPECS, default_parameters,
     fit_bounds, validate_parameters,
 )
-from .tied import evaluate, parse_tied
+from .tied import check_tied_range, evaluate, parse_tied
 
 __all__ = ["ModelSpec", "model_spec", "fit_unit", "score_unit", "run_tasks", "DE_DEFAULTS"]
 
@@ -99,6 +99,9 @@ def model_spec(free, fixed=None, bounds=None, tied=None, *, patterns: bool = Fal
     template = default_parameters(semantic=True)
     template.update(fixed)
     specs = PARAMETER_SPECS + SEMANTIC_PARAMETER_SPECS
+    # a tie that fails or leaves its range on the bounds is refused now, not scored -inf in every set
+    check_tied_range(tied_params, free, search, template, {s.name: s.lower for s in specs},
+                     {s.name: s.upper for s in specs})
     return ModelSpec(
         tuple(free), tuple(search), fixed, np.array([template[n] for n in MODEL_PARAMETER_NAMES], dtype=np.float64),
         tied_params, tuple(names), np.array([s.lower for s in specs]), np.array([s.upper for s in specs]),

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..checks import integer
+from ..checks import integer, shown
 from ..errors import RecallDataError
 from ..events import to_recall_matrix
 from .patterns import ItemPatterns
@@ -110,7 +110,7 @@ def localist_arrays(recalls: np.ndarray, list_length: np.ndarray, pool_size: int
     else:
         size = integer(pool_size, "pool_size", error=RecallDataError)
         if size < longest:
-            raise RecallDataError(f"pool_size must be an integer >= the longest list ({longest}); got {pool_size!r}")
+            raise RecallDataError(f"pool_size must be an integer >= the longest list ({longest}); got {shown(pool_size)}")
         pool = np.full(lengths.size, float(size))
     zeros = np.zeros((lengths.size, longest, longest))
     return TrialArrays(

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from ..checks import integer, seed_of
+from ..checks import integer, seed_of, shown
 from ..checks import n_jobs as check_n_jobs
 from .._deprecate import warn
 from ..errors import RecallDataError
@@ -36,7 +36,7 @@ def list_folds(subjects, n_folds: int, rng=0) -> np.ndarray:
     for subject in pd.unique(labels):
         rows = np.flatnonzero(labels == subject)
         if rows.size < n_folds:
-            raise RecallDataError(f"subject {subject!r} has {rows.size} list(s), fewer than n_folds={n_folds}")
+            raise RecallDataError(f"subject {shown(subject)} has {rows.size} list(s), fewer than n_folds={n_folds}")
         folds[rows[generator.permutation(rows.size)]] = np.arange(rows.size) % n_folds
     return folds
 

@@ -64,7 +64,7 @@ def information_criteria_recall(logl, k: int, n):
 def _source_of(events):
     try:
         return json.loads(events.attrs.get("provenance", "{}")).get("source", "")
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, AttributeError, RecursionError):
         return ""
 
 

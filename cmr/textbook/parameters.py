@@ -13,6 +13,7 @@ from typing import Mapping
 
 import numpy as np
 
+from ..checks import shown
 from ..errors import ParameterError
 
 __all__ = [
@@ -135,10 +136,10 @@ def validate_parameters(params: Mapping[str, float], *, partial: bool = False) -
             value = float(raw)
         except (TypeError, ValueError):
             raise ParameterError(
-                f"CMR parameter {name} must be a real number in {_bounds_text(spec)}; got {raw!r}"
+                f"CMR parameter {name} must be a real number in {_bounds_text(spec)}; got {shown(raw)}"
             ) from None
         if isinstance(raw, (bool, np.bool_)) or math.isnan(value) or not spec.lower <= value <= spec.upper:
-            raise ParameterError(f"CMR parameter {name} must be in {_bounds_text(spec)}; got {raw!r}")
+            raise ParameterError(f"CMR parameter {name} must be in {_bounds_text(spec)}; got {shown(raw)}")
         clean[name] = value
     if "Afc" in clean and "Dfc" in clean and clean["Afc"] + clean["Dfc"] <= 0:
         raise ParameterError(
@@ -197,18 +198,21 @@ def read_parameters(path) -> dict:
     ParameterError
         The JSON is not an object.
     """
-    import json
     from pathlib import Path
 
+    from ..checks import parse_json
     from ..errors import DataSourceError, FileFormatError
 
     path = Path(path)
     if not path.is_file():
         raise DataSourceError(f"parameter file not found: {str(path)!r}")
     try:
-        params = json.loads(path.read_text())
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise FileFormatError(f"{str(path)!r} is not valid JSON: {exc}") from exc
+        text = path.read_text()
+    except OSError as exc:
+        raise DataSourceError(f"cannot read parameter file {str(path)!r}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise FileFormatError(f"parameter file {str(path)!r} is not valid JSON: {exc}") from None
+    params = parse_json(text, f"parameter file {str(path)!r}")
     if not isinstance(params, dict):
         raise ParameterError(f"{str(path)!r} must hold one JSON object of name: value; got {type(params).__name__}")
     return params

@@ -19,7 +19,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from ..checks import as_generator, integer, is_integer
+from ..checks import as_generator, integer, is_integer, shown
 from ..errors import ParameterError, RecallDataError
 from ..events import as_events, from_recall_matrix, to_table
 from . import _network
@@ -69,7 +69,7 @@ def simulate_recalls(
     n = integer(list_length, "list_length")
     trials = integer(n_trials, "n_trials")
     if pool_size is not None and integer(pool_size, "pool_size", error=RecallDataError) < n:
-        raise RecallDataError(f"pool_size must be >= list_length ({n}); got {pool_size!r}")
+        raise RecallDataError(f"pool_size must be >= list_length ({n}); got {shown(pool_size)}")
     rng = as_generator(rng)
     arrays = localist_arrays(np.zeros((trials, 1), dtype=np.int64), np.full(trials, n, dtype=np.int64), pool_size)
     return _simulate(arrays, table, np.zeros(trials, dtype=np.int64), rng)
@@ -124,7 +124,7 @@ def simulate_free_recall(
     table, trial_param = parameter_table(params, subject_of_trial, patterns=False)
     trials = subject_of_trial.size
     if pool_size is not None and integer(pool_size, "pool_size", error=RecallDataError) < n:
-        raise RecallDataError(f"pool_size must be >= list_length ({n}); got {pool_size!r}")
+        raise RecallDataError(f"pool_size must be >= list_length ({n}); got {shown(pool_size)}")
     arrays = localist_arrays(np.zeros((trials, 1), dtype=np.int64), np.full(trials, n, dtype=np.int64), pool_size)
     recalls = _simulate(arrays, table, trial_param, rng)
     events = from_recall_matrix(recalls, n, subject=subject_of_trial, list=np.tile(np.arange(1, lists + 1), labels.size),

@@ -70,7 +70,9 @@ class FitSpec:
     tied : mapping, optional
         ``name -> expression`` of other parameters, e.g. ``{"B_rec": "B_enc"}`` or
         ``{"Dfc": "1 - Lfc"}`` (cymr's dependent parameters; parsed, never ``eval``-ed).
-        Sets whose tied values leave a parameter's admissible range are scored as impossible.
+        An expression that cannot be evaluated over the search bounds (division by zero,
+        overflow, a complex value) or whose value leaves its parameter's admissible range
+        there is refused (:func:`cmr.textbook.tied.check_tied_range`).
     patterns : ItemPatterns, optional
         Item pool and patterns for semantic / category CMR (:func:`cmr.item_patterns`).
     pool_size : int, optional
@@ -81,8 +83,8 @@ class FitSpec:
     ------
     ParameterError
         No, repeated or unknown free parameters; a parameter both free and fixed (or tied);
-        bounds outside a parameter's admissible range; a malformed or chained tie; pattern
-        weights without ``patterns``.
+        bounds outside a parameter's admissible range; a malformed or chained tie, or one that
+        fails or leaves its parameter's range over the bounds; pattern weights without ``patterns``.
     RecallDataError
         ``patterns`` not made by :func:`cmr.item_patterns`; a ``pool_size`` that is not a
         positive integer, or differs from the size of ``patterns``.

@@ -61,7 +61,7 @@ def test_failed_write_leaves_no_file_and_keeps_the_old_one(events, tmp_path, mon
         raise RuntimeError("disk full")
 
     monkeypatch.setattr(xr.Dataset, "to_netcdf", broken_write)
-    with pytest.raises(RuntimeError, match="disk full"):
+    with pytest.raises(errors.OutputError, match="disk full"):
         save_dataset(events, path)
     assert list(tmp_path.iterdir()) == []  # neither the target nor a temporary file
 
@@ -69,7 +69,7 @@ def test_failed_write_leaves_no_file_and_keeps_the_old_one(events, tmp_path, mon
     save_dataset(events, path)
     before = path.read_bytes()
     monkeypatch.setattr(xr.Dataset, "to_netcdf", broken_write)
-    with pytest.raises(RuntimeError):
+    with pytest.raises(errors.OutputError):
         save_dataset(lag_crp(events), path)
     assert path.read_bytes() == before  # the old file is untouched
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.nc"]
