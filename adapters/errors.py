@@ -7,7 +7,8 @@ __all__ = ["ModelNotAvailableError", "PromptError", "ModelOutputError"]
 
 
 class ModelNotAvailableError(ICLCMRError, LookupError):
-    """A language model is not available offline (or its cached copy is damaged)."""
+    """A language model is not available offline, or its files cannot be used: a damaged cached copy, a
+    missing part (config, tokenizer, weights), custom code or pickled objects (never run), a refused chat template."""
 
 
 class PromptError(ICLCMRError, ValueError):

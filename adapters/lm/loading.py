@@ -40,15 +40,19 @@ from ._model_files import (
     DTYPES,
     EMBEDDED_MODELS,
     LoadedModel,
+    PartNotLoaded,
     cache_root,
+    config_problem,
     converted_problem,
     describe_peak_memory,
     gguf_file,
     not_available,
     offline_mode,
+    part_problem,
     record_converted,
     refuse_missing_hub_model,
     require_lm,
+    unusable_directory,
     with_run_record,
     word_vocabulary,
 )
@@ -131,9 +135,10 @@ def _convert_gguf(gguf: Path, out: Path) -> None:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name, local_files_only=True)
+    tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name, local_files_only=True,
+                                              trust_remote_code=False)
     model = AutoModelForCausalLM.from_pretrained(
-        str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32, local_files_only=True
+        str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32, local_files_only=True, trust_remote_code=False
     )
     # De-quantised float32 weights: drop the GGUF quantisation record so they serialise.
     model.hf_quantizer = None
@@ -219,19 +224,48 @@ def _boot(model_name: str, hf_model, tokenizer, device: str = "cpu", dtype=None)
     tokenizer.init_kwargs.setdefault("name_or_path", model_name)
     with torch.no_grad():
         return TransformerBridge.boot_transformers(model_name, hf_model=hf_model, tokenizer=tokenizer, device=device,
-                                                   dtype=dtype if dtype is not None else torch.float32)
+                                                   dtype=dtype if dtype is not None else torch.float32,
+                                                   trust_remote_code=False)
+
+
+@contextlib.contextmanager
+def _loading(where: Path, part: str):
+    """Turn a library's failure to load ``part`` into :class:`PartNotLoaded`, in this package's words."""
+    try:
+        yield
+    except LOAD_ERRORS as exc:
+        raise part_problem(where, part, exc) from None
 
 
 def _load_local(path_or_name: str, dtype=None):
-    import torch
-    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+    """The Hugging Face model and tokenizer of a directory or a hub id on disk, never running their code.
 
-    AutoConfig.from_pretrained(path_or_name, local_files_only=True)  # fails fast when absent
-    model = AutoModelForCausalLM.from_pretrained(
-        path_or_name, dtype=dtype if dtype is not None else torch.float32, local_files_only=True,
-        attn_implementation="eager",
-    )
-    tokenizer = AutoTokenizer.from_pretrained(path_or_name, local_files_only=True)
+    Raises
+    ------
+    PartNotLoaded
+        Which part (config.json, tokenizer, weights) cannot be loaded, and why.
+    """
+    import torch
+    import transformers
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
+
+    where = Path(path_or_name)
+    if where.exists():  # read as JSON first: a model type that needs the directory's own code is refused here
+        problem = config_problem(where, CONFIG_MAPPING_NAMES, f"transformers {transformers.__version__}")
+        if problem is not None:
+            raise PartNotLoaded(problem)
+    # trust_remote_code=False on every call: transformers then never asks (a prompt a piped "y" would answer)
+    # and never imports the model's own Python files
+    with _loading(where, "config"):
+        AutoConfig.from_pretrained(path_or_name, local_files_only=True, trust_remote_code=False)  # fails fast
+    with _loading(where, "tokenizer"):  # before the weights: a missing tokenizer is told at once
+        tokenizer = AutoTokenizer.from_pretrained(path_or_name, local_files_only=True, trust_remote_code=False)
+    with _loading(where, "weights"):
+        model = AutoModelForCausalLM.from_pretrained(
+            path_or_name, dtype=dtype if dtype is not None else torch.float32, attn_implementation="eager",
+            local_files_only=True, trust_remote_code=False,
+        )
     return model, tokenizer
 
 
@@ -276,11 +310,10 @@ def load_model(name: str = DEFAULT_MODEL, *, cache_dir=None, device=None, dtype=
             directory = _converted_dir(name, gguf, cache_dir)
             try:
                 model, tokenizer = _load_local(str(directory), torch_dtype)
-            except LOAD_ERRORS as exc:
+            except PartNotLoaded as exc:
                 raise ModelNotAvailableError(
-                    f"the converted copy of {name!r} in {directory} cannot be loaded ({type(exc).__name__}: "
-                    f"{str(exc).splitlines()[0][:200] if str(exc) else ''}); delete that directory and it is "
-                    "rebuilt from the GGUF file on the next load"
+                    f"the converted copy of {name!r} in {directory} cannot be loaded ({exc}); delete that directory "
+                    "and it is rebuilt from the GGUF file on the next load"
                 ) from None
             return LoadedModel(_boot(str(directory), model, tokenizer, device, torch_dtype), tokenizer, name, str(gguf),
                                f"GGUF via transformers, cached as safetensors in {directory}", **placed)
@@ -289,10 +322,10 @@ def load_model(name: str = DEFAULT_MODEL, *, cache_dir=None, device=None, dtype=
         official = resolve_model_alias(name) or name
         try:
             model, tokenizer = _load_local(official, torch_dtype)
-        except LOAD_ERRORS as exc:
-            # A local directory that fails to load says why; a hub name just is not on disk.
-            why = f" ({type(exc).__name__}: {str(exc).splitlines()[0][:200]})" if Path(name).exists() and str(exc) else ""
-            raise not_available(name, why) from None
+        except PartNotLoaded as exc:
+            # A local directory, or a hub copy refused on purpose, says why; any other hub name is not on disk.
+            raise (unusable_directory(name, str(exc)) if Path(name).exists() or exc.refused
+                   else not_available(name)) from None
         return LoadedModel(_boot(official, model, tokenizer, device, torch_dtype), tokenizer, name, official,
                            "transformers from_pretrained(local_files_only=True)", **placed)
 

@@ -23,7 +23,7 @@ import numpy as np
 
 from cmr.errors import ParameterError
 
-from ..errors import ModelOutputError
+from ..errors import ModelNotAvailableError, ModelOutputError
 from ..recall_text import COUNT_NAMES, recall_table, subject_label
 
 __all__ = ["TASKS", "DECODINGS", "INSTRUCTIONS", "study_lists", "word_pool", "recall_prompt", "generate_answers",
@@ -69,11 +69,22 @@ def recall_prompt(items, task: str = "free") -> str:
     return "Study this list of words:\n" + "\n".join(map(str, items)) + "\n\n" + INSTRUCTIONS[task]
 
 
-def _chat_texts(tokenizer, lists, task):
+def _chat_texts(tokenizer, lists, task, name="model"):
     messages = [[{"role": "user", "content": recall_prompt(items, task)}] for items in lists]
-    if getattr(tokenizer, "chat_template", None):
+    if not getattr(tokenizer, "chat_template", None):
+        return [m[0]["content"] + "\n" for m in messages]  # base models: the plain prompt
+    from jinja2 import TemplateError, sandbox
+
+    try:  # transformers renders the model's template in jinja2's sandbox; a template that breaks out is refused
         return [tokenizer.apply_chat_template(m, tokenize=False, add_generation_prompt=True) for m in messages]
-    return [m[0]["content"] + "\n" for m in messages]  # base models: the plain prompt
+    except TemplateError as exc:
+        where = str(getattr(tokenizer, "name_or_path", "") or name)
+        source = f" (from {where!r})" if where != name else ""
+        what = ("was refused: it reaches for Python objects outside jinja2's sandbox"
+                if isinstance(exc, sandbox.SecurityError) else "cannot be rendered")
+        raise ModelNotAvailableError(
+            f"the chat template of {name!r}{source} {what} ({type(exc).__name__}: "
+            f"{str(exc).splitlines()[0][:200] if str(exc) else ''}); no prompt was generated") from None
 
 
 def zero_ablation_hooks(heads):
@@ -210,7 +221,7 @@ def generate_answers(model, lists, *, task: str = "free", decoding: str = "greed
         hf, ablated, cache = plain, zeroed_heads(bridge, plain, heads), True
     else:  # through the bridge: its attention components keep no cache under transformers >= 5.24
         hf, ablated, cache = bridge.original_model, bridge.hooks(fwd_hooks=zero_ablation_hooks(heads)), False
-    texts = _chat_texts(tokenizer, lists, task)
+    texts = _chat_texts(tokenizer, lists, task, model.name)
     limit = int(max_new_tokens) if max_new_tokens is not None else 4 * max(map(len, lists)) + 16
     eos_id = tokenizer.eos_token_id if tokenizer.eos_token_id is not None else hf.config.eos_token_id
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos_id

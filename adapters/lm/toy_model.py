@@ -322,8 +322,11 @@ def train_toy(out_dir, settings: ToySettings = ToySettings(), *, progress: bool 
     tokenizer (``tokenizer/``) in ``out_dir``.
     """
     import torch
+    from safetensors import SafetensorError
     from tqdm.auto import tqdm
     from transformers import LlamaConfig, LlamaForCausalLM
+
+    from cmr.errors import OutputError
 
     from ..text_corpus import read_documents, tokenize_documents
 
@@ -380,7 +383,11 @@ def train_toy(out_dir, settings: ToySettings = ToySettings(), *, progress: bool 
 
         with atomic_directory(out / CHECKPOINT_DIR / f"step_{step:06d}") as tmp:
             model.config._attn_implementation = "eager"  # what attention extraction reads
-            model.save_pretrained(tmp)
+            try:
+                model.save_pretrained(tmp)
+            except SafetensorError as exc:  # a full disk inside the Rust writer: not an OSError, no file name
+                raise OutputError(f"cannot write {str(out / CHECKPOINT_DIR / f'step_{step:06d}' / 'model.safetensors')!r}: "
+                                  f"{exc}") from exc
             model.config._attn_implementation = "sdpa"
             tokenizer.save_pretrained(tmp)
         record["checkpoints"].append(dict(step=step, **evaluation))
@@ -428,7 +435,8 @@ def prompt_words(run_dir, n_words: int) -> list[str]:
     from ..prompts import select_words
     from ..text_corpus import read_documents, tokenize_documents
 
-    tokenizer = AutoTokenizer.from_pretrained(str(Path(run_dir) / TOKENIZER_DIR), local_files_only=True)
+    tokenizer = AutoTokenizer.from_pretrained(str(Path(run_dir) / TOKENIZER_DIR), local_files_only=True,
+                                              trust_remote_code=False)
     settings = json.loads((Path(run_dir) / SETTINGS_FILE).read_text())["settings"]
     counts = np.bincount(np.concatenate(tokenize_documents(read_documents(settings["text"]), tokenizer)),
                          minlength=len(tokenizer)).astype(np.float64)

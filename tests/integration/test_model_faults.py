@@ -59,6 +59,6 @@ def test_damaged_model_directory_is_one_typed_error(saved_model, tmp_path, damag
 
     directory = _copy(saved_model, tmp_path / "model")
     damage(directory)
-    with pytest.raises(ModelNotAvailableError, match=r"is not available offline.*embedded default 'smollm2-135m'") as info:
+    with pytest.raises(ModelNotAvailableError, match=r"model directory .* cannot be loaded: .*embedded default 'smollm2-135m'") as info:
         load_model(str(directory))
     assert "\n" not in str(info.value)
