@@ -486,9 +486,12 @@ def result_format(path) -> str:
 
 
 def _decimal(value: float) -> str:
-    """A float as a spreadsheet reads it: shortest exact digits, no exponent (3.3e-05 -> 0.000033)."""
-    if not np.isfinite(value) or abs(value) >= 1e16:  # positional notation would print every digit
-        return repr(float(value))  # inf, -inf, 1e+20: plain text, never a numpy scalar's repr
+    """A float as a spreadsheet reads it: shortest exact digits, without an exponent in the usual range
+    (3.3e-05 -> 0.000033); beyond it (|x| >= 1e16, 0 < |x| < 1e-9) Python's exponent form, so that
+    neither every digit of a large number nor a run of zeros of a tiny one is printed (1e-190)."""
+    tiny = value != 0 and abs(value) < 1e-9
+    if not np.isfinite(value) or abs(value) >= 1e16 or tiny:
+        return repr(float(value))  # inf, -inf, 1e+20, 1e-190: plain text, never a numpy scalar's repr
     return np.format_float_positional(value, unique=True, trim="0")
 
 

@@ -151,12 +151,13 @@ def test_cli_fixed_parameters_nested_too_deep(tmp_path, capsys):
     [np.inf, -np.inf, 0.5],
     [1e20, -1e16, 1.5e300],
     [np.float64(2.0) ** 60, 3.3e-05, np.nan],
+    [1e-190, -2.5e-12, 1e-9],  # tiny weights: an exponent, not a run of zeros
 ])
 def test_csv_writes_plain_numbers_that_read_back(tmp_path, values):
     table = pd.DataFrame({"value": np.array(values, dtype=np.float64)})
     path = write_table(table, tmp_path / "t.csv")
     text = path.read_text()
-    assert "np." not in text and "float64" not in text
+    assert "np." not in text and "float64" not in text and "0" * 9 not in text
     back = pd.read_csv(path)["value"].to_numpy()
     np.testing.assert_array_equal(back, table["value"].to_numpy())
 
