@@ -30,6 +30,7 @@ COMMANDS = (
     "null",
     "top_heads",
     "export",
+    "plot",
     "ablate",
     "recall_lm",
     "composition",

@@ -12,7 +12,7 @@ Free recall (:mod:`.recall`)
 Organisation, intrusions and timing (:mod:`.organisation`)
     :func:`category_crp`, :func:`category_clustering`, :func:`distance_crp`, :func:`distance_rank`,
     :func:`distance_rank_shifted`, :func:`distance_rank_window`, :func:`input_crp`,
-    :func:`pli_list_lag`, :func:`irt`, :func:`lag_crl`, :func:`stop_probability`
+    :func:`pli_list_lag`, :func:`irt`, :func:`lag_crl`, :func:`stop_probability`, :func:`category_chance`
 Attention heads (:mod:`.heads`)
     :func:`head_profiles`, :func:`attention_pattern`, :func:`distance_vs_induction`,
     :func:`share_cmr_like_by_depth`, :func:`soft_crp_vs_humans`
@@ -28,6 +28,8 @@ Posterior predictive check (:mod:`.predictive`)
     :func:`predictive_check`
 The language model as a recall subject (:mod:`.llm_recall`)
     :func:`recall_vs_humans`
+The standard figure of any result (:mod:`.standard`, ``icl-cmr plot``)
+    :func:`standard_figure`
 """
 from .ablation import ablation_result
 from .composition import causal_composition, composition_against_cmr, composition_matrix
@@ -36,9 +38,10 @@ from .predictive import predictive_check
 from .fits import parameter_recovery, parameters_heads_vs_humans
 from .llm_recall import recall_vs_humans
 from .heads import attention_pattern, distance_vs_induction, head_profiles, share_cmr_like_by_depth, soft_crp_vs_humans
-from .organisation import (category_clustering, category_crp, distance_crp, distance_rank, distance_rank_shifted,
+from .organisation import (category_chance, category_clustering, category_crp, distance_crp, distance_rank, distance_rank_shifted,
                            distance_rank_window, input_crp, irt, lag_crl, pli_list_lag, stop_probability)
 from .recall import lag_crp, pfr, spc
+from .standard import standard_figure
 from .style import PALETTE, house_style, new_figure, save_figure
 
 __all__ = [
@@ -63,6 +66,7 @@ __all__ = [
     "irt",
     "lag_crl",
     "stop_probability",
+    "category_chance",
     # attention heads
     "head_profiles",
     "attention_pattern",
@@ -83,4 +87,6 @@ __all__ = [
     "predictive_check",
     # the language model as a recall subject
     "recall_vs_humans",
+    # the standard figure of any result
+    "standard_figure",
 ]

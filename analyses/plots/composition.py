@@ -7,7 +7,7 @@ import numpy as np
 
 from cmr.errors import ParameterError
 
-from ._common import checked, heads_2d, labelled
+from ._common import checked, heads_2d, labelled, legend_above
 from .style import MARKERS, PALETTE, house_style, new_figure
 
 __all__ = ["composition_matrix", "causal_composition", "composition_against_cmr"]
@@ -35,12 +35,14 @@ def composition_matrix(scores):
     n_layers, n_heads = scores.sizes["layer"], scores.sizes["head"]
     excess = scores["excess"].transpose("composition", "layer", "head", "source_layer", "source_head").values
     top = float(np.nanmax(excess)) if np.isfinite(excess).any() else 1.0
+    from matplotlib import colormaps
+
+    magma = colormaps["magma"].with_extremes(bad="0.9")  # undefined scores in grey
     fig, axes = new_figure(len(kinds), width=2.6, height=2.6, squeeze=False)
     with house_style():
         for ax, kind, values in zip(axes[0], kinds, excess):
-            image = ax.imshow(values.reshape(n_layers * n_heads, -1), cmap="magma", vmin=0.0, vmax=top,
+            image = ax.imshow(values.reshape(n_layers * n_heads, -1), cmap=magma, vmin=0.0, vmax=top,
                               interpolation="nearest")
-            image.cmap.set_bad("0.9")
             ticks = np.arange(0, n_layers, max(1, n_layers // 5)) * n_heads
             ax.set_xticks(ticks, [str(t // n_heads) for t in ticks])
             ax.set_yticks(ticks, [str(t // n_heads) for t in ticks])
@@ -87,7 +89,7 @@ def causal_composition(causal):
         ax.set_ylabel("Drop of induction score")
         handles, _ = ax.get_legend_handles_labels()
         handles.append(Patch(fill=False, edgecolor="0.3", linewidth=0.8, label="whole output"))
-        ax.legend(handles=handles, frameon=False)
+        legend_above(ax, handles=handles, ncols=len(handles))
     return fig
 
 
@@ -143,5 +145,6 @@ def composition_against_cmr(causal, fits):
             ax.set_xscale("log")
         ax.set_xlabel("CMR distance (smaller: more CMR-like)")
         ax.set_ylabel("Induction score")
-        ax.legend(frameon=False, fontsize=6)
+        # right of the axes: inside, the class legend covered tested heads at high induction scores
+        ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, fontsize=6)
     return fig

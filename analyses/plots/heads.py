@@ -46,16 +46,17 @@ def _objectives(fits) -> dict:
     return {str(ds.attrs["objective"]): ds}
 
 
-def head_profiles(heads, fits, units=None, *, ncols: int | None = None):
+def head_profiles(heads, fits=None, units=None, *, ncols: int | None = None):
     """Lag profiles of chosen heads (mean +- SEM) with their CMR fit and fair Gaussian fit.
 
     Parameters
     ----------
     heads : xarray.Dataset
         Head ``lag_profile`` dataset (from ``extract_heads``): SEMs and induction scores.
-    fits : xarray.Dataset
+    fits : xarray.Dataset, optional
         ``profile_fit`` of these heads (``cmr.fit_profiles``): the fitted window, ``fitted``,
-        ``gaussian_fitted`` (when the baseline was fitted), distances.
+        ``gaussian_fitted`` (when the baseline was fitted), distances. Without it, the heads'
+        own profiles at every lag, without fits.
     units : None, int, sequence of (layer, head) or str
         Heads drawn: None, the 6 with the largest induction score; n, the n largest; or the
         given heads (``[(18, 6), (17, 3)]`` or ``"L18.H6,L17.H3"``).
@@ -68,6 +69,8 @@ def head_profiles(heads, fits, units=None, *, ncols: int | None = None):
         One panel per head, titled with its induction score and both distances.
     """
     heads = checked(heads, "lag_profile", _HEADS_FROM)
+    if fits is None:
+        return _profiles_alone(heads, units, ncols)
     fits = checked(fits, "profile_fit", _FITS_FROM)
     chosen = choose_heads(heads, "induction_score", units, 6)
     if ncols is None:
@@ -104,6 +107,31 @@ def head_profiles(heads, fits, units=None, *, ncols: int | None = None):
             ax.set_visible(False)
         handles, labels = axes.flat[0].get_legend_handles_labels()
         fig.legend(handles, labels, loc="outside lower center", ncols=len(labels))
+    return fig
+
+
+def _profiles_alone(heads, units, ncols):
+    """:func:`head_profiles` of a head scan without fits: each head's own profile (mean +- SEM) at every lag."""
+    chosen = choose_heads(heads, "induction_score", units, 6)
+    ncols = min(integer((2 if len(chosen) == 4 else 3) if ncols is None else ncols, "ncols"), len(chosen))
+    nrows = -(-len(chosen) // ncols)
+    ylabel, _ = _PROFILE_AXIS.get(heads.attrs.get("profile_kind"), ("Profile", None))
+    induction, profile = heads_2d(heads["induction_score"]), heads_2d(heads["profile"])
+    sem = heads_2d(heads["sem"]) if "sem" in heads else None
+    lags = heads["lag"].values
+    fig, axes = new_figure(ncols, nrows, width=2.3, height=2.0, squeeze=False)
+    with house_style():
+        for k, (ax, (layer, head)) in enumerate(zip(axes.flat, chosen)):
+            unit = {"layer": layer, "head": head}
+            ax.errorbar(lags, profile.sel(unit).values, yerr=None if sem is None else sem.sel(unit).values,
+                        fmt="o-", color="k", ms=3, lw=0.8, elinewidth=0.8, label="head (mean \u00b1 SEM)")
+            ax.set_title(f"{head_label(layer, head)}, induction {float(induction.sel(unit)):.2f}", fontsize=7)
+            ax.xaxis.set_major_locator(_integer_ticks(min(len(lags), 7)))
+            if k + ncols >= len(chosen):  # the lowest panel of its column
+                ax.set_xlabel(_LAG_LABEL)
+        fig.supylabel(ylabel, fontsize=8)
+        for ax in list(axes.flat)[len(chosen):]:
+            ax.set_visible(False)
     return fig
 
 
@@ -150,12 +178,15 @@ def attention_pattern(pattern, *, which: str = "prob", ax=None):
     fig, ax = target_axes(ax, width=3.3, height=2.9)
     with house_style():
         image = ax.imshow(values, norm=norm, interpolation="nearest", extent=(-0.5, seq - 0.5, seq - 0.5, -0.5))
-        for edge in (0.5, n + 0.5):
-            ax.axvline(edge, color="white", lw=0.5, alpha=0.8)
-            ax.axhline(edge, color="white", lw=0.5, alpha=0.8)
+        for edge in (0.5, n + 0.5):  # block edges, only where attention is drawn (the label sits in the blank)
+            ax.vlines(edge, edge, seq - 0.5, colors="white", lw=0.5, alpha=0.8)
+            ax.hlines(edge, -0.5, edge, colors="white", lw=0.5, alpha=0.8)
         k = n // 2  # a point on the induction diagonal, mid-list
-        ax.annotate("lag +1\n(induction target)", xy=(k + 2, n + 1 + k), xytext=(0.9 * n, 0.45 * n), fontsize=7,
-                    ha="left", va="center", arrowprops={"arrowstyle": "->", "lw": 0.7, "color": "k"})
+        # the label sits in the top-right corner, which the causal mask leaves blank at every N: it covers
+        # no attention value and no other text (a label placed in data units ran into the data for small N)
+        ax.annotate("induction target\n(lag +1)", xy=(k + 2, n + 1 + k), xytext=(0.97, 0.97),
+                    textcoords="axes fraction", fontsize=7, ha="right", va="top",
+                    arrowprops={"arrowstyle": "->", "lw": 0.7, "color": "k", "shrinkA": 2})
         ax.set_xlabel("Key position (token)")
         ax.set_ylabel("Query position (token)")
         centres = [(1 + n) / 2, n + (1 + n) / 2]

@@ -32,6 +32,7 @@ __all__ = [
     "category_clustering",
     "distance_rank",
     "input_crp",
+    "category_chance",
 ]
 
 
@@ -100,15 +101,48 @@ def pli_list_lag(stat, *, ax=None):
     return _curve(stat, "pli_list_lag", "prob", "list_lag", "List lag", "Share of intrusions", ax)
 
 
-def irt(stat, *, ax=None):
-    """Mean inter-response time by output position (``cmr.irt``), in the time column's units."""
-    return _curve(stat, "irt", "irt", "output_position", "Output position", "Inter-response time", ax)
+#: how a time unit may be written in ``time_unit`` or a variable's ``units`` attr, and how the axis names it
+TIME_UNITS = {"s": "s", "sec": "s", "second": "s", "seconds": "s", "ms": "ms", "millisecond": "ms",
+              "milliseconds": "ms", "min": "min", "minute": "min", "minutes": "min"}
 
 
-def lag_crl(stat, *, ax=None):
-    """Conditional response latency by lag (``cmr.lag_crl``)."""
-    return _curve(stat, "lag_crl", "crl", "lag", "Lag (serial positions)", "Inter-response time", ax,
-                  split_at_zero=True)
+def _time_label(stat, stat_kind: str, variable: str, time_unit) -> str:
+    """``Inter-response time (s)``: the unit given, else the data's ``units`` attr when it names a time unit.
+
+    ``cmr.irt`` and ``cmr.lag_crl`` keep the times in the units of the recall-time column (they
+    store the column's name in ``units``); when that is no time unit the axis names the column.
+    """
+    from cmr.errors import ParameterError
+
+    if time_unit is not None:
+        if not isinstance(time_unit, str) or not time_unit.strip():
+            raise ParameterError(f"time_unit must be a unit such as 's' or 'ms'; got {time_unit!r}")
+        return f"Inter-response time ({TIME_UNITS.get(time_unit.strip().lower(), time_unit.strip())})"
+    data = _data(stat, stat_kind)
+    units = {str(ds[variable].attrs.get("units", "")).strip() for ds in data.values()}
+    if len(units) == 1:
+        (unit,) = units
+        if unit.lower() in TIME_UNITS:
+            return f"Inter-response time ({TIME_UNITS[unit.lower()]})"
+        if unit:
+            return f"Inter-response time (units of '{unit}')"
+    return "Inter-response time (units of the recall times)"
+
+
+def irt(stat, *, ax=None, time_unit: str | None = None):
+    """Mean inter-response time by output position (``cmr.irt``).
+
+    The axis names the unit: ``time_unit`` (``"s"``, ``"ms"``) when given, else the ``units``
+    attr of ``irt`` when it is a time unit, else the recall-time column the times came from.
+    """
+    ylabel = _time_label(stat, "irt", "irt", time_unit)
+    return _curve(stat, "irt", "irt", "output_position", "Output position", ylabel, ax)
+
+
+def lag_crl(stat, *, ax=None, time_unit: str | None = None):
+    """Conditional response latency by lag (``cmr.lag_crl``); the unit on the axis as in :func:`irt`."""
+    ylabel = _time_label(stat, "lag_crl", "crl", time_unit)
+    return _curve(stat, "lag_crl", "crl", "lag", "Lag (serial positions)", ylabel, ax, split_at_zero=True)
 
 
 def stop_probability(stat, *, ax=None):
@@ -116,8 +150,8 @@ def stop_probability(stat, *, ax=None):
     return _curve(stat, "stop_probability", "prob", "output_position", "Output position", "Stop probability", ax)
 
 
-def _points(stat, stat_kind, variables, ylabels, ax, *, chance=None):
-    from .style import house_style
+def _points(stat, stat_kind, variables, ylabels, ax, *, chance=None, chance_label=None):
+    from .style import REFERENCE_GREY, house_style
 
     data = _data(stat, stat_kind)
     fig, axes = target_axes(ax, ncols=len(variables), width=2.0) if ax is None else \
@@ -138,7 +172,11 @@ def _points(stat, stat_kind, variables, ylabels, ax, *, chance=None):
                            color=PALETTE[index % len(PALETTE)])
                 mean, sem, _ = mean_sem(values, "subject")
                 panel.errorbar([index], [float(mean)], yerr=[float(sem)], fmt="o", color="black", capsize=3)
-            if chance is not None:
+            if chance_label is not None:
+                panel.axhline(chance, color=REFERENCE_GREY, linewidth=0.8, linestyle="--", zorder=0,
+                              label=chance_label)
+                legend_above(panel)
+            elif chance is not None:
                 panel.axhline(chance, color="0.6", linewidth=0.8, linestyle=":", zorder=0)
             panel.set_xticks(range(len(data)), [label or "data" for label in data])
             panel.set_xlim(-0.6, len(data) - 0.4)
@@ -146,9 +184,83 @@ def _points(stat, stat_kind, variables, ylabels, ax, *, chance=None):
     return fig
 
 
-def category_crp(stat, *, ax=None):
-    """Within-category transition probability per subject, with the mean +- SEM (``cmr.category_crp``)."""
-    return _points(stat, "category_crp", ["prob"], ["Within-category CRP"], ax)
+def category_crp(stat, *, ax=None, chance=None, category_key: str = "category"):
+    """Within-category transition probability per subject, with the mean +- SEM (``cmr.category_crp``).
+
+    Parameters
+    ----------
+    stat : xarray.Dataset or mapping of str to xarray.Dataset
+        ``recall_stat`` dataset(s) of ``stat_kind="category_crp"``.
+    ax : matplotlib.axes.Axes, optional
+    chance : float or events dataset, optional
+        Chance level, drawn as a dashed line labelled "chance": a probability, or the events
+        the statistic was computed from, whose chance level is then :func:`category_chance`
+        (a recall CRP has no list composition in it, so without ``chance`` no line is drawn).
+    category_key : str
+        With events as ``chance``: the column of each studied item's category.
+    """
+    level = None
+    if chance is not None:
+        level = _chance_level(chance, category_key)
+    return _points(stat, "category_crp", ["prob"], ["Within-category CRP"], ax, chance=level,
+                   chance_label=None if level is None else f"chance ({level:.2f})")
+
+
+def _chance_level(chance, category_key: str) -> float:
+    from cmr.errors import ParameterError
+
+    if isinstance(chance, xr.Dataset):
+        return category_chance(chance, category_key=category_key)
+    if isinstance(chance, bool) or not isinstance(chance, (int, float, np.number)) or not 0.0 <= float(chance) <= 1.0:
+        raise ParameterError(f"chance must be a probability in [0, 1] or an events dataset; got {chance!r}")
+    return float(chance)
+
+
+def category_chance(events, *, category_key: str = "category") -> float:
+    """Chance level of the within-category CRP: the share of same-category items among the other studied items.
+
+    For each studied item whose category has another item in its list, the share
+    ``(n_c - 1) / (L - 1)`` of the other ``L - 1`` items that share its category ``c``,
+    averaged over those items of every list. This is the chance of a within-category
+    transition from that item when every other item is still available; items recalled
+    earlier leave the pool, so it approximates the chance at each transition that
+    ``cmr.category_crp`` counts (conditional, as there, on a same-category item being available).
+
+    Parameters
+    ----------
+    events : xarray.Dataset or pandas.DataFrame
+        The events ``cmr.category_crp`` was computed from.
+    category_key : str
+        Column of each studied item's category (``study_<category_key>`` in the events).
+
+    Returns
+    -------
+    float
+    """
+    import pandas as pd
+
+    from cmr.errors import ParameterError
+    from cmr.events import as_events
+
+    events = as_events(events)
+    name = f"study_{category_key}"
+    if name not in events:
+        raise ParameterError(f"the events have no study column {category_key!r} (variable {name!r}) of item "
+                             "categories; give category_key")
+    categories = events[name].transpose("trial", "study_position").values
+    lengths = events["list_length"].values
+    shares = []
+    for row, length in zip(categories, lengths):
+        studied = pd.Series(row[: int(length)])
+        studied = studied[studied.notna() & (studied.astype(str) != "")]
+        if len(studied) < 2:
+            continue
+        same = studied.map(studied.value_counts()).to_numpy(dtype=float) - 1.0
+        shares.extend((same[same > 0] / (len(studied) - 1)).tolist())
+    if not shares:
+        raise ParameterError(f"no studied item in the events shares its category {category_key!r} with another "
+                             "item of its list: the within-category CRP has no chance level")
+    return float(np.mean(shares))
 
 
 def category_clustering(stat, *, ax=None):

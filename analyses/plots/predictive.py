@@ -6,14 +6,14 @@ from collections.abc import Mapping
 import numpy as np
 import xarray as xr
 
-from ._common import checked, draw_profile
-from .style import PALETTE, new_figure
+from ._common import checked, draw_profile, legend_above
+from .style import PALETTE, house_style, new_figure
 
 __all__ = ["predictive_check"]
 
-_PANELS = (("crp", "lag", "lag", "conditional response probability"),
-           ("spc", "serial_position", "serial position", "recall probability"),
-           ("pfr", "serial_position", "serial position", "probability of first recall"))
+_PANELS = (("crp", "lag", "Lag (serial positions)", "Conditional response probability"),
+           ("spc", "serial_position", "Serial position", "Recall probability"),
+           ("pfr", "serial_position", "Serial position", "Probability of first recall"))
 
 
 def predictive_check(check: xr.Dataset | Mapping[str, xr.Dataset], *, title: str | None = None):
@@ -41,24 +41,30 @@ def predictive_check(check: xr.Dataset | Mapping[str, xr.Dataset], *, title: str
         checks = {str(label): checked(ds, "predictive_check", made_by) for label, ds in check.items()}
     else:
         checks = {"model": checked(check, "predictive_check", made_by)}
+    from matplotlib.ticker import MaxNLocator
+
     first = next(iter(checks.values()))
-    fig, axes = new_figure(ncols=3, width=2.8, height=2.3)
-    for ax, (name, dim, xlabel, ylabel) in zip(axes, _PANELS):
-        x = first[dim].values
-        split = dim == "lag"
-        data = first[f"{name}_group"].sel(source="data").values
-        sem = first[f"{name}_group_sem"].sel(source="data").values
-        draw_profile(ax, x, data, sem, label="data", split_at_zero=split, color="black", linestyle="none",
-                     markersize=3)
-        for k, (label, ds) in enumerate(checks.items()):
-            model = ds[f"{name}_group"].sel(source="model").values
-            draw_profile(ax, x, model, index=k, label=label, split_at_zero=split, color=PALETTE[k % len(PALETTE)],
-                         marker="none")
-        ax.set_xlabel(xlabel)
-        ax.set_ylabel(ylabel)
-        if split:
-            ax.set_xticks(x[np.abs(x) % 2 == 1] if x.size > 6 else x)
-    axes[2].legend(loc="upper left", frameon=False)  # the PFR sits at zero until the last positions
-    n_subjects = first.sizes["subject"]
-    fig.suptitle(title or f"posterior predictive check ({n_subjects} subjects)")
+    fig, axes = new_figure(ncols=3, width=2.4, height=2.2)
+    with house_style():
+        for ax, (name, dim, xlabel, ylabel) in zip(axes, _PANELS):
+            x = first[dim].values
+            split = dim == "lag"
+            data = first[f"{name}_group"].sel(source="data").values
+            sem = first[f"{name}_group_sem"].sel(source="data").values
+            draw_profile(ax, x, data, sem, label="data", split_at_zero=split,
+                         color="black", linestyle="none")
+            for k, (label, ds) in enumerate(checks.items()):
+                model = ds[f"{name}_group"].sel(source="model").values
+                draw_profile(ax, x, model, index=k, label=label, split_at_zero=split,
+                             color=PALETTE[k % len(PALETTE)], marker="none")
+            ax.set_xlabel(xlabel)
+            ax.set_ylabel(ylabel)
+            ax.set_ylim(bottom=0)
+            if split:
+                ax.set_xticks(x[np.abs(x) % 2 == 1] if x.size > 6 else x)
+            else:
+                ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        legend_above(axes[2], ncols=len(checks) + 1)  # above the panel: below it the curves would cover it
+        n_subjects = first.sizes["subject"]
+        fig.suptitle(title or f"Posterior predictive check ({n_subjects} subjects)", fontsize=8)
     return fig

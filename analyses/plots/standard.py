@@ -1,0 +1,173 @@
+"""The standard figure of each kind of result: which figure function draws a dataset (``icl-cmr plot``)."""
+from __future__ import annotations
+
+import xarray as xr
+
+from cmr.errors import ParameterError, SchemaError
+from cmr.schema import KIND_ATTR
+
+from . import ablation, composition, fits, heads, organisation, predictive, recall
+
+__all__ = ["STANDARD_FIGURES", "standard_figure", "figure_function"]
+
+#: (dataset kind, which of them, figure function of icl_cmr.analyses.plots, what it draws), in the order of the help
+STANDARD_FIGURES = (
+    ("lag_profile", "profile_kind lag_crp", "lag_crp", "lag-CRP, mean +- SEM across subjects"),
+    ("lag_profile", "heads: dims layer, head", "head_profiles", "lag profiles of the top induction heads"),
+    ("recall_stat", "stat_kind spc", "spc", "serial position curve"),
+    ("recall_stat", "stat_kind pfr", "pfr", "probability of first recall"),
+    *(("recall_stat", f"stat_kind {name}", name, what) for name, what in (
+        ("category_crp", "within-category CRP per subject, with chance"),
+        ("category_clustering", "LBC and ARC per subject"),
+        ("distance_crp", "CRP by distance bin"),
+        ("distance_rank", "distance rank per subject"),
+        ("distance_rank_shifted", "distance rank by shift"),
+        ("distance_rank_window", "distance rank by window lag"),
+        ("input_crp", "CRP from each serial position to each other"),
+        ("pli_list_lag", "prior-list intrusions by list lag"),
+        ("irt", "inter-response time by output position"),
+        ("lag_crl", "inter-response time by lag"),
+        ("stop_probability", "stop probability by output position"),
+    )),
+    ("profile_fit", "heads: dims layer, head", "share_cmr_like_by_depth", "share of CMR-like heads by depth"),
+    ("recall_fit", "a recovery study: true_value", "parameter_recovery", "true against recovered parameters"),
+    ("attention_pattern", "", "attention_pattern", "one head's attention over the repeated prompt"),
+    ("composition", "", "composition_matrix", "composition scores of every head pair"),
+    ("path_ablation", "", "causal_composition", "drop of the induction score per path"),
+    ("ablation", "", "ablation_result", "ICL-score change of the top head set against random sets"),
+    ("predictive_check", "", "predictive_check", "data against fitted CMR: lag-CRP, SPC, PFR"),
+)
+
+
+#: the module of each figure function of the table
+_MODULES = {
+    **{name: recall for name in ("lag_crp", "spc", "pfr")},
+    **{fn: organisation for kind, _, fn, _ in STANDARD_FIGURES if kind == "recall_stat" and fn not in ("spc", "pfr")},
+    "head_profiles": heads, "share_cmr_like_by_depth": heads, "attention_pattern": heads,
+    "parameter_recovery": fits, "composition_matrix": composition, "causal_composition": composition,
+    "ablation_result": ablation, "predictive_check": predictive,
+}
+
+
+def _is_heads(ds) -> bool:
+    return "layer" in ds.dims and "head" in ds.dims
+
+
+def figure_function(result: xr.Dataset) -> str:
+    """The name of the figure function (of :mod:`icl_cmr.analyses.plots`) that draws ``result``.
+
+    Raises
+    ------
+    SchemaError
+        ``result`` is not a dataset of a kind with a standard figure; the message names those kinds.
+    """
+    if not isinstance(result, xr.Dataset):
+        raise SchemaError(f"a standard figure draws an icl-cmr dataset; got {type(result).__name__}")
+    kind = result.attrs.get(KIND_ATTR)
+    if kind == "lag_profile":
+        if result.attrs.get("profile_kind") == "lag_crp":
+            return "lag_crp"
+        if _is_heads(result) and "induction_score" in result:
+            return "head_profiles"
+    elif kind == "recall_stat":
+        stat_kind = result.attrs.get("stat_kind")
+        if any(k == kind and fn == stat_kind for k, _, fn, _ in STANDARD_FIGURES):
+            return stat_kind
+    elif kind == "profile_fit":
+        if _is_heads(result):
+            return "share_cmr_like_by_depth"
+    elif kind == "recall_fit":
+        if "true_value" in result and "correlation" in result:
+            return "parameter_recovery"
+    else:
+        for k, which, function, _ in STANDARD_FIGURES:
+            if k == kind and not which:
+                return function
+    raise SchemaError(f"no standard figure for a dataset of kind {kind!r}{_detail(result)}; figures exist for: "
+                      + "; ".join(f"{k} ({which})" if which else k for k, which in _kinds()))
+
+
+def _kinds():
+    seen = []
+    for kind, which, _, _ in STANDARD_FIGURES:
+        if kind == "recall_stat":
+            which = "stat_kind " + ", ".join(fn for k, _, fn, _ in STANDARD_FIGURES if k == "recall_stat")
+        if (kind, which) not in seen:
+            seen.append((kind, which))
+    return seen
+
+
+def _detail(result) -> str:
+    """What within the kind decided: ``profile_kind 'cmr_tf_prob'``, ``stat_kind 'pnr'``, ..."""
+    for name in ("profile_kind", "stat_kind"):
+        if name in result.attrs:
+            return f" with {name} {result.attrs[name]!r}"
+    if "subject" in result.dims:
+        return " per subject"
+    return ""
+
+
+def standard_figure(result: xr.Dataset, *, units=None, title: str | None = None, time_unit: str | None = None,
+                    chance=None):
+    """The standard figure of a result, drawn by the figure function its kind names (:data:`STANDARD_FIGURES`).
+
+    Parameters
+    ----------
+    result : xarray.Dataset
+        A dataset of one of the kinds of :data:`STANDARD_FIGURES`.
+    units : None, int, str or sequence, optional
+        Which units: heads as in :func:`head_profiles` (a number, ``"L18.H6,L17.H3"`` or pairs), for
+        datasets by subject the subjects to draw (labels, or a comma-separated string of them).
+    title : str, optional
+        Figure title.
+    time_unit : str, optional
+        The unit of inter-response times (``irt``, ``lag_crl``), e.g. ``"s"``.
+    chance : float or events dataset, optional
+        The chance level of a within-category CRP (:func:`category_crp`).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    name = figure_function(result)
+    options = {}
+    if units is not None:
+        if name in ("head_profiles",):
+            options["units"] = units
+        elif "subject" in result.coords:
+            result = _subjects(result, units)
+        else:
+            raise ParameterError(f"units picks heads or subjects; the {result.attrs.get(KIND_ATTR)} dataset drawn by "
+                                 f"{name} has neither (dims {', '.join(map(str, result.dims))})")
+    if time_unit is not None:
+        if name not in ("irt", "lag_crl"):
+            raise ParameterError(f"time_unit applies to inter-response times (irt, lag_crl); this dataset is drawn "
+                                 f"by {name}")
+        options["time_unit"] = time_unit
+    if chance is not None:
+        if name != "category_crp":
+            raise ParameterError(f"chance applies to the within-category CRP (category_crp); this dataset is drawn "
+                                 f"by {name}")
+        options["chance"] = chance
+    if name == "predictive_check":
+        return predictive.predictive_check(result, title=title)
+    fig = getattr(_MODULES[name], name)(result, **options)
+    if title is not None:
+        fig.suptitle(str(title), fontsize=8)
+    return fig
+
+
+def _subjects(result: xr.Dataset, units) -> xr.Dataset:
+    """``result`` with only the chosen subjects (matched by their labels, as written)."""
+    wanted = [part.strip() for part in units.split(",")] if isinstance(units, str) else [str(u) for u in units]
+    wanted = [w for w in wanted if w]
+    labels = [str(s) for s in result["subject"].values]
+    missing = [w for w in wanted if w not in labels]
+    if missing or not wanted:
+        distinct = list(dict.fromkeys(labels))
+        shown = ", ".join(distinct[:10]) + (", ..." if len(distinct) > 10 else "")
+        raise ParameterError(f"units: subjects {', '.join(missing) or '(none)'} are not in the dataset; "
+                             f"its subjects: {shown}")
+    if "subject" in result.dims:
+        return result.isel(subject=[labels.index(w) for w in dict.fromkeys(wanted)])
+    return result.isel({result["subject"].dims[0]: [label in wanted for label in labels]})  # by trial
