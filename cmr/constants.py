@@ -17,6 +17,8 @@ __all__ = [
     "HEAD_DIMS",
     "MAX_INTRUSION_SHARE",
     "INTRUSION_CHECK_MIN_RECALLS",
+    "AT_BOUND_TOLERANCE",
+    "MIN_EVENTS_PER_PARAMETER",
 ]
 
 #: The study's threshold on the CMR distance below which a unit is called "CMR-like". A
@@ -60,3 +62,14 @@ MAX_INTRUSION_SHARE = 0.5
 #: Tables with fewer recalls than this are not checked against MAX_INTRUSION_SHARE: a share of
 #: a few recalls says little, and small synthetic tables may be mostly intrusions on purpose.
 INTRUSION_CHECK_MIN_RECALLS = 100
+
+#: A recall fit's estimate lies "at a bound" when it is within this share of its search range
+#: of the lower or upper bound: the likelihood still rose toward the bound, so the best value
+#: may lie beyond it and the estimate reports the search range, not the data.
+AT_BOUND_TOLERANCE = 1e-3
+
+#: A recall fit unit with fewer scored events (correct first recalls plus stops) than this many
+#: per free parameter is flagged: the usual floor of events per estimated parameter (Peduzzi et
+#: al., 1996, J Clin Epidemiol 49:1373), below which maximum-likelihood estimates are biased and
+#: AIC/BIC's large-sample approximations do not hold.
+MIN_EVENTS_PER_PARAMETER = 10

@@ -20,6 +20,7 @@ __all__ = [
     "OutputError",
     "UnverifiedFileWarning",
     "RecallDataWarning",
+    "FitWarning",
 ]
 
 
@@ -69,3 +70,9 @@ class UnverifiedFileWarning(UserWarning):
 class RecallDataWarning(UserWarning):
     """Recall data that read without an error but would give other numbers with an option the
     user can set (recalls typed in another case or with surrounding spaces, counted as intrusions)."""
+
+
+class FitWarning(UserWarning):
+    """A fit finished but some of its estimates need a second look: an estimate at its search
+    bound, or a unit with few scored events per free parameter (the fit's ``at_bound`` and
+    ``few_events`` variables say which)."""

@@ -25,7 +25,9 @@ The output (kind recall_fit) holds, per subject and parameter, the fitted values
 log-likelihood, AIC, BIC, number of scored events n, function evaluations, iterations,
 success flag, message, time and every restart. Open it with cmr.load_dataset. With
 -o FITS.csv (or .parquet) the output is a table instead: one row per subject, one column
-per parameter, then logl, n, AIC, BIC and the fit's diagnostics.
+per parameter, then logl, n, AIC, BIC and the fit's diagnostics. After the fit one line
+names the estimates within 0.1% of their search range of a bound (at_bound) and the subjects
+with fewer than 10 scored events per free parameter (few_events); nothing when none is.
 
 Examples:
   icl-cmr fit-recall psifr:Morton2013 --free Lfc,Lcf,P1,P2,B_enc,B_start,B_rec,T,X1,X2 -o fits.nc
@@ -87,10 +89,13 @@ def _parse_ties(entries):
 
 
 def run(args) -> int:
+    import warnings
+
     import numpy as np
 
     import cmr
-    from cmr.errors import RecallDataError
+    from cmr.errors import FitWarning, RecallDataError
+    from cmr.textbook.fit import flag_summary
     from cmr.io import result_format, write_result
     from icl_cmr.adapters.recall_data import load_recall_data
     from icl_cmr.adapters.item_pools import load_patterns_of_kind
@@ -118,10 +123,15 @@ def run(args) -> int:
         print(f"wrote {path}: {result.sizes['subject']} subject(s), {args.cv} folds; "
               f"cross-validated logl {float(result['logl'].sum()):.3f}")
         return 0
-    fits = cmr.fit_recall(events, spec, by=None if args.pooled else "subject", **options)
+    with warnings.catch_warnings():  # the same counts are printed below, as one line of the summary
+        warnings.simplefilter("ignore", FitWarning)
+        fits = cmr.fit_recall(events, spec, by=None if args.pooled else "subject", **options)
     path = write_result(fits, args.output)
     units = "pooled" if args.pooled else f"{fits.sizes['subject']} subject(s)"
     print(f"wrote {path}: {units}, free {', '.join(free)}; "
           f"total logl {float(fits['logl'].sum()):.3f}, AIC {float(fits['aic'].sum()):.1f}, "
           f"{float(fits['seconds'].sum()):.1f} s of fitting")
+    flags = flag_summary(fits)
+    if flags:
+        print(f"check: {flags} (see at_bound, few_events)")
     return 0

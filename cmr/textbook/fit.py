@@ -11,6 +11,7 @@ as a ``dask.distributed.Client``; results do not depend on where they ran. The r
 from __future__ import annotations
 
 import json
+import warnings
 from typing import Mapping
 
 import numpy as np
@@ -20,15 +21,17 @@ import xarray as xr
 from ..checks import integer, seed_of
 from ..checks import n_jobs as check_n_jobs
 from .._deprecate import warn
+from ..constants import AT_BOUND_TOLERANCE, MIN_EVENTS_PER_PARAMETER
 from ..criteria import aic_bic
-from ..errors import ParameterError, RecallDataError
+from ..errors import FitWarning, ParameterError, RecallDataError
 from ..events import as_events, from_recall_matrix
-from ..schema import provenance_attrs
+from ..schema import provenance_attrs, require_variables
 from ._optimize import ModelSpec, fit_unit, run_tasks
 from ._trials import TrialArrays, trial_arrays
 from .spec import STANDARD_FREE, FitSpec, resolve_spec
 
-__all__ = ["fit_recall", "parameter_recovery", "STANDARD_FREE", "unit_seeds", "information_criteria_recall"]
+__all__ = ["fit_recall", "parameter_recovery", "STANDARD_FREE", "unit_seeds", "information_criteria_recall",
+           "flag_summary"]
 
 
 def unit_seeds(seed: int, n_units: int, n_restarts: int) -> list[list[int]]:
@@ -121,8 +124,16 @@ def fit_recall(
         ``aic``, ``bic``, ``nfev``, ``nit``, ``success``, ``n_nan``, ``n_invalid``, ``seconds``,
         ``message``, ``best_restart`` per subject; ``restart_value`` (subject, restart,
         parameter) and ``restart_logl``, ``restart_nfev``, ``restart_success`` (subject,
-        restart); ``free``, ``lower``, ``upper``, ``tied`` per parameter. With ``by=None``
+        restart); ``free``, ``lower``, ``upper``, ``tied`` per parameter; ``at_bound``
+        (subject, parameter) and ``few_events`` (subject), the flags below. With ``by=None``
         there is no ``subject`` dim.
+
+    Warns
+    -----
+    FitWarning
+        Once, when an estimate lies within ``AT_BOUND_TOLERANCE`` of its search range of a
+        bound, or a unit has fewer than ``MIN_EVENTS_PER_PARAMETER`` scored events per free
+        parameter (:func:`flag_summary` gives the line; cmr/constants.py the reasons).
     """
     fit_spec, _, message = resolve_spec("fit_recall", spec, deprecated_positional, deprecated_model)
     if message:
@@ -147,7 +158,11 @@ def fit_recall(
                 tied={t.name: t.expression for t in spec.tied}, seed=int(seed), pool_size=pool_size,
                 patterns=_patterns_info(patterns), polish=bool(polish), de_options=dict(de_options or {}),
                 n_restarts=n_restarts, by=by, source=_source_of(events))
-    return fit_dataset(spec, labels, results, counts, "cmr.fit_recall", info)
+    fits = fit_dataset(spec, labels, results, counts, "cmr.fit_recall", info)
+    summary = flag_summary(fits)
+    if summary:
+        warnings.warn(f"fit_recall: {summary}; see the fit's at_bound and few_events", FitWarning, stacklevel=2)
+    return fits
 
 
 def fit_units(spec: ModelSpec, arrays: TrialArrays, units, seeds, *, n_jobs=1, executor=None, polish=True,
@@ -227,10 +242,75 @@ def fit_dataset(spec: ModelSpec, labels, results, counts, created_by: str, info:
     coords = {"parameter": np.array(names), "restart": np.arange(n_restarts, dtype=np.int64)}
     if labels is not None:
         coords["subject"] = np.asarray(labels)
+    # the flags come last, so every earlier variable and table column keeps its place
+    value = restart_value[np.arange(n_units), best]
+    margin = AT_BOUND_TOLERANCE * (upper - lower)  # NaN for parameters that are not free: never at a bound
+    data["at_bound"] = (unit + ("parameter",), squeeze((value - lower <= margin) | (upper - value <= margin)))
+    data["few_events"] = (unit, squeeze(n < MIN_EVENTS_PER_PARAMETER * spec.k))
     ds = xr.Dataset(data, coords=coords, attrs=provenance_attrs("recall_fit", created_by, **info))
     ds.attrs["k"] = spec.k
     ds.attrs["unit_kind"] = "subject" if labels is not None else "pooled"
+    ds.attrs["at_bound_tolerance"] = AT_BOUND_TOLERANCE
+    ds.attrs["min_events_per_parameter"] = MIN_EVENTS_PER_PARAMETER
     return ds
+
+
+#: subjects named in a flag line before "and N more"
+_SHOWN = 5
+
+
+def _listed(items: list[str]) -> str:
+    more = f" and {len(items) - _SHOWN} more" if len(items) > _SHOWN else ""
+    return ", ".join(items[:_SHOWN]) + more
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+def flag_summary(fits: xr.Dataset) -> str:
+    """One line on the estimates of a recall fit not to trust silently; ``""`` when none is flagged.
+
+    Names the estimates at a search bound (``at_bound``: parameter, which bound, which subjects)
+    and the units with fewer scored events per free parameter than the fit's
+    ``min_events_per_parameter`` (``few_events``: events and free parameters), e.g. ``"3 of 110
+    estimates at a bound (T at its lower bound 0.01 for subjects 4, 9, 17); 1 subject with fewer
+    than 10 scored events per free parameter (subject 2: 41 events, 10 free)"``.
+    """
+    require_variables(fits, ["value", "n", "free", "lower", "upper", "at_bound", "few_events"], "recall_fit")
+    pooled = "subject" not in fits["value"].dims
+    order = ("parameter",) if pooled else ("subject", "parameter")
+    n_params = fits.sizes["parameter"]
+    at_bound = np.asarray(fits["at_bound"].transpose(*order).values, dtype=bool).reshape(-1, n_params)
+    value = fits["value"].transpose(*order).values.reshape(-1, n_params)
+    labels = ["pooled"] if pooled else [str(label) for label in fits["subject"].values]
+    k = int(np.asarray(fits["free"].values).sum())
+    parts = []
+    if at_bound.any():
+        groups = []
+        for j, name in enumerate(str(p) for p in fits["parameter"].values):
+            lower, upper = float(fits["lower"].values[j]), float(fits["upper"].values[j])
+            nearer_lower = value[:, j] - lower <= upper - value[:, j]
+            for side, bound, hit in (("lower", lower, at_bound[:, j] & nearer_lower),
+                                     ("upper", upper, at_bound[:, j] & ~nearer_lower)):
+                if hit.any():
+                    named = [label for label, h in zip(labels, hit) if h]
+                    where = "" if pooled else f" for {'subject' if len(named) == 1 else 'subjects'} {_listed(named)}"
+                    groups.append(f"{name} at its {side} bound {bound:g}{where}")
+        parts.append(f"{int(at_bound.sum())} of {_plural(k * len(labels), 'estimate')} at a bound "
+                     f"({'; '.join(groups)})")
+    few = np.atleast_1d(np.asarray(fits["few_events"].values, dtype=bool))
+    if few.any():
+        floor = int(fits.attrs.get("min_events_per_parameter", MIN_EVENTS_PER_PARAMETER))
+        events = np.atleast_1d(np.asarray(fits["n"].values))
+        if pooled:
+            parts.append(f"the pooled fit has fewer than {floor} scored events per free parameter "
+                         f"({int(events[0])} events, {k} free)")
+        else:
+            named = [f"subject {label}: {int(count)} events" for label, count, f in zip(labels, events, few) if f]
+            parts.append(f"{_plural(len(named), 'subject')} with fewer than {floor} scored events per free "
+                         f"parameter ({_listed(named)}, {k} free)")
+    return "; ".join(parts)
 
 
 def parameter_recovery(

@@ -81,7 +81,8 @@ def read_csv_back(path, expected: pd.DataFrame) -> pd.DataFrame:
 def test_a_recall_fit_gives_one_row_per_subject_with_each_parameter_as_a_column(recall_fit):
     table = cmr.unit_table(recall_fit)
     assert list(table.columns) == ["subject", *cmr.PARAMETER_NAMES, "logl", "n", "aic", "bic", "nfev", "nit",
-                                   "success", "n_nan", "n_invalid", "seconds", "message", "best_restart"]
+                                   "success", "n_nan", "n_invalid", "seconds", "message", "best_restart",
+                                   *(f"at_bound_{name}" for name in cmr.PARAMETER_NAMES), "few_events"]
     assert table["subject"].tolist() == SUBJECTS
     assert isinstance(table.index, pd.RangeIndex)
     for name in cmr.PARAMETER_NAMES:
