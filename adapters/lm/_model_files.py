@@ -324,6 +324,36 @@ def config_problem(directory: Path, known_types, library: str) -> str | None:
     return unsupported if isinstance(model_type, str) else None
 
 
+#: Hugging Face model types without attention layers (state-space and recurrent models)
+ATTENTION_FREE_TYPES = ("mamba", "mamba2", "falcon_mamba", "rwkv", "xlstm")
+
+
+def architecture_problem(config, masked_types=(), model_class: str | None = None) -> str | None:
+    """Why a model of this Hugging Face ``config`` cannot give lag profiles (None: it can).
+
+    The profiles read every head's attention over a repeated list, in which each word sees
+    only the words before it: a model needs attention layers, and causal ones. Refused: a
+    model type without attention (:data:`ATTENTION_FREE_TYPES`), an encoder-decoder model, and
+    a masked language model (a type of ``masked_types``, or an architecture ``*ForMaskedLM``)
+    whose config does not make it a decoder (``is_decoder``). Reads attributes only: no torch.
+    ``model_class`` names the model in the message (default: the config's first architecture).
+    """
+    model_type = getattr(config, "model_type", None)
+    architectures = getattr(config, "architectures", None) or []
+    what = model_class or (str(architectures[0]) if architectures else f"model type {model_type!r}")
+    if model_type in ATTENTION_FREE_TYPES:
+        return f"it has no attention layers ({what}), and the lag profiles read attention heads"
+    if getattr(config, "is_encoder_decoder", None):
+        return (f"it is an encoder-decoder model ({what}), not a decoder-only causal one: the lag profiles "
+                "assume each word attends only to the words before it")
+    causal = bool(getattr(config, "is_decoder", None) or getattr(config, "causal", None))
+    masked = model_type in masked_types or any(str(name).endswith("ForMaskedLM") for name in architectures)
+    if masked and not causal:
+        return (f"it is a masked language model ({what}), not a causal one: the lag profiles assume each word "
+                "attends only to the words before it")
+    return None
+
+
 class PartNotLoaded(Exception):
     """A part of a model that cannot be loaded: ``str()`` says which and why, in this package's words."""
 

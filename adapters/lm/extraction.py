@@ -16,7 +16,7 @@ from cmr.checks import index, integer
 from .. import head_profiles, prompts
 from ..errors import PromptError
 from ._model_files import LoadedModel, with_run_record
-from .loading import measure_peak_memory
+from .loading import as_loaded_model, measure_peak_memory
 
 __all__ = [
     "log_prior",
@@ -186,6 +186,7 @@ def attention_pattern(model: LoadedModel, layer: int, head: int, *, n_words: int
         attrs ``layer``, ``head``, ``n_words``, ``prompt``, ``layout``
         (:func:`icl_cmr.adapters.head_profiles.attention_pattern_dataset`).
     """
+    model = as_loaded_model(model)
     shape = f"({model.n_layers} layers x {model.n_heads} heads)"
     index(layer, f"layer {shape}", model.n_layers)
     index(head, f"head {shape}", model.n_heads)
@@ -247,6 +248,7 @@ def copying_scores(model: LoadedModel, token_ids=None) -> np.ndarray:
     """
     import torch
 
+    model = as_loaded_model(model)
     bridge = model.bridge
     d_model = int(model.cfg.d_model)
     with torch.no_grad():
@@ -280,7 +282,9 @@ def extract_heads(model: LoadedModel, *, n_words: int = 100, n_prompts: int = 5,
 
     Parameters
     ----------
-    model : LoadedModel
+    model : LoadedModel, TransformerBridge or Hugging Face causal language model
+        Anything :func:`icl_cmr.adapters.lm.loading.as_loaded_model` accepts; a Hugging Face
+        model goes with its tokenizer, as ``(model, tokenizer)``.
     n_words, n_prompts, seed : prompt settings (:func:`make_prompts`)
     lags : int K (lags -K..K) or a sequence of lags (:func:`cmr.lag_window`); within +-(n_words-1)
     soft_rule : rule of the soft-transition lag-CRP (``head_profiles.SOFT_CRP_RULES``)
@@ -294,6 +298,7 @@ def extract_heads(model: LoadedModel, *, n_words: int = 100, n_prompts: int = 5,
     its attrs (and provenance) record ``device``, ``dtype``, ``peak_memory_bytes`` and
     ``peak_memory_measure`` (:func:`measure_peak_memory`).
     """
+    model = as_loaded_model(model)
     with measure_peak_memory(model.device) as memory:
         lags = head_profiles.lag_range(lags, n_words if words is None else len(words))
         made = make_prompts(model, n_words=n_words, n_prompts=n_prompts, seed=seed, words=words)

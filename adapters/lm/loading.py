@@ -41,6 +41,7 @@ from ._model_files import (
     EMBEDDED_MODELS,
     LoadedModel,
     PartNotLoaded,
+    architecture_problem,
     cache_root,
     config_problem,
     converted_problem,
@@ -80,6 +81,7 @@ __all__ = [
     "DTYPES",
     "EMBEDDED_MODELS",
     "LoadedModel",
+    "as_loaded_model",
     "cache_root",
     "available_devices",
     "resolve_device",
@@ -249,6 +251,7 @@ def _load_local(path_or_name: str, dtype=None):
     import transformers
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
+    from transformers.models.auto.modeling_auto import MODEL_FOR_MASKED_LM_MAPPING_NAMES
 
     where = Path(path_or_name)
     if where.exists():  # read as JSON first: a model type that needs the directory's own code is refused here
@@ -258,7 +261,10 @@ def _load_local(path_or_name: str, dtype=None):
     # trust_remote_code=False on every call: transformers then never asks (a prompt a piped "y" would answer)
     # and never imports the model's own Python files
     with _loading(where, "config"):
-        AutoConfig.from_pretrained(path_or_name, local_files_only=True, trust_remote_code=False)  # fails fast
+        config = AutoConfig.from_pretrained(path_or_name, local_files_only=True, trust_remote_code=False)  # fails fast
+    problem = architecture_problem(config, MODEL_FOR_MASKED_LM_MAPPING_NAMES)
+    if problem is not None:  # before the tokenizer, the weights and TransformerLens, which may not boot it at all
+        raise PartNotLoaded(problem, refused=True)
     with _loading(where, "tokenizer"):  # before the weights: a missing tokenizer is told at once
         tokenizer = AutoTokenizer.from_pretrained(path_or_name, local_files_only=True, trust_remote_code=False)
     with _loading(where, "weights"):
@@ -326,8 +332,133 @@ def load_model(name: str = DEFAULT_MODEL, *, cache_dir=None, device=None, dtype=
             # A local directory, or a hub copy refused on purpose, says why; any other hub name is not on disk.
             raise (unusable_directory(name, str(exc)) if Path(name).exists() or exc.refused
                    else not_available(name)) from None
-        return LoadedModel(_boot(official, model, tokenizer, device, torch_dtype), tokenizer, name, official,
-                           "transformers from_pretrained(local_files_only=True)", **placed)
+        bridge = _boot(official, model, tokenizer, device, torch_dtype)
+        problem = _attention_problem(bridge, type(model).__name__)
+        if problem is not None:
+            raise unusable_directory(name, problem)
+        return LoadedModel(bridge, tokenizer, name, official, "transformers from_pretrained(local_files_only=True)",
+                           **placed)
+
+
+def _attention_problem(bridge, what: str) -> str | None:
+    """Which layers of a booted ``bridge`` lack the attention hooks extraction reads (None: none)."""
+    hooks = bridge.hook_dict
+    n_layers = int(bridge.cfg.n_layers)
+    missing = [layer for layer in range(n_layers) if not all(
+        f"blocks.{layer}.attn.{hook}" in hooks for hook in ("hook_attn_scores", "hook_pattern"))]
+    if len(missing) == n_layers:
+        return f"it has no attention layers ({what}), and the lag profiles read attention heads"
+    if missing:
+        return (f"layers {', '.join(map(str, missing))} of its {n_layers} have no attention hooks "
+                f"(blocks.N.attn.hook_pattern) in TransformerLens ({what})")
+    return None
+
+
+#: what :func:`as_loaded_model` accepts, for its error message
+_ACCEPTED = ("a LoadedModel (load_model), a TransformerLens TransformerBridge, or a Hugging Face causal "
+             "language model object with its tokenizer")
+
+
+def as_loaded_model(model, tokenizer=None, *, name=None, device=None) -> LoadedModel:
+    """A model the user has in hand, as the :class:`LoadedModel` that extraction reads.
+
+    Parameters
+    ----------
+    model : LoadedModel, TransformerBridge, transformers PreTrainedModel, or (model, tokenizer)
+        A :class:`LoadedModel` is returned as it is. A TransformerLens ``TransformerBridge``
+        (``TransformerBridge.boot_transformers(...)``) is read as booted, with its own tokenizer
+        unless ``tokenizer`` is given. A Hugging Face causal language model
+        (``AutoModelForCausalLM.from_pretrained(...)``) is put in eval mode and wrapped in a
+        bridge that shares its weights; it needs ``tokenizer``.
+    tokenizer : a Hugging Face tokenizer, optional
+    name : str, optional
+        The ``model`` coordinate of results (default: the model's own name or path).
+    device : str, optional
+        Where a Hugging Face model runs (it is moved there; default: where its weights are).
+        A bridge runs where it is: another ``device`` is refused.
+
+    Raises
+    ------
+    cmr.errors.ParameterError
+        Any other object, a Hugging Face model without its tokenizer, a dtype other than
+        float32, bfloat16 or float16, or a bridge on another device than ``device``.
+    ModelNotAvailableError
+        A model without attention layers, or a masked (not causal) language model.
+    """
+    if isinstance(model, LoadedModel):
+        return model
+    from cmr.errors import ParameterError
+
+    if isinstance(model, tuple) and len(model) == 2 and tokenizer is None:  # (model, tokenizer), as a loader returns
+        model, tokenizer = model
+    kind = type(model).__name__
+    if name is not None and (not isinstance(name, str) or not name):
+        raise ParameterError(f"name must be a non-empty string; got {name!r}")
+    if isinstance(model, (str, os.PathLike)):
+        raise ParameterError(f"model must be {_ACCEPTED}; got the name {str(model)!r} (load it with load_model)")
+    if not _is_lm_object(model):
+        raise ParameterError(f"model must be {_ACCEPTED}; got a {kind}")
+    from transformer_lens.model_bridge import TransformerBridge
+    from transformers.models.auto.modeling_auto import MODEL_FOR_MASKED_LM_MAPPING_NAMES
+
+    bridge = model if isinstance(model, TransformerBridge) else None
+    hf_model = getattr(bridge, "original_model", None) if bridge is not None else model
+    what = type(hf_model).__name__ if hf_model is not None else kind
+    config = getattr(hf_model, "config", None)
+    label = name or getattr(getattr(bridge, "cfg", None), "model_name", None) or getattr(config, "name_or_path", None) \
+        or what
+    problem = architecture_problem(config, MODEL_FOR_MASKED_LM_MAPPING_NAMES, what) if config is not None else None
+    if problem is None and bridge is None and model.get_output_embeddings() is None:
+        problem = (f"it has no language-model head ({what}); load it with AutoModelForCausalLM, which gives "
+                   "the model with its head")
+    if problem is not None:
+        raise ModelNotAvailableError(f"model {label!r} cannot be read: {problem}")
+    tokenizer = tokenizer if tokenizer is not None else getattr(bridge, "tokenizer", None)
+    if tokenizer is None:
+        raise ParameterError(f"a {kind} needs its tokenizer: pass (model, tokenizer) or "
+                             "as_loaded_model(model, tokenizer); got no tokenizer")
+    if bridge is None:
+        weights = next(model.parameters())
+        dtype_name, torch_dtype = _dtype_of(weights.dtype, kind)
+        device = resolve_device(weights.device if device is None else device)
+        with offline_mode():
+            bridge = _boot(label, model, tokenizer, device, torch_dtype)
+        loader = f"as_loaded_model({kind} object)"
+    else:
+        dtype_name, _ = _dtype_of(bridge.cfg.dtype, kind)
+        where = resolve_device(bridge.cfg.device)
+        if device is not None and resolve_device(device) != where:
+            raise ParameterError(f"the TransformerBridge runs on {where}; got device {str(device)!r} "
+                                 "(move the bridge there before passing it)")
+        device = where
+        loader = "as_loaded_model(TransformerBridge object)"
+    problem = _attention_problem(bridge, what)
+    if problem is not None:
+        raise ModelNotAvailableError(f"model {label!r} cannot be read: {problem}")
+    return LoadedModel(bridge, tokenizer, label, str(getattr(config, "name_or_path", "") or what), loader,
+                       device=device, dtype=dtype_name)
+
+
+def _dtype_of(dtype, kind: str):
+    """``resolve_dtype`` of the dtype a user's model runs in, refused in words that name the model."""
+    name = str(dtype).removeprefix("torch.")
+    if name not in DTYPES:
+        from cmr.errors import ParameterError
+
+        raise ParameterError(f"the {kind} runs in {name}; expected one of {', '.join(DTYPES)} "
+                             "(convert it first, e.g. model.to(torch.float32))")
+    return resolve_dtype(name)
+
+
+def _is_lm_object(model) -> bool:
+    """Whether ``model`` is a TransformerBridge or a Hugging Face model, without importing either library."""
+    import sys
+
+    for module, cls in (("transformer_lens.model_bridge", "TransformerBridge"),
+                        ("transformers", "PreTrainedModel")):
+        if module in sys.modules and isinstance(model, getattr(sys.modules[module], cls, ())):
+            return True
+    return False
 
 
 def tiny_hf_model(*, seed: int = 0, n_layers: int = 2, n_heads: int = 4, n_kv_heads: int = 2,
