@@ -29,8 +29,8 @@ import xarray as xr
 from .checks import parse_json, probability, recall_arrays
 from .constants import INTRUSION_CHECK_MIN_RECALLS, MAX_INTRUSION_SHARE
 from .errors import RecallDataError, RecallDataWarning
-from .lab_tables import (intrusion_diagnosis, is_merged_table, item_keys, list_key_columns, match_recalls,
-                         raw_from_merged, split_trial_types)
+from .lab_tables import (intrusion_diagnosis, is_merged_table, list_key_columns, loose_item_codes, match_recalls,
+                         numeric_text_codes, raw_from_merged, read_items, split_trial_types, texts_as_written)
 from .schema import provenance_attrs, validate
 
 __all__ = [
@@ -87,23 +87,21 @@ def _label(value):
     return value.item() if isinstance(value, np.generic) else value
 
 
-def _item_strings(values: pd.Series) -> np.ndarray:
-    """Items as an object array of Python str (variable-length, as netCDF stores them)."""
-    return values.astype(str).to_numpy(dtype=object)
-
-
-def _extra_matrix(values: pd.Series, rows: np.ndarray, cols: np.ndarray, shape) -> tuple[np.ndarray, str]:
-    """Scatter an extra column into a padded matrix: float64 with NaN, or str with ''."""
+def _extra_values(values: pd.Series) -> tuple[np.ndarray, str, np.ndarray | None]:
+    """An extra column as float64 with NaN, or as str with '' for missing values (codes into
+    texts, the last text '' for padding); its kind; and the texts (None for numbers)."""
     dtype = values.dtype
     if pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_bool_dtype(dtype):
-        out = np.full(shape, np.nan)
-        out[rows, cols] = values.to_numpy(dtype=np.float64, na_value=np.nan)
         kind = "int64" if pd.api.types.is_integer_dtype(dtype) or pd.api.types.is_bool_dtype(dtype) else "float64"
-        return out, kind
-    text = values.astype(object).where(values.notna(), "").astype(str).to_numpy(dtype=object)
-    out = np.full(shape, "", dtype=object)
-    out[rows, cols] = text
-    return out, "str"
+        return values.to_numpy(dtype=np.float64, na_value=np.nan), kind, None
+    codes, texts = texts_as_written(values, missing="")
+    return codes, "str", np.append(texts, "")
+
+
+def _variable(dims, values: np.ndarray, attrs=None) -> xr.Variable:
+    """A dataset variable of ``values`` as they are: an object array of Python str is already what
+    xarray would make of it, so its round trip through pandas (most of from_table's time) is skipped."""
+    return xr.Variable(dims, values, attrs, fastpath=values.dtype == object)
 
 
 # --- long table -> events -----------------------------------------------------------------
@@ -138,8 +136,11 @@ def from_table(
         ``list_keys``): ``["session"]`` when list numbers start again in each session. They
         become coordinates along ``trial``.
     normalize_items : bool
-        Match recalled to studied items ignoring case and surrounding whitespace (default:
-        exactly as written). Items are kept as written.
+        Match recalled to studied items also ignoring case and surrounding whitespace (default:
+        by value, as psifr's merge matches them: ``1`` and ``1.0`` are one item, ``'1'`` and
+        ``'1.0'`` two). Items are kept as written. A RecallDataWarning counts the recalls that
+        another reading (ignoring case, or numbers written as text compared as numbers, or
+        equal numbers written differently compared as text) would match otherwise.
     max_intrusion_share : float
         Refuse the table when more than this share of recalls match no studied item of their
         list (default 0.5): such tables nearly always mean recalls typed differently from the
@@ -212,9 +213,9 @@ def _check_no_missing_values(table: pd.DataFrame, list_keys) -> None:
 
 def _trial_types(table: pd.DataFrame, ignored) -> tuple[np.ndarray, np.ndarray]:
     """Which rows are study and which recall events; RecallDataError without any study event."""
-    phase = table["trial_type"].astype(str).to_numpy()
-    is_study = phase == "study"
-    is_recall = phase == "recall"
+    phase = table["trial_type"]  # compared as a column: no text copy of every row
+    is_study = (phase == "study").to_numpy(dtype=bool)
+    is_recall = (phase == "recall").to_numpy(dtype=bool)
     if not is_study.any():
         found = f" (other trial types, ignored: {sorted(ignored)})" if ignored else ""
         raise RecallDataError(f"recall table has no study events; expected 'study' rows for every list{found}")
@@ -226,25 +227,32 @@ def _event_columns(table: pd.DataFrame, normalize_items: bool):
     subject = _label_values(table["subject"], "subject labels")
     list_label = _label_values(table["list"], "list labels")
     position = _integer_column(table["position"], "positions")
-    items = _item_strings(table["item"])
-    return subject, list_label, position, items, item_keys(items, normalize_items)
+    items = read_items(table["item"])  # text as written (Python str, as netCDF stores it); codes as psifr matches
+    return subject, list_label, position, items, loose_item_codes(items) if normalize_items else items.code
 
 
 def _list_trials(table, list_keys, subject, list_label, is_study, is_recall) -> tuple[pd.DataFrame, np.ndarray]:
     """One trial per studied (subject, *list_keys, list), in sorted order: the trials' keys, and
     each row's trial (-1 for a row of no studied list; RecallDataError for such a recall)."""
-    key_names = ["subject", *list_keys, "list"]
-    keys = pd.DataFrame({"subject": subject, **{k: _label_values(table[k], f"{k} labels") for k in list_keys},
-                         "list": list_label})
-    try:
-        study_keys = keys[is_study].drop_duplicates().sort_values(key_names, ignore_index=True)
-    except TypeError as exc:
-        raise RecallDataError(f"{', '.join(key_names)} labels must be sortable; {exc}") from exc
-    trial_index = pd.MultiIndex.from_frame(study_keys)
-    trial = trial_index.get_indexer(pd.MultiIndex.from_frame(keys))
+    keys = {"subject": subject, **{k: _label_values(table[k], f"{k} labels") for k in list_keys}, "list": list_label}
+    combined = np.zeros(len(table), dtype=np.int64)  # each row's rank of (subject, *list_keys, list)
+    for name, labels in keys.items():
+        try:
+            code, distinct = pd.factorize(labels, sort=True)
+        except TypeError as exc:
+            raise RecallDataError(f"{', '.join(keys)} labels must be sortable; {exc}") from exc
+        if (int(combined.max()) + 1) * len(distinct) >= 2 ** 62:  # ranks made dense again before they overflow
+            combined = np.unique(combined, return_inverse=True)[1].reshape(-1)
+        combined = combined * len(distinct) + code
+    studied, first_row = np.unique(combined[is_study], return_index=True)
+    study_rows = np.nonzero(is_study)[0][first_row]
+    study_keys = pd.DataFrame({name: labels[study_rows] for name, labels in keys.items()})
+    at = np.minimum(np.searchsorted(studied, combined), studied.size - 1)
+    trial = np.where(studied[at] == combined, at, -1)
     orphan = is_recall & (trial < 0)
     if orphan.any():
-        first_orphan = keys[orphan].iloc[[0]].reset_index(drop=True)
+        first = np.argmax(orphan)
+        first_orphan = pd.DataFrame({name: labels[[first]] for name, labels in keys.items()})
         raise RecallDataError(
             f"recall events for a list with no study events: {_list_name(first_orphan, 0)} "
             f"({int(orphan.sum())} recall row(s)); every list needs its study rows"
@@ -274,30 +282,31 @@ class _RecallEvents(NamedTuple):
 
 def _study_events(trial, position, items, match_keys, is_study, study_keys, list_keys, ignored=None) -> _StudyEvents:
     """Checked study events (positions exactly 1..n per list, items distinct within a list)."""
-    s_trial, s_pos, s_item = trial[is_study], position[is_study], items[is_study]
-    list_length = _checked_list_lengths(s_trial, s_pos, match_keys[is_study], study_keys, list_keys, ignored)
+    s_trial, s_pos, s_item = trial[is_study], position[is_study], items.text[is_study]
+    list_length = _checked_list_lengths(s_trial, s_pos, match_keys[is_study], study_keys, list_keys, ignored, s_item)
     study_item = np.full((len(study_keys), int(list_length.max())), "", dtype=object)
     study_item[s_trial, s_pos - 1] = s_item
     return _StudyEvents(np.nonzero(is_study)[0], s_trial, s_pos, list_length, study_item)
 
 
-def _checked_list_lengths(s_trial, s_pos, s_keys, study_keys, list_keys, ignored=None) -> np.ndarray:
+def _checked_list_lengths(s_trial, s_pos, s_keys, study_keys, list_keys, ignored=None, s_item=None) -> np.ndarray:
     """Length of each studied list; RecallDataError for positions < 1, repeated positions or
-    items, or gaps in a list's positions."""
+    items (``s_keys``: item codes; ``s_item``: items as written, for the message), or gaps in a
+    list's positions."""
     if (s_pos < 1).any():
         raise RecallDataError(f"study positions must be >= 1 (serial positions); got {s_pos.min()}")
-    study_frame = pd.DataFrame({"trial": s_trial, "pos": s_pos, "item": s_keys})
-    dup_pos = study_frame.duplicated(["trial", "pos"])
-    if dup_pos.any():
+    first = _first_repeat(s_trial, s_pos)
+    if first >= 0:
         raise RecallDataError(
-            _where("duplicate study position", study_keys, study_frame[dup_pos].iloc[0])
+            _where("duplicate study position", study_keys, {"trial": s_trial[first], "pos": s_pos[first]})
             + ("" if list_keys else "; if list numbers start again in each session, name the column that tells "
                "sessions apart with list_keys (command line: --list-keys)")
         )
-    dup_item = study_frame.duplicated(["trial", "item"])
-    if dup_item.any():
+    first = _first_repeat(s_trial, s_keys)
+    if first >= 0:
+        item = s_keys[first] if s_item is None else s_item[first]
         raise RecallDataError(
-            _where("duplicate study item", study_keys, study_frame[dup_item].iloc[0])
+            _where("duplicate study item", study_keys, {"trial": s_trial[first], "item": item})
             + "; items must be unique within a studied list so recalls can be matched"
         )
     n_trials = len(study_keys)
@@ -312,6 +321,16 @@ def _checked_list_lengths(s_trial, s_pos, s_keys, study_keys, list_keys, ignored
             f"{counts[t]} study events but positions up to {max_pos[t]}{_ignored_types(ignored)}"
         )
     return counts.astype(np.int64)
+
+
+def _first_repeat(s_trial, key) -> int:
+    """Index of the first row whose (trial, key) pair came earlier in the rows; -1 when all differ."""
+    if int(key.max()) >= 2 ** 20:  # keys made dense, so trial * (n_keys + 1) + key cannot overflow
+        key = np.unique(key, return_inverse=True)[1].reshape(-1)
+    pair = s_trial.astype(np.int64) * (int(key.max()) + 1) + key
+    order = np.argsort(pair, kind="stable")
+    repeat = order[1:][pair[order[1:]] == pair[order[:-1]]]
+    return int(repeat.min()) if repeat.size else -1
 
 
 def _ignored_types(ignored) -> str:
@@ -346,26 +365,63 @@ def _recall_order(trial, position, is_recall, study_keys) -> tuple[np.ndarray, n
 
 def _matched_recalls(study: _StudyEvents, items, match_keys, r_rows, r_trial, normalize_items: bool,
                      share_limit: float) -> np.ndarray:
-    """Serial position of each recall (-1: intrusion), matched by item within its list;
-    RecallDataError (with the likely cause) when intrusions exceed ``share_limit``."""
+    """Serial position of each recall (-1: intrusion), matched by item within its list as psifr
+    matches items (by value); RecallDataError (with the likely cause) when intrusions exceed
+    ``share_limit``; a RecallDataWarning for each other reading of the items that would match
+    some recalls differently."""
     serial = match_recalls(study.trial, study.position, match_keys[study.rows], r_trial, match_keys[r_rows])
-    intrusion = serial < 0
-    n_intrusions = int(intrusion.sum())
-    rescued = None
-    if n_intrusions and not normalize_items:  # would ignoring case and surrounding spaces match some?
-        loose = match_recalls(study.trial, study.position, item_keys(items[study.rows], True), r_trial[intrusion],
-                              item_keys(items[r_rows[intrusion]], True))
-        rescued = int((loose > 0).sum())
+    n_intrusions = int((serial < 0).sum())
+    as_numbers, number_pair = (_rescued(study, r_rows, r_trial, serial, numeric_text_codes(items), items.text)
+                               if n_intrusions else (np.zeros(0, dtype=bool), None))
+    rescued = None  # would ignoring case and surrounding spaces match some intrusions (other than those)?
+    if n_intrusions and not normalize_items:
+        rescued = int((_rescued(study, r_rows, r_trial, serial, loose_item_codes(items))[0] & ~as_numbers).sum())
+    as_numbers = int(as_numbers.sum())
     if serial.size >= INTRUSION_CHECK_MIN_RECALLS and n_intrusions > share_limit * serial.size:
-        raise RecallDataError(intrusion_diagnosis(n_intrusions, serial.size, rescued, share_limit))
-    if rescued:
-        warnings.warn(
-            f"{rescued} of {serial.size} recalls ({rescued / serial.size:.1%}) match no studied item as written "
-            "but match one when case and surrounding spaces are ignored; they count as intrusions here: pass "
-            "normalize_items=True (command line: --normalize-items) to match them",
-            RecallDataWarning, stacklevel=4,
-        )
+        raise RecallDataError(intrusion_diagnosis(n_intrusions, serial.size, rescued, share_limit, as_numbers))
+    apart, apart_pair = 0, None  # equal values written differently? (not where every value has one text)
+    if not normalize_items and items.text_of_code is None:
+        apart, apart_pair = _written_apart(study, items.text, r_rows, r_trial, serial)
+    notes = [
+        (rescued, "match no studied item as written but match one when case and surrounding spaces are ignored; "
+                  "they count as intrusions here: pass normalize_items=True (command line: --normalize-items) "
+                  "to match them"),
+        (as_numbers, f"match no studied item as written but match one when numbers written as text are compared "
+                     f"as numbers (such as {number_pair}); they count as intrusions here, as psifr counts them: "
+                     "convert the item column to numbers (pandas.to_numeric) to match them"),
+        (apart, f"match a studied item that is equal as a value but written differently (such as {apart_pair}); "
+                "they are matched here, as psifr matches them: convert the item column to text "
+                "(table['item'].astype(str)) to compare items as written"),
+    ]
+    for count, note in notes:
+        if count:
+            warnings.warn(f"{count} of {serial.size} recalls ({count / serial.size:.1%}) {note}", RecallDataWarning,
+                          stacklevel=4)
     return serial
+
+
+def _rescued(study: _StudyEvents, r_rows, r_trial, serial, other_codes, items=None) -> tuple[np.ndarray, str | None]:
+    """Which intrusions match a studied item of their list under ``other_codes`` (another reading
+    of the items), and the first such recall and its studied item as text (with ``items``)."""
+    intrusion = np.nonzero(serial < 0)[0]
+    other = match_recalls(study.trial, study.position, other_codes[study.rows], r_trial[intrusion],
+                          other_codes[r_rows[intrusion]])
+    found = other > 0
+    if not found.any() or items is None:
+        return found, None
+    i = int(np.argmax(found))
+    return found, f"{items[r_rows[intrusion[i]]]!r} and {study.item[r_trial[intrusion[i]], other[i] - 1]!r}"
+
+
+def _written_apart(study: _StudyEvents, items, r_rows, r_trial, serial) -> tuple[int, str | None]:
+    """How many matched recalls are written differently from their studied item (equal values
+    such as ``1`` and ``1.0``), and the first as text."""
+    matched = np.nonzero(serial > 0)[0]
+    recalled, studied = items[r_rows[matched]], study.item[r_trial[matched], serial[matched] - 1]
+    apart = np.nonzero(recalled != studied)[0]
+    if not apart.size:
+        return 0, None
+    return int(apart.size), f"{recalled[apart[0]]!r} and {studied[apart[0]]!r}"
 
 
 def _recall_events(trial, position, items, match_keys, is_recall, study: _StudyEvents, study_keys,
@@ -377,7 +433,7 @@ def _recall_events(trial, position, items, match_keys, is_recall, study: _StudyE
     recalls = np.zeros((len(study_keys), n_out), dtype=np.int64)
     recalls[r_trial, r_out] = serial
     recall_item = np.full((len(study_keys), n_out), "", dtype=object)
-    recall_item[r_trial, r_out] = items[r_rows]
+    recall_item[r_trial, r_out] = items.text[r_rows]
     return _RecallEvents(r_rows, r_trial, r_out, recalls, recall_item)
 
 
@@ -386,14 +442,18 @@ def _extra_variables(table: pd.DataFrame, list_keys, study: _StudyEvents, recall
     data_vars = {}
     extras = [c for c in table.columns if c not in REQUIRED_COLUMNS and c not in list_keys]
     for column in extras:
-        values = table[column]
+        values, kind, texts = _extra_values(table[column])  # converted once for both phases
         for prefix, rows, t_idx, col_idx, shape in (
             ("study", study.rows, study.trial, study.position - 1, study.item.shape),
             ("recall", recall.rows, recall.trial, recall.output, recall.recalls.shape),
         ):
-            matrix, kind = _extra_matrix(values.iloc[rows], t_idx, col_idx, shape)
+            matrix = np.full(shape, np.nan if texts is None else texts.size - 1, dtype=values.dtype)
+            matrix[t_idx, col_idx] = values[rows]
+            if texts is not None:  # text placed as codes, taken last: no object array is filled twice
+                matrix = texts[matrix]
             dims = ("trial", "study_position" if prefix == "study" else "output_position")
-            data_vars[f"{prefix}_{column}"] = (dims, matrix, {"table_column": str(column), "table_dtype": kind})
+            attrs = {"table_column": str(column), "table_dtype": kind}
+            data_vars[f"{prefix}_{column}"] = _variable(dims, matrix, attrs)
     return data_vars
 
 
@@ -402,8 +462,8 @@ def _events_dataset(table: pd.DataFrame, study_keys: pd.DataFrame, list_keys, st
     """The events dataset (not yet validated) of checked study and recall events."""
     data_vars = {
         "list_length": ("trial", study.list_length),
-        "study_item": (("trial", "study_position"), study.item),
-        "recall_item": (("trial", "output_position"), recall.item),
+        "study_item": _variable(("trial", "study_position"), study.item),
+        "recall_item": _variable(("trial", "output_position"), recall.item),
         "recalls": (("trial", "output_position"), recall.recalls),
         **_extra_variables(table, list_keys, study, recall),
     }
@@ -623,7 +683,7 @@ def group_index(events: xr.Dataset, by) -> tuple[np.ndarray, np.ndarray | None]:
         return np.zeros(n_trials, dtype=np.int64), None
     if by == "trial":
         return np.arange(n_trials, dtype=np.int64), None
-    labels, index = np.unique(events["subject"].values, return_inverse=True)
+    labels, index = np.unique(events.variables["subject"].values, return_inverse=True)
     return index.astype(np.int64).reshape(-1), labels
 
 

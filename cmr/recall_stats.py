@@ -20,7 +20,7 @@ import xarray as xr
 
 from . import _recall_stats
 from ._numeric import ratio
-from .events import as_events, group_index, to_recall_matrix, unit_coordinates
+from .events import as_events, group_index, unit_coordinates
 from .masks import item_mask, transition_mask
 from .schema import provenance_attrs, validate
 
@@ -28,8 +28,10 @@ __all__ = ["spc", "pnr", "pfr", "lag_rank"]
 
 
 def _prepared(events, by):
-    events = as_events(events)
-    recalls, lengths = to_recall_matrix(events)
+    events = as_events(events)  # validated once: the arrays are read from its variables directly
+    recalls = np.ascontiguousarray(events.variables["recalls"].transpose("trial", "output_position").values,
+                                   dtype=np.int64)
+    lengths = np.ascontiguousarray(events.variables["list_length"].values, dtype=np.int64)
     group, labels = group_index(events, by)
     return events, recalls, lengths, group, int(group.max()) + 1, labels
 
@@ -114,6 +116,25 @@ def pnr(events, *, by="subject", item_query=None, test_key=None, test=None) -> x
         Kind ``"recall_stat"``, ``stat_kind="pnr"``; dims ``(unit, output_position,
         serial_position)``; ``prob``, ``actual``, ``possible``.
     """
+    events, labels, actual, possible, positions = _nth_recall_counts(events, by, item_query, test_key, test)
+    return _stat_dataset(
+        events, by, labels, "pnr", "cmr.pnr", ("output_position", "serial_position"),
+        {"output_position": positions, "serial_position": positions}, _nth_recall_variables(actual, possible),
+    )
+
+
+def pfr(events, *, by="subject", item_query=None, test_key=None, test=None) -> xr.Dataset:
+    """Probability of first recall: :func:`pnr` at output position 1 (``stat_kind="pfr"``; same masks)."""
+    events, labels, actual, possible, positions = _nth_recall_counts(events, by, item_query, test_key, test)
+    # pnr's counts at the first output, in one dataset: what pnr(...).sel(output_position=1, drop=True) holds
+    return _stat_dataset(
+        events, by, labels, "pfr", "cmr.pnr", ("serial_position",), {"serial_position": positions},
+        _nth_recall_variables(actual[:, 0], possible[:, 0]),
+    )
+
+
+def _nth_recall_counts(events, by, item_query, test_key, test):
+    """The events dataset, unit labels, pnr's counts (unit, output_position, serial_position) and the positions."""
     events, recalls, lengths, group, n_groups, labels = _prepared(events, by)
     n_pos = int(lengths.max())
     if item_query is None and test_key is None and test is None:
@@ -122,23 +143,15 @@ def pnr(events, *, by="subject", item_query=None, test_key=None, test=None) -> x
         in_pool, code, passes = item_mask(events, item_query, test_key, test)
         actual, possible = _recall_stats.count_outputs_masked(recalls, lengths, group, n_groups, n_pos, in_pool,
                                                               code, passes)
-    positions = np.arange(1, n_pos + 1, dtype=np.int64)
-    return _stat_dataset(
-        events, by, labels, "pnr", "cmr.pnr", ("output_position", "serial_position"),
-        {"output_position": positions, "serial_position": positions},
-        {
-            "prob": (ratio(actual, possible), {"long_name": "probability of nth recall"}),
-            "actual": (actual, {"long_name": "nth correct recalls of the position"}),
-            "possible": (possible, {"long_name": "nth correct recalls when the position was available"}),
-        },
-    )
+    return events, labels, actual, possible, np.arange(1, n_pos + 1, dtype=np.int64)
 
 
-def pfr(events, *, by="subject", item_query=None, test_key=None, test=None) -> xr.Dataset:
-    """Probability of first recall: :func:`pnr` at output position 1 (``stat_kind="pfr"``; same masks)."""
-    first = pnr(events, by=by, item_query=item_query, test_key=test_key, test=test).sel(output_position=1, drop=True)
-    first.attrs["stat_kind"] = "pfr"
-    return validate(first, "recall_stat")
+def _nth_recall_variables(actual, possible) -> dict:
+    return {
+        "prob": (ratio(actual, possible), {"long_name": "probability of nth recall"}),
+        "actual": (actual, {"long_name": "nth correct recalls of the position"}),
+        "possible": (possible, {"long_name": "nth correct recalls when the position was available"}),
+    }
 
 
 def lag_rank(events, *, by="subject", item_query=None, test_key=None, test=None) -> xr.Dataset:

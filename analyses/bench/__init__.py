@@ -20,6 +20,8 @@ BENCHMARKS = {
     "lag-crp": "icl_cmr.analyses.bench.recall:bench_lag_crp",
     "spc": "icl_cmr.analyses.bench.recall:bench_spc",
     "pfr": "icl_cmr.analyses.bench.recall:bench_pfr",
+    "pnr": "icl_cmr.analyses.bench.psifr_analyses:bench_pnr",
+    "from-table": "icl_cmr.analyses.bench.psifr_analyses:bench_from_table",
     "tf-grid": "icl_cmr.analyses.bench.profiles:bench_tf_grid",
     "mc-grid": "icl_cmr.analyses.bench.profiles:bench_mc_grid",
     "fit-units": "icl_cmr.analyses.bench.fitting:bench_fit_units",
