@@ -525,8 +525,8 @@ def write_result(ds: xr.Dataset, path, *, layout: str = "auto") -> Path:
     unknown extension or layout raises before anything is written. Writes are atomic.
     """
     suffix = result_format(path)
-    if layout not in LAYOUTS:
-        raise SchemaError(f"layout must be one of {', '.join(LAYOUTS)}; got {layout!r}")
+    if layout not in LAYOUTS and not (isinstance(ds, xr.Dataset) and isinstance(layout, str) and layout in ds.data_vars):
+        raise SchemaError(f"layout must be one of {', '.join(LAYOUTS)} or a data variable; got {layout!r}")
     if suffix == ".nc":
         return save_dataset(ds, path)
     return write_table(to_dataframe(ds, layout=layout), path)

@@ -24,7 +24,8 @@ Column rules (also in docs/schema.md, "Tables"):
    (``beta_enc_ci``); any other variable gives ``<variable>_<entry>`` (``distance_ci_lower``);
    a second such dim appends ``_<entry>`` (``beta_enc_ci_lower``).
 4. Left out: values that are the same for every unit (the search bounds of a fit) and curves
-   over other dims (a model's loss by token position); the netCDF file keeps them.
+   over other dims (a model's loss by token position); the netCDF file keeps them, and
+   :func:`left_out` names them with the layout (a variable's own table) that holds them.
 5. :func:`unit_table` keywords prefix their result's columns: ``lsq=fits`` gives
    ``lsq_distance``, ``lsq_beta_enc``, ...
 
@@ -44,7 +45,10 @@ from .errors import SchemaError
 from .events import to_table
 from .schema import KIND_ATTR, validate
 
-__all__ = ["unit_table", "to_dataframe", "unit_dims", "LAYOUTS", "WITHIN_UNIT_DIMS", "EXPANDED_DIMS"]
+__all__ = [
+    "unit_table", "to_dataframe", "unit_dims", "layouts", "table_variables", "left_out", "left_out_line",
+    "LAYOUTS", "WITHIN_UNIT_DIMS", "EXPANDED_DIMS",
+]
 
 #: dims that index values *within* a unit (a profile over lags, a parameter vector, ...)
 WITHIN_UNIT_DIMS = (
@@ -53,10 +57,10 @@ WITHIN_UNIT_DIMS = (
 )
 #: within-unit dims whose entries become columns of the per-unit table (rule 3)
 EXPANDED_DIMS = ("parameter", "gaussian_parameter", "bound", "comparison")
-#: what :func:`to_dataframe` can produce
+#: the named layouts of :func:`to_dataframe`; the name of a data variable is a layout too (its table)
 LAYOUTS = ("auto", "units", "long")
 # the variable whose dims define a result's units, first one present wins
-_MAIN_VARIABLES = ("profile", "prob", "value", "logl", "rank", "icl_score")
+_MAIN_VARIABLES = ("profile", "prob", "value", "logl", "icl_score", "rank")
 # stems of per-unit vectors named after their entries (rule 3)
 _VECTOR_STEMS = ("parameters", "value")
 
@@ -162,8 +166,7 @@ def _per_unit(ds: xr.Dataset, units, names, columns: _Columns, repeat: int = 1) 
     for name in names:
         var = ds[name]
         extra = [d for d in var.dims if d not in units]
-        label = name in ds.coords and not var.dims
-        if (units and not label and not set(var.dims) & set(units)) or any(d not in EXPANDED_DIMS for d in extra):
+        if not _is_per_unit(ds, units, name):
             continue  # rule 4: the same for every unit, or a curve over another dim
         missing = {d: ds.sizes[d] for d in units if d not in var.dims}
         values = var.expand_dims(missing).transpose(*units, *extra).values.reshape(n_units, -1)
@@ -174,6 +177,15 @@ def _per_unit(ds: xr.Dataset, units, names, columns: _Columns, repeat: int = 1) 
         for flat, position in enumerate(np.ndindex(*[len(lab) for lab in labels])):
             entry = [lab[i] for lab, i in zip(labels, position)]
             columns.add(_column_name(str(name), entry), np.repeat(values[:, flat], repeat))
+
+
+def _is_per_unit(ds: xr.Dataset, units, name) -> bool:
+    """Rules 2-4: whether ``name`` gives per-unit columns of a table whose units are ``units``."""
+    var = ds[name]
+    label = name in ds.coords and not var.dims
+    if units and not label and not set(var.dims) & set(units):
+        return False  # the same for every unit
+    return all(d in EXPANDED_DIMS for d in var.dims if d not in units)
 
 
 def _unit_columns(ds: xr.Dataset, units, where: str) -> _Columns:
@@ -309,23 +321,32 @@ def _prefixed(columns: _Columns, prefix: str, keep, where: str) -> _Columns:
     return out
 
 
-def _long_table(ds: xr.Dataset) -> pd.DataFrame:
-    """One row per unit and per value of the main variable's other dims (e.g. subject x lag)."""
+def _long_anchor(ds: xr.Dataset) -> xr.DataArray:
+    """The variable whose dims give the rows of the long layout: the main one, else the one of most dims."""
     anchor = _main_variable(ds)
-    if anchor is None:
-        anchor = max(ds.data_vars.values(), key=lambda v: v.ndim)
+    return anchor if anchor is not None else max(ds.data_vars.values(), key=lambda v: v.ndim)
+
+
+def _long_plan(ds: xr.Dataset, anchor: xr.DataArray):
+    """Units, within-unit dims and the variables over them of the long table anchored at ``anchor``."""
     units = tuple(d for d in anchor.dims if d not in WITHIN_UNIT_DIMS)
     within = tuple(d for d in anchor.dims if d in WITHIN_UNIT_DIMS)
+    long_names = [
+        name for name in [*[c for c in ds.coords if c not in ds.dims], *ds.data_vars]
+        if set(ds[name].dims) & set(within) and set(ds[name].dims) <= set(units + within)
+    ]
+    return units, within, long_names
+
+
+def _long_table(ds: xr.Dataset, anchor: xr.DataArray | None = None) -> pd.DataFrame:
+    """One row per unit and per value of the anchor's other dims (e.g. subject x lag); default anchor: the main variable."""
+    units, within, long_names = _long_plan(ds, _long_anchor(ds) if anchor is None else anchor)
     dims = units + within
     n_units = math.prod(ds.sizes[d] for d in units)
     n_within = math.prod(ds.sizes[d] for d in within)
     columns = _Columns(f"the {_describe(ds)}:")
     for dim, labels in _unit_labels(ds, units).items():
         columns.add(dim, np.repeat(labels, n_within))
-    long_names = [
-        name for name in [*[c for c in ds.coords if c not in ds.dims], *ds.data_vars]
-        if set(ds[name].dims) & set(within) and set(ds[name].dims) <= set(dims)
-    ]
     unit_coords = [c for c in ds.coords if c not in ds.dims and c not in long_names]
     _per_unit(ds, units, unit_coords, columns, repeat=n_within)
     for dim, labels in _unit_labels(ds, within).items():
@@ -339,6 +360,85 @@ def _long_table(ds: xr.Dataset) -> pd.DataFrame:
     return columns.frame(n_units * n_within)
 
 
+def _check_layout(ds: xr.Dataset, layout) -> str:
+    """The kind of ``ds`` after validating it; SchemaError unless ``layout`` is one of :func:`layouts`."""
+    if not isinstance(ds, xr.Dataset):
+        raise SchemaError(f"to_dataframe takes an xarray Dataset; got {type(ds).__name__}")
+    kind = validate(ds).attrs.get(KIND_ATTR)
+    if not isinstance(layout, str) or (layout not in LAYOUTS and layout not in ds.data_vars):
+        raise SchemaError(
+            f"layout must be one of {', '.join(LAYOUTS)} or a data variable of this {_describe(ds)} "
+            f"({', '.join(map(str, ds.data_vars))}); got {layout!r}"
+        )
+    return kind
+
+
+def layouts(ds: xr.Dataset) -> tuple[str, ...]:
+    """Every layout :func:`to_dataframe` takes for ``ds``: ``auto``, ``units``, ``long`` and each data variable."""
+    _check_layout(ds, "auto")
+    return (*LAYOUTS, *map(str, ds.data_vars))
+
+
+def _events_table_variables(ds: xr.Dataset) -> list[str]:
+    """The variables psifr's long table (:func:`cmr.to_table`) writes: items, positions, ``study_<x>`` fields."""
+    kept = {"list_length", "study_item", "recall_item", "recalls"}
+    for name in map(str, ds.data_vars):
+        stem = name[len("study_"):] if name.startswith("study_") else None
+        if stem is not None:
+            kept.update({name, f"recall_{stem}"})
+    return [name for name in map(str, ds.data_vars) if name in kept]
+
+
+def _planned(ds: xr.Dataset, kind, layout: str) -> list[str]:
+    if kind == "events" and layout in ("auto", "long"):
+        return _events_table_variables(ds)
+    if layout == "units" or (layout == "auto" and kind in ("profile_fit", "recall_fit")):
+        units = unit_dims(ds)
+        return [name for name in map(str, ds.data_vars) if _is_per_unit(ds, units, name)]
+    units, within, long_names = _long_plan(ds, ds[layout] if layout in ds.data_vars else _long_anchor(ds))
+    return [name for name in map(str, ds.data_vars) if name in long_names or _is_per_unit(ds, units, name)]
+
+
+def table_variables(ds: xr.Dataset, layout: str = "auto") -> tuple[str, ...]:
+    """The data variables of ``ds`` that are columns of ``to_dataframe(ds, layout=layout)``, in the dataset's order."""
+    return tuple(_planned(ds, _check_layout(ds, layout), layout))
+
+
+def left_out(ds: xr.Dataset, layout: str = "auto") -> dict[str, str]:
+    """The data variables ``to_dataframe(ds, layout=layout)`` leaves out, each with a layout that holds it.
+
+    The layouts are chosen greedily, the one holding most of the variables still left out
+    first (``long``, then the variables' own tables), so a few tables give
+    everything. An empty dict: the table keeps every data variable.
+    """
+    kind = _check_layout(ds, layout)
+    missing = [name for name in map(str, ds.data_vars) if name not in _planned(ds, kind, layout)]
+    candidates = ("long", *map(str, ds.data_vars))  # not units: a result without a main variable crosses all dims
+    holds = {candidate: set(_planned(ds, kind, candidate)) for candidate in candidates}
+    where: dict[str, str] = {}
+    while len(where) < len(missing):
+        rest = [name for name in missing if name not in where]
+        best = max(holds, key=lambda candidate: len(holds[candidate].intersection(rest)))
+        for name in rest:
+            if name in holds[best]:
+                where[name] = best
+    return {name: where[name] for name in missing}
+
+
+def left_out_line(ds: xr.Dataset, layout: str = "auto", *, option: str = "layout=") -> str:
+    """One line naming what ``to_dataframe(ds, layout=layout)`` leaves out and how to get it; ``""`` if nothing.
+
+    ``"left out: spc, spc_group, spc_group_sem (use layout=spc); pfr, ... (use layout=pfr)"``;
+    ``option`` is the text before the layout (the command line passes ``"--layout "``).
+    """
+    groups: dict[str, list[str]] = {}
+    for name, holder in left_out(ds, layout).items():
+        groups.setdefault(holder, []).append(name)
+    if not groups:
+        return ""
+    return "left out: " + "; ".join(f"{', '.join(names)} (use {option}{holder})" for holder, names in groups.items())
+
+
 def to_dataframe(ds: xr.Dataset, *, layout: str = "auto") -> pd.DataFrame:
     """A tidy table of one result of any kind, as the ``.csv`` and ``.parquet`` outputs hold it.
 
@@ -350,7 +450,7 @@ def to_dataframe(ds: xr.Dataset, *, layout: str = "auto") -> pd.DataFrame:
     ds : xarray.Dataset
         Any icl-cmr result (kind ``events``, ``lag_profile``, ``recall_stat``,
         ``profile_fit``, ``recall_fit``, ...).
-    layout : {"auto", "units", "long"}
+    layout : {"auto", "units", "long"} or the name of a data variable
         ``"units"``: :func:`unit_table` (one row per unit). ``"long"``: one row per unit and
         per value of the main variable's other dims, per-unit values repeated on each row:
         a lag profile or lag-CRP is unit x lag (``subject, lag, profile, sem, actual,
@@ -360,7 +460,11 @@ def to_dataframe(ds: xr.Dataset, *, layout: str = "auto") -> pd.DataFrame:
         ``output_position`` x ``serial_position``, a profile fit unit x lag (``profile,
         fitted, gaussian_fitted`` and the fit's per-unit values). Events are psifr's long
         table (:func:`cmr.to_table`). ``"auto"``: per unit for ``profile_fit`` and
-        ``recall_fit``, psifr's table for events, long for everything else.
+        ``recall_fit``, psifr's table for events, long for everything else. The name of a
+        data variable: the long table of that variable's dims, with every variable whose dims
+        fit in them (``layout="spc"`` of a predictive check: source x subject x serial position
+        with ``spc, spc_group, spc_group_sem``). :func:`left_out` names the variables a layout
+        leaves out and the layout that holds each; :func:`layouts` lists them all.
 
     Returns
     -------
@@ -373,13 +477,13 @@ def to_dataframe(ds: xr.Dataset, *, layout: str = "auto") -> pd.DataFrame:
         An unknown layout, an invalid dataset, or ``layout="units"`` for a result with
         nothing per unit (a pooled lag-CRP: use ``"long"``).
     """
-    if layout not in LAYOUTS:
-        raise SchemaError(f"layout must be one of {', '.join(LAYOUTS)}; got {layout!r}")
-    if not isinstance(ds, xr.Dataset):
-        raise SchemaError(f"to_dataframe takes an xarray Dataset; got {type(ds).__name__}")
-    kind = validate(ds).attrs.get(KIND_ATTR)
-    if kind == "events" and layout != "units":
+    if not isinstance(layout, str) or (layout not in LAYOUTS and not isinstance(ds, xr.Dataset)):
+        raise SchemaError(f"layout must be one of {', '.join(LAYOUTS)} or a data variable; got {layout!r}")
+    kind = _check_layout(ds, layout)
+    if kind == "events" and layout in ("auto", "long"):
         return to_table(ds)
+    if layout in ds.data_vars:
+        return _long_table(ds, ds[layout])
     if layout == "long" or (layout == "auto" and kind not in ("profile_fit", "recall_fit")):
         return _long_table(ds)
     table = unit_table(ds)

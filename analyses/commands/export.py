@@ -16,6 +16,13 @@ Layouts (--layout):
   long   one row per unit and lag (profiles, lag-CRPs), per unit and serial position (SPC,
          PFR), per unit, output and serial position (PNR); per-unit numbers repeated
   auto   (default) units for fits, psifr's long table for recall events, long otherwise
+  NAME   a data variable of RESULT: one row per value of its dims, with every variable whose
+         dims fit in them (--layout spc of a predictive check; --layout set_layer of an
+         ablation; --layout units of events: one row per list)
+
+A table that leaves variables out (curves over other dims, values the same for every unit)
+says so in one line after the output, with the layout that holds them, e.g.
+  left out: spc, spc_group, spc_group_sem (use --layout spc); pfr, ... (use --layout pfr)
 
 --with FILE.nc:PREFIX joins the per-unit table of another result of the same units, its
 columns prefixed with PREFIX_ (repeatable; without :PREFIX its columns are added as they
@@ -27,6 +34,7 @@ Examples:
   icl-cmr export fits.nc -o fits.csv
   icl-cmr export heads.nc --with fits_lsq.nc:lsq --with fits_paper.nc:paper -o heads.csv
   icl-cmr export crp.nc --layout long -o crp.parquet
+  icl-cmr export check.nc --layout spc -o check_spc.csv
 """
 
 
@@ -48,15 +56,14 @@ def parse_with(text: str):
 def register(sub):
     import argparse
 
-    from cmr.tables import LAYOUTS
     from icl_cmr.analyses.commands.options import add_output
 
     p = sub.add_parser("export", help=HELP, description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("result", metavar="RESULT.nc", help="a result of icl-cmr (netCDF)")
     add_output(p, "OUT.csv")
-    p.add_argument("--layout", choices=LAYOUTS, default="auto",
+    p.add_argument("--layout", default="auto", metavar="LAYOUT",
                    help="units: one row per unit; long: one row per unit and lag (or position); auto (default): "
-                        "units for fits, long otherwise")
+                        "units for fits, long otherwise; the name of a data variable: the table of its dims")
     p.add_argument("--with", dest="joined", action="append", type=parse_with, default=[], metavar="FILE.nc[:PREFIX]",
                    help="join the per-unit table of another result of the same units, columns prefixed PREFIX_ "
                         "(repeatable)")
@@ -67,6 +74,7 @@ def run(args) -> int:
     from cmr import load_dataset, save_dataset, to_dataframe, unit_table
     from cmr.errors import ParameterError, SchemaError
     from cmr.io import result_format, write_table
+    from cmr.tables import left_out_line
 
     suffix = result_format(args.output)
     if args.joined and suffix == ".nc":
@@ -90,9 +98,12 @@ def run(args) -> int:
             raise SchemaError(f"{exc} (results: {legend})") from None
     else:
         table = to_dataframe(result, layout=args.layout)
+    missing = left_out_line(result, "units" if args.joined else args.layout, option="--layout ")
     path = write_table(table, args.output)
     shown = ", ".join(map(str, table.columns[:6])) + (", ..." if table.shape[1] > 6 else "")
     print(f"wrote {path}: {len(table)} rows x {table.shape[1]} columns ({shown})")
+    if missing:
+        print(missing)
     return 0
 
 
