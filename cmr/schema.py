@@ -125,14 +125,15 @@ def validate_events(ds: xr.Dataset) -> None:
     """Check an events dataset (study and recall sequences; see docs/schema.md)."""
     kind = "events"
     require_variables(ds, ["subject", "list", "list_length", "study_item", "recall_item", "recalls"], kind)
-    require_dims(ds["list_length"], ["trial"], kind, "list_length")
-    require_dims(ds["study_item"], ["trial", "study_position"], kind, "study_item")
-    require_dims(ds["recall_item"], ["trial", "output_position"], kind, "recall_item")
-    require_dims(ds["recalls"], ["trial", "output_position"], kind, "recalls")
+    variables = ds.variables  # read directly: every analysis validates its input once
+    require_dims(variables["list_length"], ["trial"], kind, "list_length")
+    require_dims(variables["study_item"], ["trial", "study_position"], kind, "study_item")
+    require_dims(variables["recall_item"], ["trial", "output_position"], kind, "recall_item")
+    require_dims(variables["recalls"], ["trial", "output_position"], kind, "recalls")
     if ds.sizes["trial"] == 0:
         raise SchemaError("events dataset has no trials")
-    recalls = np.asarray(ds["recalls"].values)
-    length = np.asarray(ds["list_length"].values)
+    recalls = np.asarray(variables["recalls"].values)
+    length = np.asarray(variables["list_length"].values)
     if not np.issubdtype(recalls.dtype, np.integer) or not np.issubdtype(length.dtype, np.integer):
         raise SchemaError(
             f"events dataset: recalls and list_length must be integers; got {recalls.dtype} and {length.dtype}"
