@@ -163,6 +163,10 @@ BUNDLED_DISTANCES = {
 }
 
 
+#: what numpy raises for a damaged or truncated .npy/.npz (a zip archive of deflated arrays)
+_DAMAGED_NPZ = (ValueError, OSError, EOFError, zipfile.BadZipFile, zlib.error)
+
+
 def load_item_distances(source):
     """Item-by-item distances as a DataArray whose ``item`` coordinate names the rows.
 
@@ -184,11 +188,12 @@ def load_item_distances(source):
 
     def _read(path, label):
         try:
-            with np.load(path, allow_pickle=False) as data:
+            # numpy leaves its own handle open when the archive is damaged: hold the file here
+            with open(path, "rb") as handle, np.load(handle, allow_pickle=False) as data:
                 items, matrix = data["items"], data["distances"]
         except FileNotFoundError as exc:
             raise DataSourceError(f"no such distance file: {label!r}") from exc
-        except (KeyError, ValueError, OSError) as exc:
+        except (KeyError, *_DAMAGED_NPZ) as exc:
             raise FileFormatError(
                 f"{label!r} is not a distance file (expected an .npz with arrays 'items' and 'distances'): {exc}"
             ) from exc
@@ -239,7 +244,7 @@ def load_recall_matrix(path, list_length=None):
             arrays = {"recalls": data} if isinstance(data, np.ndarray) else {k: data[k] for k in data.files}
     except FileNotFoundError as exc:
         raise DataSourceError(f"no such recall-matrix file: {label!r}") from exc
-    except (ValueError, OSError) as exc:
+    except _DAMAGED_NPZ as exc:
         raise FileFormatError(f"{label!r} is not a readable .npy/.npz recall matrix: {exc}") from exc
     if "recalls" not in arrays:
         raise FileFormatError(f"{label!r}: a .npz recall matrix needs an array 'recalls'; got {sorted(arrays)}")

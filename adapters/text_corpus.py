@@ -27,12 +27,16 @@ from pathlib import Path
 
 import numpy as np
 
-from cmr.errors import DataSourceError, OptionalDependencyError, ParameterError
+from cmr.errors import DataSourceError, FileFormatError, OptionalDependencyError, ParameterError
 
 __all__ = [
     "WIKIPEDIA_SAMPLE",
+    "TextSourceWarning",
     "wikipedia_sample_path",
     "read_documents",
+    "read_text_file",
+    "text_problems",
+    "check_text",
     "clean_wiki_markup",
     "tokenize_documents",
     "load_passages",
@@ -40,6 +44,78 @@ __all__ = [
 
 WIKIPEDIA_SAMPLE = "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
 _MIN_DOCUMENT_CHARS = 200  # shorter pages are redirects and stubs
+#: shares of undecodable or control characters, and of tokens without a letter, above which a
+#: source is refused as not text (random bytes read as UTF-8 give about half undecodable characters)
+NOT_TEXT_SHARES = {"characters": 0.10, "tokens": 0.50}
+#: shares above which a source is read with a warning (a binary file among text files, a table of numbers)
+SUSPICIOUS_SHARES = {"characters": 0.01, "tokens": 0.25}
+_LETTER = re.compile(r"[^\W\d_]")
+_NOT_TEXT = re.compile("[\ufffd\x00-\x08\x0e-\x1f\x7f]")  # U+FFFD and controls other than \t\n\v\f\r
+
+
+class TextSourceWarning(UserWarning):
+    """A text source reads as text, but with a suspicious share of undecodable characters or letterless tokens."""
+
+
+def text_problems(text: str) -> dict:
+    """Shares of ``text`` that are not prose: ``characters`` (U+FFFD, which stands for undecodable
+    bytes, and control characters other than whitespace) and ``tokens`` (whitespace-separated
+    tokens without a letter)."""
+    bad = len(_NOT_TEXT.findall(text))
+    tokens = text.split()
+    letterless = sum(1 for token in tokens if not _LETTER.search(token))
+    return {"characters": bad / len(text) if text else 0.0,
+            "tokens": letterless / len(tokens) if tokens else 0.0}
+
+
+def check_text(documents: list[str], label: str) -> list[str]:
+    """Refuse a source that is mostly not text; warn when it is suspicious; return ``documents`` unchanged.
+
+    Raises
+    ------
+    DataSourceError
+        More than :data:`NOT_TEXT_SHARES` of its characters are undecodable or control
+        characters, or of its tokens have no letter (a binary file, random bytes).
+    """
+    shares = text_problems("".join(documents))
+    what = {"characters": "of its characters are undecodable or control characters",
+            "tokens": "of its whitespace-separated tokens have no letter"}
+    for key, limit in NOT_TEXT_SHARES.items():
+        if shares[key] > limit:
+            raise DataSourceError(
+                f"text source {label!r} is not text: {shares[key]:.0%} {what[key]} (at most "
+                f"{limit:.0%} expected); pass a UTF-8 text file, a directory of *.txt files or a MediaWiki dump"
+            )
+    for key, limit in SUSPICIOUS_SHARES.items():
+        if shares[key] > limit:
+            import warnings
+
+            warnings.warn(f"text source {label!r}: {shares[key]:.1%} {what[key]}; is it text?",
+                          TextSourceWarning, stacklevel=3)
+    return documents
+
+
+def read_text_file(path, what: str = "text file") -> str:
+    """The content of a UTF-8 text file; a file in another encoding is refused, naming the first bad byte.
+
+    Raises
+    ------
+    DataSourceError
+        The file does not exist or cannot be read.
+    FileFormatError
+        The bytes are not UTF-8.
+    """
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise DataSourceError(f"cannot read {what} {str(path)!r}: {exc.strerror or exc}") from exc
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise FileFormatError(
+            f"{what} {str(path)!r} must be UTF-8 text; byte 0x{data[exc.start]:02x} at offset {exc.start} is not"
+        ) from None
 
 
 def _package_dir(name: str) -> Path | None:
@@ -203,11 +279,17 @@ def read_documents(source: str | Path = "wikipedia") -> list[str]:
     -------
     list of str
         One string per document, in the source's own order.
+
+    A file or directory that is mostly not text (see :func:`check_text`) is refused.
     """
     if isinstance(source, str) and source == "wikipedia":
         return _mediawiki_documents(wikipedia_sample_path())
     if isinstance(source, str) and source == "kjv":
         return _kjv_documents()
+    return check_text(_path_documents(source), str(source))
+
+
+def _path_documents(source) -> list[str]:
     path = Path(source)
     if path.is_dir():
         files = sorted(p for p in path.rglob("*.txt") if p.is_file())

@@ -101,6 +101,15 @@ def top_heads_from_fits(fits: xr.Dataset, fraction: float = 0.1, variable: str =
     return [(int(layers[r]), int(heads[c])) for r, c in zip(rows, cols)]
 
 
+def check_heads(heads, n_layers: int, n_heads: int) -> list[tuple[int, int]]:
+    """``heads`` as (layer, head) int pairs, each refused unless inside a model of ``n_layers`` x ``n_heads``."""
+    heads = [(int(l), int(h)) for l, h in heads]
+    for layer, head in heads:
+        if not (0 <= layer < n_layers and 0 <= head < n_heads):
+            raise ParameterError(f"head L{layer}.H{head} is outside the model ({n_layers} layers x {n_heads} heads)")
+    return heads
+
+
 def random_head_sets(n_layers: int, n_heads: int, target, n_sets: int, seed: int,
                      layer_matched: bool = False) -> list[list[tuple[int, int]]]:
     """``n_sets`` seeded random head sets of the size of ``target``.
@@ -111,10 +120,7 @@ def random_head_sets(n_layers: int, n_heads: int, target, n_sets: int, seed: int
     the top set is then one possible draw, which is what the rank test's null says). Sets are
     drawn with ``numpy.random.default_rng(seed)`` and each is sorted by (layer, head).
     """
-    target = [(int(l), int(h)) for l, h in target]
-    for layer, head in target:
-        if not (0 <= layer < n_layers and 0 <= head < n_heads):
-            raise ParameterError(f"head L{layer}.H{head} is outside the model ({n_layers} layers x {n_heads} heads)")
+    target = check_heads(target, n_layers, n_heads)
     rng = np.random.default_rng(seed)
     sets = []
     if layer_matched:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import importlib
 import os
 import sys
@@ -69,14 +70,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-#: argument names that hold what a command writes (a file or a directory)
+#: argument names that hold what a command writes (a file or a directory); a command with other
+#: outputs lists them all with ``parser.set_defaults(output_args=(...))``
 OUTPUT_ARGS = ("output", "out")
+
+
+def _output_names(args) -> tuple:
+    return tuple(getattr(args, "output_args", None) or OUTPUT_ARGS)
 
 
 def _inputs(args):
     """Every argument value that names an existing file or directory, other than the outputs."""
+    outputs = _output_names(args)
     for name, value in vars(args).items():
-        if name in OUTPUT_ARGS or name == "func":
+        if name in outputs or name in ("func", "output_args"):
             continue
         for item in _flat(value):
             if isinstance(item, (str, os.PathLike)) and os.path.exists(item):
@@ -92,19 +99,31 @@ def _flat(value):
         yield value
 
 
+def _option(name: str) -> str:
+    return "-o" if name in OUTPUT_ARGS else f"--{name.replace('_', '-')}"
+
+
 def _outputs(args):
-    """The outputs of a command, each checked not to be one of its inputs."""
-    outputs = [getattr(args, name) for name in OUTPUT_ARGS if getattr(args, name, None) is not None]
-    for output in outputs:
+    """The outputs of a command, each checked not to be one of its inputs nor another of its outputs."""
+    named = [(name, getattr(args, name)) for name in _output_names(args) if getattr(args, name, None) is not None]
+    seen = {}
+    for name, output in named:
+        where = os.path.realpath(output)  # the same file under two spellings (./a.nc, a.nc, a link)
+        if where in seen:
+            raise OutputError(
+                f"{_option(seen[where][0])} {str(seen[where][1])!r} and {_option(name)} {str(output)!r} name the same "
+                "file; each output needs its own name, or one would replace the other"
+            )
+        seen[where] = (name, output)
         if not os.path.exists(output):
             continue
-        for name, item in _inputs(args):
+        for input_name, item in _inputs(args):
             if os.path.samefile(output, item):
                 raise OutputError(
-                    f"output {str(output)!r} is also an input (argument {name}); writing it would replace "
-                    "the input: choose another output name"
+                    f"output {str(output)!r} is also an input (argument {input_name}); writing it ({_option(name)}) "
+                    "would replace the input: choose another output name"
                 )
-    return outputs
+    return [output for _, output in named]
 
 
 def execute(args) -> int:
@@ -128,6 +147,18 @@ def _library_notices_never_fail() -> None:
     warnings.filterwarnings("default", category=FutureWarning)
 
 
+#: errors that only a write raises: a third-party writer that fails with one names no file, so the
+#: command's outputs are named instead
+_WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS})
+
+
+def _writing(args, exc: OSError) -> str:
+    outputs = [getattr(args, name) for name in _output_names(args) if getattr(args, name, None) is not None]
+    if exc.errno not in _WRITE_ERRNOS or not outputs:
+        return ""
+    return " while writing " + ", ".join(repr(str(output)) for output in outputs)
+
+
 def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -142,7 +173,7 @@ def main(argv=None) -> int:
         print(f"icl-cmr {args.command}: error: {exc}", file=sys.stderr)
         return 1
     except OSError as exc:  # the environment (disk full, permissions): one line, no traceback
-        where = f" ({exc.filename})" if exc.filename else ""
+        where = f" ({exc.filename})" if exc.filename else _writing(args, exc)
         print(f"icl-cmr {args.command}: error: {exc.strerror or exc}{where} ({type(exc).__name__})", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -330,9 +330,11 @@ def check_settings(settings: dict) -> None:
         ``seed`` >= 0) or not an integer.
     cmr.errors.DataSourceError
         A recall CSV or the ``grid`` file that does not exist.
+    cmr.errors.ParameterError
+        Two recall data sets whose results would share a file name (``a/data.csv``, ``b/data.csv``).
     """
     from cmr.checks import integer
-    from cmr.errors import DataSourceError
+    from cmr.errors import DataSourceError, ParameterError
     from icl_cmr.adapters.recall_data import BUNDLED
 
     minimum = {"n_prompts": 1, "n_words": 1, "grid_trials": 1, "ablation_random": 1, "ablation_passages": 0,
@@ -346,6 +348,12 @@ def check_settings(settings: dict) -> None:
                                   "nor an existing CSV file")
     if settings.get("grid") and not Path(settings["grid"]).is_file():
         raise DataSourceError(f"grid: no such file: {str(settings['grid'])!r}")
+    named = {}
+    for source, name in human_files(settings).items():  # a/data.csv and b/data.csv would share one file
+        if name in named:
+            raise ParameterError(f"recall data {named[name]!r} and {source!r} (--recall) would both be written to "
+                                 f"{name}; expected data sets whose file names differ (rename or move one)")
+        named[name] = source
 
 
 def run_study(out_dir, recall=DEFAULT_RECALL, model=DEFAULT_MODEL, resume=False, log=print, **overrides) -> dict:

@@ -92,11 +92,17 @@ def run(args) -> int:
     from icl_cmr.analyses import ablation
     from cmr.errors import ParameterError
     from cmr.io import load_dataset, result_format, write_result
+    from icl_cmr.analyses.commands.options import check_counts, check_fraction
 
     result_format(args.output)
     if args.n_random < 1 or args.n_passages < 2 or args.n_matched < 0:
         raise ParameterError(f"--n-random must be >= 1, --n-matched >= 0 and --n-passages >= 2; "
                              f"got {args.n_random}, {args.n_matched}, {args.n_passages}")
+    check_fraction(args.top_fraction, "--top-fraction")
+    check_counts(args, n_tokens=2, early=0, late=1, window=0, batch_size=1, seed=0)
+    ablation.scored_positions(args.early, args.late, args.window, args.n_tokens)  # before the model loads
+    if args.time_budget is not None and not args.time_budget > 0:
+        raise ParameterError(f"--time-budget must be a positive number of minutes; got {args.time_budget:g}")
     if args.threads:
         from icl_cmr.adapters.lm.loading import set_threads
 

@@ -56,7 +56,7 @@ def register(sub):
     p.add_argument("--seed", type=int, default=0, help="seed of the prompts and the baseline (default 0)")
     add_device(p)
     add_output(p, "COMPOSITION.nc")
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, output_args=("output", "causal", "cmr", "figure"))  # every file it writes
 
 
 def run(args) -> int:
@@ -68,6 +68,7 @@ def run(args) -> int:
     from icl_cmr.adapters.head_ranking import rank_heads
     from icl_cmr.adapters.lm.loading import load_model
     from icl_cmr.analyses.ablation import parse_heads
+    from icl_cmr.analyses.commands.options import check_counts
 
     result_format(args.output)
     for name in ("causal", "cmr"):
@@ -75,8 +76,7 @@ def run(args) -> int:
             result_format(getattr(args, name))
     if args.figure and not (args.causal and args.cmr):
         raise ParameterError("--figure needs --causal and --cmr (the class and the CMR distance of each tested head)")
-    if args.top < 1:
-        raise ParameterError(f"--top must be >= 1; got {args.top}")
+    check_counts(args, top=1, n_words=2, n_prompts=1, n_baseline=1, seed=0)
     model = load_model(args.model, device=args.device, dtype=args.dtype)
     scores = composition.composition_scores(model, n_baseline=args.n_baseline, rng=args.seed)
     print(f"composition scores of {model.n_layers * model.n_heads} heads -> {write_result(scores, args.output)}")

@@ -111,6 +111,7 @@ def _run_model(args):
     from cmr.checks import is_integer
     from cmr.errors import DataSourceError
     from icl_cmr.adapters.errors import PromptError
+    from icl_cmr.analyses.commands.options import check_counts
     from icl_cmr.adapters.lm.loading import DEFAULT_MODEL, load_model, refuse_missing_hub_model, resolve_device, resolve_dtype
     from icl_cmr.adapters.lm.extraction import extract_heads
 
@@ -119,9 +120,9 @@ def _run_model(args):
     checkpoint = -1 if args.checkpoint is None else args.checkpoint
     if not is_integer(checkpoint):
         raise DataSourceError(f"--checkpoint must be an integer when running a model; got {checkpoint!r}")
-    lag_range(args.lags, args.n_words)  # bad settings fail before the model loads
-    if args.n_prompts < 1:
-        raise PromptError(f"--n-prompts must be >= 1; got {args.n_prompts}")
+    # bad settings fail before the model loads; the list length first, since the lag window is checked against it
+    check_counts(args, PromptError, n_words=2, n_prompts=1, seed=0)
+    lag_range(args.lags, args.n_words)
     name = args.model_name or DEFAULT_MODEL
     refuse_missing_hub_model(name)  # before torch is imported for the device
     device, (dtype, _) = resolve_device(args.device), resolve_dtype(args.dtype)

@@ -23,6 +23,8 @@ __all__ = [
     "write_recall_analysis",
     "OUTPUT_HELP",
     "RECALL_SOURCES",
+    "check_counts",
+    "check_fraction",
 ]
 
 OUTPUT_HELP = "output file; its extension picks the format: " + "; ".join(
@@ -213,3 +215,27 @@ def add_patterns(parser) -> None:
                         help="item patterns of SOURCE's pool: semantic similarities and/or category units")
     parser.add_argument("--feature-layer", default="segment", choices=("segment", "sublayer"),
                         help="category units in the item layer of context or in a sublayer (default segment)")
+
+
+def check_counts(args, error=None, **minimums) -> None:
+    """Refuse a count option below its minimum, in the option's name: ``check_counts(args, n_words=2)``
+    -> ``--n-words must be an integer >= 2; got 0`` (as ParameterError, or ``error``)."""
+    from cmr.checks import integer
+    from cmr.errors import ParameterError
+
+    for name, minimum in minimums.items():
+        value = getattr(args, name)
+        if value is not None:
+            integer(value, f"--{name.replace('_', '-')}", minimum=minimum, error=error or ParameterError)
+
+
+def check_fraction(value, option: str) -> float:
+    """A share of something, refused unless in (0, 1] (0 would choose nothing)."""
+    import math
+
+    from cmr.checks import shown
+    from cmr.errors import ParameterError
+
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (math.isfinite(value) and 0 < value <= 1):
+        raise ParameterError(f"{option} must be a share in (0, 1]; got {shown(value)}")
+    return float(value)

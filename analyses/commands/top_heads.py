@@ -52,6 +52,10 @@ def run(args) -> int:
         raise ParameterError(f"-o writes a table: give a .csv or .parquet name; got {args.output!r}")
     if any(n < 2 for n in args.sizes):
         raise ParameterError(f"--sizes must be at least 2 (a paired test needs pairs); got {args.sizes}")
+    from icl_cmr.adapters.published import PUBLISHED_FILES, published_file
+
+    for name in PUBLISHED_FILES:  # profiles, induction scores and grid: a folder lacking one fails here, not mid-way
+        published_file(name, args.reference)
     fits = top_heads_fits(args.reference, tuple(args.models), max(args.sizes))
     print(markdown(top_heads_table(fits, sorted(args.sizes))))
     if args.output is not None:

@@ -83,6 +83,11 @@ def run(args) -> int:
 
         set_threads(args.threads)
     out = Path(args.output)
+    if not args.no_scan:  # the scan's settings fail before minutes of training, not after
+        from icl_cmr.adapters.errors import PromptError
+        from icl_cmr.analyses.commands.options import check_counts
+
+        check_counts(args, PromptError, n_words=2, n_prompts=1)
     settings = toy_model.recipe_settings(args.recipe, quick=args.quick)
     changes = {"seed": args.seed, "text": str(args.text)}
     if args.steps is not None:
@@ -92,12 +97,19 @@ def run(args) -> int:
     if args.repeat_fraction is not None:
         changes["repeat_fraction"] = args.repeat_fraction
     settings = dataclasses.replace(settings, **changes).validate()
+    if settings.text not in ("wikipedia", "kjv") and not args.resume:  # a file that is not text fails before DIR is made
+        from icl_cmr.adapters.text_corpus import read_documents
+
+        read_documents(settings.text)
     log_path = out / toy_model.LOG_FILE
     finished = False
     if args.resume and log_path.is_file():
-        record = json.loads(log_path.read_text())
-        finished = record["settings"] == dataclasses.asdict(settings) and \
-            [c["step"] for c in record["checkpoints"]] == record["checkpoint_steps"]
+        try:
+            record = json.loads(log_path.read_text(encoding="utf-8"))
+            finished = record["settings"] == dataclasses.asdict(settings) and \
+                [c["step"] for c in record["checkpoints"]] == record["checkpoint_steps"]
+        except (ValueError, KeyError, TypeError) as exc:  # cut short, edited, not JSON: the run cannot be trusted
+            print(f"training log {str(log_path)!r} is damaged ({type(exc).__name__}: {exc}); training again")
     if finished:
         print(f"training in {out} is complete; skipped")
     else:
