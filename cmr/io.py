@@ -336,6 +336,13 @@ def _with_checksums(ds: xr.Dataset) -> xr.Dataset:
     return out
 
 
+def _without_checksums(ds: xr.Dataset) -> list[str]:
+    """Numeric arrays of a loaded netCDF-4 file that :func:`_with_checksums` would have checksummed
+    but that carry none (a file written by another tool)."""
+    return [str(name) for name, var in ds.variables.items()
+            if var.dtype.kind in "biufc" and var.ndim > 0 and var.size > 0 and not var.encoding.get("fletcher32")]
+
+
 def load_dataset(path, kind: str | None = None) -> xr.Dataset:
     """Load an icl-cmr netCDF file fully into memory and validate its schema.
 
@@ -366,6 +373,13 @@ def load_dataset(path, kind: str | None = None) -> xr.Dataset:
 
         warnings.warn(f"{str(path)!r} is a netCDF-3 file, which has no checksums: damage to its numbers cannot "
                       "be detected (icl-cmr writes netCDF-4 with checksums)", UnverifiedFileWarning, stacklevel=2)
+    elif unchecked := _without_checksums(ds):
+        import warnings
+
+        shown = ", ".join(unchecked[:5]) + (f" and {len(unchecked) - 5} more" if len(unchecked) > 5 else "")
+        warnings.warn(f"{str(path)!r} stores {len(unchecked)} numeric variable(s) without checksums ({shown}): "
+                      "damage to their numbers cannot be detected (written by another tool? icl-cmr writes "
+                      "every numeric array with a Fletcher-32 checksum)", UnverifiedFileWarning, stacklevel=2)
     got = ds.attrs.get(KIND_ATTR)
     if kind is not None and got != kind:
         raise SchemaError(f"{str(path)!r}: expected a {kind!r} dataset; got kind {got!r}")
@@ -417,13 +431,15 @@ def _check_declared_size(path: Path, handle: xr.Dataset) -> None:
 def _check_storage(path: Path) -> None:
     """FileFormatError when a netCDF-4 (HDF5) file keeps data outside itself: external raw
     storage, virtual datasets or external links would read other files of this machine.
-    Needs h5py to look (netCDF4 has no way to tell); without h5py the check is skipped."""
+    Looks with h5py (a dependency of icl-cmr: netCDF4 has no way to tell)."""
     if _is_netcdf3(path):
         return
     try:
         import h5py
-    except ImportError:  # pragma: no cover - the check needs h5py
-        return
+    except ImportError as exc:  # pragma: no cover - h5py is a dependency
+        raise OptionalDependencyError(
+            f"reading {str(path)!r} needs h5py to check where its data are stored: pip install h5py"
+        ) from exc
     try:
         handle = h5py.File(path, "r")
     except (OSError, ValueError):

@@ -285,6 +285,24 @@ def test_netcdf3_loads_only_with_a_warning(tmp_path, fmt):
         load_dataset(save_dataset(crp, tmp_path / "crp4.nc"))  # netCDF-4 with checksums: no warning
 
 
+def test_netcdf4_without_checksums_loads_only_with_a_warning(tmp_path):
+    """A netCDF-4 file written by another tool (xarray's default: no Fletcher-32) loads, but says
+    which numeric arrays cannot be checked; one array without its checksum is enough."""
+    crp = _crp()
+    plain = tmp_path / "plain.nc"
+    crp.to_netcdf(plain, engine="netcdf4")
+    with pytest.warns(errors.UnverifiedFileWarning, match=r"plain\.nc' stores \d+ numeric variable\(s\) without "
+                                                          r"checksums \(profile, "):
+        back = load_dataset(plain)
+    xr.testing.assert_equal(back, crp)
+    one = tmp_path / "one.nc"
+    encoding = {name: {"fletcher32": True, "contiguous": False} for name, var in crp.variables.items()
+                if var.dtype.kind in "biufc" and var.ndim > 0 and name != "sem"}
+    crp.to_netcdf(one, engine="netcdf4", encoding=encoding)
+    with pytest.warns(errors.UnverifiedFileWarning, match=r"stores 1 numeric variable\(s\) without checksums \(sem\)"):
+        load_dataset(one)
+
+
 # --- 4. lag windows wider than anything can hold ------------------------------------------------
 
 LAGS = [
