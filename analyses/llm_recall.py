@@ -48,16 +48,24 @@ def model_recall(model, *, pool: str = "psifr:peers_notask", n_lists: int = 20, 
     or a sequence of words; ``lists`` gives the study lists instead. ``seed`` draws the lists;
     ``seeds`` seed the sampled decoding; the other arguments are those of
     :func:`icl_cmr.adapters.lm.recall_task.generate_answers`.
+    Answers are scored with the pool's longest item (in words) as the longest intrusion
+    (``max_intrusion_words`` of :func:`icl_cmr.adapters.recall_text.parse_recall`) whenever
+    the pool is read here (``lists`` not given, or ``pool`` a sequence).
     Returns ``(events, table)`` as :func:`icl_cmr.adapters.lm.recall_task.recall_events`.
     """
     from icl_cmr.adapters.lm import recall_task as task_module
+    from icl_cmr.adapters.recall_text import normalise
 
-    if lists is None:
+    words = None
+    if lists is None or not isinstance(pool, str):
         words = task_module.word_pool(pool) if isinstance(pool, str) else list(pool)
+    if lists is None:
         lists = task_module.study_lists(words, n_lists, list_length, seed=seed)
+    longest = max((len(normalise(w).split()) for w in [*(words or ()), *(w for items in lists for w in items)]),
+                  default=0)  # never below the studied items' own longest
     events, table = task_module.recall_events(model, lists, task=task, decoding=decoding, seeds=seeds,
                                               temperature=temperature, batch_size=batch_size, heads=heads,
-                                              max_new_tokens=max_new_tokens)
+                                              max_new_tokens=max_new_tokens, max_intrusion_words=longest or None)
     events.attrs["pool"] = pool if isinstance(pool, str) else "word list"
     events.attrs["list_seed"] = int(seed)
     return events, table
@@ -238,8 +246,10 @@ def recall_summary(events, ablation: xr.Dataset | None = None) -> dict:
         "spc_mean": float(spc(events, by=None)["prob"].mean()),
         "pfr_first": float(pfr(events, by=None)["prob"].isel(serial_position=0)),
         "per_list": {name: float(events[name].mean()) for name in
-                     ("n_correct", "n_repeats", "n_intrusions", "n_filler") if name in events},
+                     ("n_correct", "n_repeats", "n_intrusions", "n_filler", "n_loop") if name in events},
     }
+    if "loop_period" in events:  # lists whose answer ended in a decoding loop (stopped, its copies not scored)
+        out["lists_with_loop"] = int((events["loop_period"].values > 0).sum())
     if ablation is not None:
         stats = ablation["statistic"]
         out["ablation"] = {
@@ -269,8 +279,11 @@ def report_section(summary: dict) -> list[str]:
         "",
         f"{summary['lists']} lists of {summary['list_length']} words from the PEERS pool, recalled in any order "
         f"(greedy decoding). Per list: {_number(per.get('n_correct'), 1)} correct recalls, "
-        f"{_number(per.get('n_repeats'), 1)} repeats, {_number(per.get('n_intrusions'), 1)} intrusions. "
-        f"Pooled lag-CRP: " + ", ".join(f"{lag:+d}: {_number(v, 2)}" for lag, v in sorted(crp.items()))
+        f"{_number(per.get('n_repeats'), 1)} repeats, {_number(per.get('n_intrusions'), 1)} intrusions"
+        + (f"; {summary['lists_with_loop']} of {summary['lists']} answers ended in a decoding loop (stopped; its "
+           f"repeated copies, {_number(per.get('n_loop'), 1)} items per list, are neither repeats nor intrusions)"
+           if "lists_with_loop" in summary else "") + ". "
+        "Pooled lag-CRP: " + ", ".join(f"{lag:+d}: {_number(v, 2)}" for lag, v in sorted(crp.items()))
         + f"; first recall from position 1: {_number(summary['pfr_first'], 2)}.",
         "",
     ]

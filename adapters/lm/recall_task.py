@@ -24,7 +24,7 @@ import numpy as np
 from cmr.errors import ParameterError
 
 from ..errors import ModelNotAvailableError, ModelOutputError
-from ..recall_text import COUNT_NAMES, recall_table, subject_label
+from ..recall_text import COUNT_NAMES, parse_recall, recall_table, subject_label
 
 __all__ = ["TASKS", "DECODINGS", "INSTRUCTIONS", "study_lists", "word_pool", "recall_prompt", "generate_answers",
            "zero_ablation_hooks", "recall_events"]
@@ -103,30 +103,38 @@ def zero_ablation_hooks(heads):
     return [(f"blocks.{layer}.attn.hook_z", make(sorted(chosen))) for layer, chosen in sorted(by_layer.items())]
 
 
-#: an answer whose last segments are this many copies of one item is in a decoding loop: stop it
-LOOP_REPEATS = 3
 #: a generated answer is degenerate when one token repeated back to back fills at least half of it
 #: and at least this many tokens ("The-----------"): what a model that ignores its prompt writes
 DEGENERATE_RUN = 8
 _SEPARATORS = ",;\n"
 
 
-def _loop_stopper(tokenizer, prompt_length: int):
-    """A stopping criterion ending each row once it repeats one segment LOOP_REPEATS times in a row."""
+def _loop_stopper(tokenizer, prompt_length: int, lists, max_intrusion_words=None):
+    """A stopping criterion ending each row once its finished items end in a decoding loop.
+
+    The loop is the one scoring drops (:func:`~icl_cmr.adapters.recall_text.find_loop` on the
+    items :func:`~icl_cmr.adapters.recall_text.parse_recall` reads in the answer up to its last
+    separator), so a stopped row is scored with exactly its loop counted; ``stopped`` records
+    the rows it ended. Rows that never loop are not touched.
+    """
     import torch
     from transformers import StoppingCriteria
 
-    from ..recall_text import normalise
-
     class StopLoops(StoppingCriteria):
+        def __init__(self):
+            self.stopped = [False] * len(lists)
+            self._seen = [None] * len(lists)  # the finished text last parsed per row: parse it once
+
         def __call__(self, input_ids, scores, **kwargs):
             texts = tokenizer.batch_decode(input_ids[:, prompt_length:], skip_special_tokens=True)
-            done = []
-            for text in texts:
-                parts = [normalise(p) for p in text.replace(";", ",").replace("\n", ",").split(",")][:-1]
-                tail = [p for p in parts if p][-LOOP_REPEATS:]
-                done.append(len(tail) == LOOP_REPEATS and len(set(tail)) == 1)
-            return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
+            for row, text in enumerate(texts):
+                finished = _trimmed(text, False)
+                if self.stopped[row] or finished == self._seen[row]:
+                    continue
+                self._seen[row] = finished
+                parsed = parse_recall(finished, lists[row], max_intrusion_words=max_intrusion_words)
+                self.stopped[row] = parsed.loop_period > 0
+            return torch.tensor(self.stopped, dtype=torch.bool, device=input_ids.device)
 
     return StopLoops()
 
@@ -174,7 +182,7 @@ def _trimmed(text: str, ended: bool) -> str:
 
 def generate_answers(model, lists, *, task: str = "free", decoding: str = "greedy", temperature: float = 0.7,
                      seed: int = 0, batch_size: int = 16, max_new_tokens: int | None = None, heads=(),
-                     trim: bool = True) -> list[str]:
+                     trim: bool = True, max_intrusion_words: int | None = None) -> list[str]:
     """The model's answer to each study list (generated text only).
 
     Parameters
@@ -191,12 +199,15 @@ def generate_answers(model, lists, *, task: str = "free", decoding: str = "greed
         Lists generated together (left-padded, one key-value cache per batch).
     max_new_tokens : int, optional
         Default ``4 * longest list + 16``. A row also stops at the end of its turn or once
-        it repeats one item :data:`LOOP_REPEATS` times in a row (a decoding loop).
+        its items end in a decoding loop, a block of 1 to 4 items repeated 3 times in a row
+        (:func:`~icl_cmr.adapters.recall_text.find_loop`; scored as ``n_loop``).
     heads : sequence of (layer, head)
         Heads zero-ablated at their output during the whole generation.
     trim : bool
         Cut an answer that did not end its turn after its last separator (comma, semicolon,
         newline), so an item cut off mid-word is not scored as an intrusion.
+    max_intrusion_words : int, optional
+        As :func:`~icl_cmr.adapters.recall_text.parse_recall`, for the loop stop.
 
     Raises
     ------
@@ -239,11 +250,13 @@ def generate_answers(model, lists, *, task: str = "free", decoding: str = "greed
             # left padding: every row continues at the same last position
             ids = torch.tensor([[pad_id] * (length - len(r)) + r for r in rows], dtype=torch.long, device=device)
             mask = torch.tensor([[0] * (length - len(r)) + [1] * len(r) for r in rows], dtype=torch.long, device=device)
-            out = hf.generate(input_ids=ids, attention_mask=mask, **options,
-                              stopping_criteria=[_loop_stopper(tokenizer, length)])
+            stopper = _loop_stopper(tokenizer, length, lists[start:start + int(batch_size)], max_intrusion_words)
+            out = hf.generate(input_ids=ids, attention_mask=mask, **options, stopping_criteria=[stopper])
             new = out[:, length:]
             degenerate += int(degenerate_rows(new.cpu().numpy(), eos_id).sum())
-            ended = (new == eos_id).any(dim=1).tolist()
+            # a row stopped at a loop is padded (often with the end-of-turn token): it did not end its turn
+            ended = [bool(end) and not looped for end, looped in zip((new == eos_id).any(dim=1).tolist(),
+                                                                     stopper.stopped)]
             decoded = tokenizer.batch_decode(new, skip_special_tokens=True)
             sample = sample if answers else decoded[0]
             answers.extend(_trimmed(text, end or not trim) for text, end in zip(decoded, ended))
@@ -257,14 +270,16 @@ def generate_answers(model, lists, *, task: str = "free", decoding: str = "greed
 
 
 def recall_events(model, lists, *, task: str = "free", decoding: str = "greedy", seeds=(0,), temperature: float = 0.7,
-                  batch_size: int = 16, max_new_tokens: int | None = None, heads=(), label: str | None = None):
+                  batch_size: int = 16, max_new_tokens: int | None = None, heads=(), label: str | None = None,
+                  max_intrusion_words: int | None = None):
     """Events dataset of the model's recall of ``lists``, one subject per (model, decoding, seed).
 
     Greedy decoding does not depend on the seed, so it runs once (subject seed 0). Returns
     ``(events, table)``: the events dataset (:func:`cmr.from_table`, with the per-list counts
     of :data:`~icl_cmr.adapters.recall_text.COUNT_NAMES` as variables along ``trial`` and the
     answer's segment of each recall as ``recall_raw``) and the psifr long table it was made
-    from (with the counts as columns).
+    from (with the counts as columns). ``max_intrusion_words`` is that of
+    :func:`~icl_cmr.adapters.recall_text.parse_recall` (the pool's longest item, in words).
 
     An intact instruction-tuned model (one with a chat template, no ``heads`` ablated) that
     recalls no studied item on any list raises :class:`~icl_cmr.adapters.errors.ModelOutputError`
@@ -280,9 +295,11 @@ def recall_events(model, lists, *, task: str = "free", decoding: str = "greedy",
     tables = []
     for seed in seeds:
         answers = generate_answers(model, lists, task=task, decoding=decoding, temperature=temperature, seed=seed,
-                                   batch_size=batch_size, max_new_tokens=max_new_tokens, heads=heads)
+                                   batch_size=batch_size, max_new_tokens=max_new_tokens, heads=heads,
+                                   max_intrusion_words=max_intrusion_words)
         table = recall_table(lists, answers, subject_label(name, decoding if decoding == "greedy"
-                                                            else f"sample-T{temperature:g}", seed))
+                                                            else f"sample-T{temperature:g}", seed),
+                             max_intrusion_words=max_intrusion_words)
         if not heads and getattr(model.tokenizer, "chat_template", None) and table["n_correct"].sum() == 0:
             raise ModelOutputError(
                 f"{name}, an instruction-tuned model, recalled no studied word on any of {len(lists)} list(s) (first "
@@ -290,7 +307,9 @@ def recall_events(model, lists, *, task: str = "free", decoding: str = "greedy",
                 f"was not tested with ({_library_versions()}; docs/install.md lists the tested ones), not a result")
         tables.append(table)
     table = pd.concat(tables, ignore_index=True)
-    events = from_table(table.drop(columns=list(COUNT_NAMES)), source=f"{name} {task} recall ({decoding})")
+    # the table's labels are ours, so a high share of intrusions is the model's recall, not mislabelled lists
+    events = from_table(table.drop(columns=list(COUNT_NAMES)), source=f"{name} {task} recall ({decoding})",
+                        max_intrusion_share=1)
     counts = table.groupby(["subject", "list"], sort=True)[list(COUNT_NAMES)].first()
     keys = pd.MultiIndex.from_arrays([events["subject"].values, events["list"].values])
     for count in COUNT_NAMES:  # per-list parsing counts, aligned with the events' trial order

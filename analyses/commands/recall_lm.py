@@ -11,7 +11,7 @@ serial, a control). Its answers are parsed into recalls: list numbers, bullets, 
 commas and prose before the words are handled; repeats stay in the sequence; words not on
 the list are intrusions; every category is counted per list. Generation is batched with a
 key-value cache; a row stops at the end of its turn, after --max-new-tokens, or once it
-repeats one item three times in a row (a decoding loop).
+repeats a block of 1 to 4 items three times in a row (a decoding loop, counted as n_loop).
 
 Greedy decoding is deterministic; --decoding sample draws at --temperature once per seed of
 --seeds. Each (model, decoding, seed) is one subject, so every recall analysis applies:
@@ -62,13 +62,15 @@ def _pool(text: str):
     from pathlib import Path
 
     from cmr.errors import DataSourceError
+    from icl_cmr.adapters.text_corpus import check_text, read_text_file
 
     if ":" in text and not Path(text).exists():
         return text
     path = Path(text)
     if not path.is_file():
         raise DataSourceError(f"word pool must be a bundled data set (psifr:peers_notask) or a text file; got {text!r}")
-    words = [line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    content = check_text([read_text_file(path, "word pool file")], text)[0]
+    words = [line.strip() for line in content.splitlines() if line.strip()]
     if not words:
         raise DataSourceError(f"word pool file {text!r} has no words")
     return words
@@ -80,7 +82,8 @@ def run(args) -> int:
     from cmr.errors import ParameterError
     from cmr.io import result_format, save_dataset, write_table
     from icl_cmr.adapters.lm.loading import load_model, set_threads
-    from icl_cmr.analyses.ablation import parse_heads
+    from icl_cmr.analyses.ablation import check_heads, parse_heads
+    from icl_cmr.analyses.commands.options import check_counts
     from icl_cmr.analyses.llm_recall import model_recall
 
     suffix = result_format(args.output)
@@ -91,11 +94,13 @@ def run(args) -> int:
     if not seeds or args.n_lists < 1 or args.list_length < 1:
         raise ParameterError(f"need --seeds, --n-lists >= 1 and --list-length >= 1; got {args.seeds!r}, "
                              f"{args.n_lists}, {args.list_length}")
+    check_counts(args, batch_size=1, max_new_tokens=1, seed=0)
     heads = parse_heads(args.ablate) if args.ablate else ()
     pool = _pool(args.pool)
     set_threads(args.threads)
     started = time.perf_counter()
     model = load_model(args.model, device=args.device, dtype=args.dtype)
+    check_heads(heads, model.n_layers, model.n_heads)  # as ablate: a head the model lacks is refused before generating
     events, table = model_recall(model, pool=pool, n_lists=args.n_lists, list_length=args.list_length,
                                  task=args.task, decoding=args.decoding, seeds=seeds, temperature=args.temperature,
                                  seed=args.seed, batch_size=args.batch_size, heads=heads,
