@@ -42,13 +42,13 @@ def _labels_as_written(column):
     return column.astype("int64") if len(column) and bool(plain.all()) else column
 
 
-def _read_csv(path, label: str):
+def _read_csv(path, label: str, labels=("subject", "list")):
     import pandas as pd
 
     try:
         # utf-8-sig: some shipped files (cymr's sample1.csv) start with a byte-order mark
-        table = pd.read_csv(path, encoding="utf-8-sig", dtype={"subject": str, "list": str})
-        for name in ("subject", "list"):
+        table = pd.read_csv(path, encoding="utf-8-sig", dtype={name: str for name in labels})
+        for name in labels:
             if name in table:
                 table[name] = _labels_as_written(table[name])
         return table
@@ -84,8 +84,14 @@ def _bundled_file(source: str, table: dict, what: str):
         yield path
 
 
-def read_recall_table(source):
-    """The psifr long table (pandas DataFrame) of a bundled name or a CSV path."""
+def read_recall_table(source, *, columns=None):
+    """The psifr long table (pandas DataFrame) of a bundled name or a CSV path.
+
+    ``columns`` (psifr's name -> the file's, as :func:`cmr.from_table`) only says which columns
+    hold the subject and list labels, read as written like ``subject`` and ``list``; the
+    columns keep the file's names.
+    """
+    labels = tuple(dict(columns).get(name, name) if hasattr(columns, "items") else name for name in ("subject", "list"))
     if isinstance(source, str) and source in BUNDLED:
         with _bundled_file(source, BUNDLED, "data set") as path:
             return _read_csv(path, source)
@@ -101,13 +107,14 @@ def read_recall_table(source):
             )
         if path.is_dir():
             raise DataSourceError(f"expected a CSV file; got a directory: {str(path)!r}")
-        return _read_csv(path, str(path))
+        return _read_csv(path, str(path), labels)
     raise DataSourceError(
         f"recall data source must be a bundled name, a CSV path or a pandas DataFrame; got {type(source).__name__}"
     )
 
 
-def load_recall_data(source, *, list_keys=None, normalize_items=False, max_intrusion_share=None, list_length=None):
+def load_recall_data(source, *, list_keys=None, normalize_items=False, max_intrusion_share=None, list_length=None,
+                     columns=None, trial_types=None):
     """Events dataset (kind ``"events"``) from a bundled name, a CSV path or a DataFrame.
 
     Parameters
@@ -115,10 +122,12 @@ def load_recall_data(source, *, list_keys=None, normalize_items=False, max_intru
     source : str, os.PathLike or pandas.DataFrame
         A bundled name (see :data:`BUNDLED`), a psifr-format CSV file (raw or merged), or a
         psifr-format DataFrame (not modified).
-    list_keys, normalize_items, max_intrusion_share
+    list_keys, normalize_items, max_intrusion_share, columns, trial_types
         As :func:`cmr.from_table`: columns that with subject and list identify a list (e.g.
         ``["session"]`` when list numbers start again per session); match recalls ignoring
-        case and surrounding spaces; the share of intrusions above which a table is refused.
+        case and surrounding spaces; the share of intrusions above which a table is refused;
+        a lab's column names (psifr's name -> the table's, e.g. ``{"item": "word"}``) and
+        trial-type values (e.g. ``{"study": "encoding", "recall": "retrieval"}``).
     list_length : int, optional
         For a recall matrix file (``.npy``/``.npz``, see :func:`load_recall_matrix`).
 
@@ -143,13 +152,15 @@ def load_recall_data(source, *, list_keys=None, normalize_items=False, max_intru
     from cmr.events import from_table
 
     options = {"list_keys": list_keys, "normalize_items": normalize_items}
+    if columns is not None or trial_types is not None:
+        options.update(columns=columns, trial_types=trial_types)
     if max_intrusion_share is not None:
         options["max_intrusion_share"] = max_intrusion_share
     if isinstance(source, pd.DataFrame):
         return from_table(source, source="DataFrame", **options)
     if isinstance(source, (str, os.PathLike)) and Path(source).suffix in (".npy", ".npz"):
         return load_recall_matrix(source, list_length)
-    table = read_recall_table(source)
+    table = read_recall_table(source, columns=columns)
     if isinstance(source, str) and source in BUNDLED:
         label = source
     else:

@@ -61,7 +61,7 @@ def _human_crp(ctx: RunContext) -> dict:
 
     summary = {}
     for source, name in human_files(ctx.settings).items():
-        events = load_recall_data(source)
+        events = load_recall_data(source, **ctx.settings.get("recall_options", {}))
         crp = lag_crp(events, by="subject")
         save_dataset(crp, ctx.path(name))
         mean = crp["profile"].mean("subject")
@@ -356,16 +356,22 @@ def check_settings(settings: dict) -> None:
         named[name] = source
 
 
-def run_study(out_dir, recall=DEFAULT_RECALL, model=DEFAULT_MODEL, resume=False, log=print, **overrides) -> dict:
+def run_study(out_dir, recall=DEFAULT_RECALL, model=DEFAULT_MODEL, resume=False, log=print, recall_options=None,
+              **overrides) -> dict:
     """Run the study into ``out_dir``; return the manifest (stage timings and summaries).
 
     ``overrides`` replace entries of :data:`DEMO_SETTINGS` (e.g. ``ablation_passages=0``
-    skips the ablation, ``grid="grid.nc"`` uses a saved grid).
+    skips the ablation, ``grid="grid.nc"`` uses a saved grid). ``recall_options`` are keyword
+    arguments of :func:`~icl_cmr.adapters.recall_data.load_recall_data` for every recall source
+    (``list_keys``, ``normalize_items``, ``columns``, ``trial_types``, ``list_length``).
     """
     unknown = set(overrides) - set(DEMO_SETTINGS) - {"grid"}
     if unknown:
         raise TypeError(f"unknown settings {sorted(unknown)}; known: {sorted(DEMO_SETTINGS) + ['grid']}")
     settings = {**DEMO_SETTINGS, **overrides, "recall": list(recall), "model": model}
+    given = {k: v for k, v in (recall_options or {}).items() if v not in (None, False)}
+    if given:  # kept in the settings, so a resumed run with other options starts over
+        settings["recall_options"] = given
     from icl_cmr.adapters.lm.loading import refuse_missing_hub_model, resolve_device, resolve_dtype
 
     check_out_dir(out_dir)

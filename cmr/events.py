@@ -114,6 +114,8 @@ def from_table(
     list_keys=None,
     normalize_items: bool = False,
     max_intrusion_share: float = MAX_INTRUSION_SHARE,
+    columns=None,
+    trial_types=None,
 ) -> xr.Dataset:
     """Events dataset from a psifr-format long table (raw or merged).
 
@@ -146,6 +148,15 @@ def from_table(
         list (default 0.5): such tables nearly always mean recalls typed differently from the
         study list, or list labels that do not line up. ``1`` accepts any table; tables with
         fewer than 100 recalls are not checked.
+    columns : mapping of str to str, optional
+        A lab's own column names, as psifr's name -> the table's name, e.g.
+        ``{"subject": "subject_id", "list": "list_num", "position": "serial_pos",
+        "item": "word", "trial_type": "phase"}`` (command line: ``--columns
+        subject=subject_id,...``). Applied first; psifr's names not given are read as they are.
+    trial_types : mapping of str to str, optional
+        A lab's own trial-type values, as psifr's type -> the table's value, e.g.
+        ``{"study": "encoding", "recall": "retrieval"}`` (command line: ``--trial-types
+        study=encoding,recall=retrieval``). Rows of other values are other trial types, as above.
 
     Returns
     -------
@@ -160,6 +171,7 @@ def from_table(
         for a table whose recalls are mostly intrusions (the message names the likely cause
         and the option that fixes it).
     """
+    table = _lab_names(table, columns, trial_types)
     table, share_limit = _checked_table(table, max_intrusion_share)
     table, ignored = split_trial_types(table)
     list_keys = list_key_columns(table, list_keys, REQUIRED_COLUMNS)
@@ -177,6 +189,72 @@ def from_table(
 
 
 # the steps of from_table, in its order: a table with several faults meets the first step's error
+
+
+def _mapping(value, what: str, example: str) -> dict:
+    """A ``columns`` / ``trial_types`` mapping as a dict of str -> str."""
+    if not isinstance(value, dict) and not hasattr(value, "items"):
+        raise RecallDataError(f"{what} must be a mapping like {example}; got {type(value).__name__}")
+    pairs = dict(value.items())
+    bad = [f"{k!r}: {v!r}" for k, v in pairs.items() if not isinstance(k, str) or not isinstance(v, str) or not v]
+    if bad:
+        raise RecallDataError(f"{what} must map names to non-empty text like {example}; got {', '.join(bad)}")
+    return pairs
+
+
+def _lab_names(table, columns, trial_types) -> pd.DataFrame:
+    """The table with a lab's column names and trial-type values read as psifr's (a copy; the table is
+    returned as it is when neither is given)."""
+    if (columns is None and trial_types is None) or not isinstance(table, pd.DataFrame):
+        return table
+    if columns is not None:
+        table = _renamed_columns(table, columns)
+    if trial_types is not None:
+        table = _renamed_trial_types(table, trial_types)
+    return table
+
+
+def _renamed_columns(table: pd.DataFrame, columns) -> pd.DataFrame:
+    """The table with a lab's column names (psifr's name -> the table's) renamed to psifr's."""
+    names = _mapping(columns, "columns", "{'subject': 'subject_id'}")
+    unknown = [k for k in names if k not in REQUIRED_COLUMNS]
+    if unknown:
+        raise RecallDataError(f"columns maps psifr's column names ({', '.join(REQUIRED_COLUMNS)}) to the "
+                              f"table's; got unknown psifr column(s): {', '.join(unknown)}")
+    absent = [f"{k}={v}" for k, v in names.items() if v not in table.columns]
+    if absent:
+        raise RecallDataError(f"columns names table column(s) the table lacks: {', '.join(absent)} "
+                              f"(table columns: {', '.join(map(str, table.columns))})")
+    taken = [v for v in names.values() if list(names.values()).count(v) > 1]
+    clash = [k for k, v in names.items() if k != v and k in table.columns and k not in names.values()]
+    if taken or clash:
+        raise RecallDataError(
+            "columns must map each psifr column to its own table column, and a renamed column's psifr "
+            f"name must not also be a column of the table; got {', '.join(map(str, sorted(set(taken)) or clash))}"
+        )
+    return table.rename(columns={v: k for k, v in names.items()})
+
+
+def _renamed_trial_types(table: pd.DataFrame, trial_types) -> pd.DataFrame:
+    """The table with a lab's trial-type values (psifr's type -> the table's) read as psifr's."""
+    values = _mapping(trial_types, "trial_types", "{'study': 'encoding', 'recall': 'retrieval'}")
+    unknown = [k for k in values if k not in ("study", "recall")]
+    if unknown:
+        raise RecallDataError(f"trial_types maps psifr's trial types (study, recall) to the table's values; "
+                              f"got unknown trial type(s): {', '.join(unknown)}")
+    if "trial_type" not in table.columns:
+        raise RecallDataError("trial_types needs a trial_type column (name the table's with "
+                              f"columns={{'trial_type': ...}}); got columns: {', '.join(map(str, table.columns))}")
+    phase = table["trial_type"].astype(str)
+    present = set(phase.unique().tolist())
+    absent = [f"{k}={v}" for k, v in values.items() if v not in present]
+    if absent:
+        raise RecallDataError(f"trial_types names value(s) no row of trial_type has: {', '.join(absent)} "
+                              f"(values: {', '.join(sorted(present)[:10])})")
+    # a psifr name mapped to another value is, where written as such, another trial type
+    moved = [k for k, v in values.items() if k != v]
+    kept = phase.where(~phase.isin(moved), phase + " (as written)")
+    return table.assign(trial_type=phase.map({v: k for k, v in values.items()}).fillna(kept).to_numpy(dtype=object))
 
 
 def _checked_table(table, max_intrusion_share) -> tuple[pd.DataFrame, float]:

@@ -17,7 +17,10 @@ e.g. --bounds T=0.01:2,X1=0:0.1.
 
 --patterns semantic|category|semantic+category adds the item pool of SOURCE (Morton2013:
 psifr's cosine distances as similarities, category units) for semantic / category CMR;
-their weights Sfc, Scf, Sff, Cfc, Ccf may then be free. --restarts N keeps N independent
+their weights Sfc, Scf, Sff, Cfc, Ccf may then be free. --vectors FILE (your own word
+vectors) or --similarity FILE (your own item similarities) gives semantic CMR for any
+SOURCE (docs/semantic-cmr.md, "Your own word vectors"). A lab's own export reads with
+--columns, --trial-types, --list-keys and --normalize-items (as cmr.from_table). --restarts N keeps N independent
 searches per subject; --pooled fits one parameter set to all subjects together; --cv K writes
 the leave-lists-out cross-validated likelihood (kind recall_cv) instead of the fits.
 
@@ -38,12 +41,13 @@ Examples:
 def register(sub):
     import argparse
 
-    from icl_cmr.analyses.commands.options import add_output, add_patterns
+    from icl_cmr.analyses.commands.options import add_output, add_patterns, add_recall_data_options
 
     p = sub.add_parser(
         "fit-recall", help=HELP, description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     p.add_argument("source", metavar="SOURCE", help="bundled data set name or a psifr-format CSV file")
+    add_recall_data_options(p)
     p.add_argument("--free", required=True, metavar="NAME,NAME,...", help="comma-separated free parameters")
     p.add_argument("--fixed", default=None, metavar="PARAMS.json", help="JSON object of fixed parameter values")
     p.add_argument("--tie", action="append", default=[], metavar="NAME=EXPR",
@@ -98,12 +102,12 @@ def run(args) -> int:
     from cmr.textbook.fit import flag_summary
     from cmr.io import result_format, write_result
     from icl_cmr.adapters.recall_data import load_recall_data
-    from icl_cmr.adapters.item_pools import load_patterns_of_kind
+    from icl_cmr.analyses.commands.options import item_patterns_of, recall_data_options
 
     result_format(args.output)
     free = [name.strip() for name in args.free.split(",") if name.strip()]
     fixed = cmr.read_parameters(args.fixed) if args.fixed else {}
-    events = load_recall_data(args.source)
+    events = load_recall_data(args.source, **recall_data_options(args))
     if args.subjects:
         wanted = [s.strip() for s in args.subjects.split(",")]
         labels = events["subject"].values.astype(str)
@@ -112,7 +116,7 @@ def run(args) -> int:
             raise RecallDataError(f"--subjects {args.subjects!r} matches no subject of {args.source}")
         events = events.isel(trial=np.flatnonzero(keep))
     spec = cmr.FitSpec(free, fixed, _parse_bounds(args.bounds), tied=_parse_ties(args.tie),
-                       patterns=load_patterns_of_kind(args.source, args.patterns, feature_layer=args.feature_layer),
+                       patterns=item_patterns_of(args, events),
                        pool_size=args.pool_size)
     options = dict(n_restarts=args.restarts, rng=args.seed, n_jobs=args.jobs, progress=not args.no_progress)
     if args.cv is not None:

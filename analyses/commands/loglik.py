@@ -10,7 +10,9 @@ does: intrusions and repeated recalls are removed, each remaining correct recall
 final stop are scored, and every event probability is floored at 1e-5 before the log.
 
 SOURCE is a bundled data set (psifr:Morton2013, psifr:peers_notask, cymr:Morton2013_mixed)
-or a CSV file in psifr's long format (subject, list, trial_type = study|recall, position, item).
+or a CSV file in psifr's long format (subject, list, trial_type = study|recall, position, item);
+a lab's own export reads with --columns, --trial-types, --list-keys and --normalize-items.
+--vectors FILE / --similarity FILE: semantic CMR with your own word vectors or similarities.
 
 PARAMS is a JSON file with one object of all 14 parameters in cymr's names:
   {"Lfc": 0.15, "Lcf": 0.15, "P1": 0.2, "P2": 2, "B_enc": 0.7, "B_start": 0.3,
@@ -31,12 +33,13 @@ Example:
 def register(sub):
     import argparse
 
-    from icl_cmr.analyses.commands.options import add_patterns
+    from icl_cmr.analyses.commands.options import add_patterns, add_recall_data_options
 
     p = sub.add_parser(
         "loglik", help=HELP, description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     p.add_argument("source", metavar="SOURCE", help="bundled data set name or a psifr-format CSV file")
+    add_recall_data_options(p)
     p.add_argument("--params", required=True, metavar="PARAMS.json|FITS.nc",
                    help="JSON parameters (one set or one per subject) or a recall_fit file")
     add_patterns(p)
@@ -56,8 +59,8 @@ def _number(value):
 def run(args) -> int:
     import json
 
-    from icl_cmr.adapters.item_pools import load_patterns_of_kind
     from icl_cmr.adapters.recall_data import load_recall_data
+    from icl_cmr.analyses.commands.options import item_patterns_of, recall_data_options
     from cmr.textbook.likelihood import log_likelihood
     from cmr.textbook.parameters import read_parameters
 
@@ -66,8 +69,8 @@ def run(args) -> int:
         params = load_dataset(args.params, kind="recall_fit")
     else:
         params = read_parameters(args.params)
-    events = load_recall_data(args.source)
-    patterns = load_patterns_of_kind(args.source, args.patterns, feature_layer=args.feature_layer)
+    events = load_recall_data(args.source, **recall_data_options(args))
+    patterns = item_patterns_of(args, events)
     result = log_likelihood(events, params, by="subject", pool_size=args.pool_size, patterns=patterns)
     per_subject = {
         str(subject): {"logl": _number(logl), "n": int(n)}

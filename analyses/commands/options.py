@@ -12,10 +12,13 @@ __all__ = [
     "add_profile_fit_options",
     "profile_fit_lags",
     "add_patterns",
+    "item_patterns_of",
     "add_device",
     "add_recall_source",
     "add_table_options",
     "table_options",
+    "add_recall_data_options",
+    "recall_data_options",
     "add_grouping",
     "grouping",
     "describe_units",
@@ -39,7 +42,9 @@ row's position is its output position; other columns are kept; rows of other tri
 such as distractor, are ignored), psifr's merged (scored) table, or a recall matrix (.npy,
 or .npz with arrays recalls and list_length: 1-based serial positions, -1 intrusions, 0
 padding; give --list-length for a .npy). Lists numbered again in each session: --list-keys
-session. Recalls typed in another case or with spaces: --normalize-items.
+session. Recalls typed in another case or with spaces: --normalize-items. A lab's own
+column names and trial types: --columns subject=subject_id,list=list_num,position=serial_pos,
+item=word,trial_type=phase --trial-types study=encoding,recall=retrieval.
 
 Bundled data sets (read from the installed packages, not shipped here):
   psifr:Morton2013       40 subjects x 48 lists x 24 items
@@ -93,11 +98,24 @@ def add_recall_source(parser) -> None:
     """The SOURCE argument of the commands that read free-recall data, and how to read lab exports."""
     parser.add_argument("source", metavar="SOURCE",
                         help="bundled data set name (e.g. psifr:Morton2013) or a psifr-format CSV file")
-    add_table_options(parser)
+    add_recall_data_options(parser)
+
+
+def add_recall_data_options(parser) -> None:
+    """How a lab's recall table is read, named as the keywords of cmr.from_table / load_recall_data:
+    ``--list-keys``, ``--normalize-items``, ``--list-length``, ``--columns`` and ``--trial-types``."""
+    group = parser.add_argument_group("reading a lab's recall table (as cmr.from_table)")
+    group.add_argument("--columns", default=None, metavar="NAME=COL,...",
+                       help="the table's own column names, as psifr's name=the table's, e.g. subject=subject_id,"
+                       "list=list_num,position=serial_pos,item=word,trial_type=phase (default: psifr's names)")
+    group.add_argument("--trial-types", default=None, metavar="TYPE=VALUE,...",
+                       help="the table's own trial-type values, e.g. study=encoding,recall=retrieval; rows of "
+                       "other values are ignored like distractor rows (default: study, recall)")
+    add_table_options(group)
 
 
 def add_table_options(parser) -> None:
-    """``--list-keys`` and ``--normalize-items``: reading lab exports (as cmr.from_table)."""
+    """``--list-keys``, ``--list-length`` and ``--normalize-items``: reading lab exports (as cmr.from_table)."""
     parser.add_argument("--list-keys", default=None, metavar="COL[,COL]",
                         help="columns that with subject and list identify a studied list, e.g. session when "
                         "list numbers start again in each session")
@@ -108,12 +126,40 @@ def add_table_options(parser) -> None:
                         "exactly as written)")
 
 
-def table_options(args) -> dict:
-    """The keyword arguments of load_recall_data for ``--list-keys`` / ``--normalize-items``."""
+def _pairs(text, option: str, example: str) -> dict | None:
+    """``A=B,C=D`` -> ``{"A": "B", "C": "D"}``; ParameterError naming the option for anything else."""
+    from cmr.errors import ParameterError
+
+    if text is None:
+        return None
+    pairs = {}
+    for part in (piece.strip() for piece in text.split(",")):
+        name, sep, value = (s.strip() for s in part.partition("="))
+        if not sep or not name or not value or name in pairs:
+            raise ParameterError(f"{option} must be distinct NAME=VALUE pairs separated by commas, e.g. {example}; "
+                                 f"got {text!r}")
+        pairs[name] = value
+    return pairs
+
+
+def recall_data_options(args) -> dict:
+    """The keyword arguments of load_recall_data for the recall-data options (only those given, so a
+    table read without them goes the way it always went)."""
     keys = getattr(args, "list_keys", None)
-    return {"list_keys": [k.strip() for k in keys.split(",") if k.strip()] if keys else None,
-            "normalize_items": bool(getattr(args, "normalize_items", False)),
-            "list_length": getattr(args, "list_length", None)}
+    options = {"list_keys": [k.strip() for k in keys.split(",") if k.strip()] if keys else None,
+               "normalize_items": bool(getattr(args, "normalize_items", False)),
+               "list_length": getattr(args, "list_length", None)}
+    columns = _pairs(getattr(args, "columns", None), "--columns", "subject=subject_id,item=word")
+    trial_types = _pairs(getattr(args, "trial_types", None), "--trial-types", "study=encoding,recall=retrieval")
+    if columns is not None:
+        options["columns"] = columns
+    if trial_types is not None:
+        options["trial_types"] = trial_types
+    return options
+
+
+#: the earlier name of :func:`recall_data_options`
+table_options = recall_data_options
 
 
 def add_grouping(parser, what: str) -> None:
@@ -158,7 +204,7 @@ def write_recall_analysis(args, analysis, **options):
     from icl_cmr.adapters.recall_data import load_recall_data
 
     result_format(args.output)
-    events = load_recall_data(args.source, **table_options(args))
+    events = load_recall_data(args.source, **recall_data_options(args))
     result = analysis(events, by=grouping(args), **options)
     return result, events, write_result(result, args.output)
 
@@ -215,6 +261,28 @@ def add_patterns(parser) -> None:
                         help="item patterns of SOURCE's pool: semantic similarities and/or category units")
     parser.add_argument("--feature-layer", default="segment", choices=("segment", "sublayer"),
                         help="category units in the item layer of context or in a sublayer (default segment)")
+    own = parser.add_mutually_exclusive_group()
+    own.add_argument("--vectors", default=None, metavar="FILE",
+                     help="semantic CMR with your own word vectors (cosine similarities): an .npz with arrays items "
+                     "and vectors, or a .csv/.tsv/.txt/.vec table of the item then its numbers (GloVe/fastText text)")
+    own.add_argument("--similarity", default=None, metavar="FILE",
+                     help="semantic CMR with your own item-by-item similarities: an .npz with arrays items and "
+                     "similarity, or a square .csv/.tsv table with the items as header row and first column")
+
+
+def item_patterns_of(args, events):
+    """The item patterns of ``--patterns`` (a bundled pool) or ``--vectors`` / ``--similarity``
+    (a lab's own pool, which must cover every studied item of ``events``); None for localist CMR."""
+    from cmr.errors import ParameterError
+    from icl_cmr.adapters.item_pools import load_patterns_of_kind, patterns_from_file
+
+    vectors, similarity = getattr(args, "vectors", None), getattr(args, "similarity", None)
+    if vectors is None and similarity is None:
+        return load_patterns_of_kind(args.source, args.patterns, feature_layer=args.feature_layer)
+    if args.patterns not in (None, "semantic"):
+        raise ParameterError(f"--{'vectors' if vectors else 'similarity'} gives semantic similarities only; "
+                             f"got --patterns {args.patterns} (leave --patterns out or give semantic)")
+    return patterns_from_file(vectors=vectors, similarity=similarity, events=events, feature_layer=args.feature_layer)
 
 
 def check_counts(args, error=None, **minimums) -> None:

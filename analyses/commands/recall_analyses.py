@@ -58,10 +58,10 @@ def run(args) -> int:
     from cmr.analysis_set import analyses_table, run_analyses
     from cmr.io import result_format, write_result, write_table
     from icl_cmr.adapters.recall_data import load_item_distances, load_recall_data
-    from icl_cmr.analyses.commands.options import describe_units, grouping, table_options
+    from icl_cmr.analyses.commands.options import describe_units, grouping, recall_data_options
 
     suffix = result_format(args.output)
-    events = load_recall_data(args.source, **table_options(args))
+    events = load_recall_data(args.source, **recall_data_options(args))
     distances = None if args.distances is None else load_item_distances(args.distances)
     options = dict(by=grouping(args), lags=args.lags, category_key=args.category_key, distances=distances,
                    index_key=args.index_key, edges=args.bins, max_lag=args.max_lag, max_shift=args.max_shift,

@@ -5,7 +5,7 @@ HELP = "run the whole study (human lag-CRPs, head scan, CMR fits, ablation, figu
 
 
 def register(sub):
-    from icl_cmr.analyses.commands.options import add_device
+    from icl_cmr.analyses.commands.options import add_device, add_recall_data_options
     from icl_cmr.analyses.study import DEFAULT_MODEL, DEFAULT_RECALL, DEMO_SETTINGS as D
 
     p = sub.add_parser(
@@ -28,8 +28,9 @@ def register(sub):
     p.add_argument(
         "--recall", nargs="+", default=list(DEFAULT_RECALL), metavar="SOURCE",
         help="recall data sets: bundled names (psifr:Morton2013, psifr:peers_notask, "
-        "cymr:Morton2013_mixed) or psifr-format CSV files",
+        "cymr:Morton2013_mixed) or psifr-format CSV files; the options below apply to every one",
     )
+    add_recall_data_options(p)
     p.add_argument("--grid", metavar="GRID.nc", help="CMR grid to fit against (from `icl-cmr grid`); "
                    "default: simulate the study's Monte Carlo grid with --grid-trials trials")
     p.add_argument("--grid-trials", type=int, default=D["grid_trials"],
@@ -55,6 +56,7 @@ def register(sub):
 
 
 def run(args) -> int:
+    from icl_cmr.analyses.commands.options import recall_data_options
     from icl_cmr.analyses.study import run_study
 
     overrides = dict(
@@ -65,6 +67,7 @@ def run(args) -> int:
     )
     if args.grid:
         overrides["grid"] = args.grid
-    run_study(args.out, recall=args.recall, model=args.model, resume=args.resume, **overrides)
+    run_study(args.out, recall=args.recall, model=args.model, resume=args.resume,
+              recall_options=recall_data_options(args), **overrides)
     print(f"results in {args.out}/ (report: {args.out}/report.md)")
     return 0
