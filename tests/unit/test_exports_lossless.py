@@ -17,7 +17,7 @@ import xarray as xr
 import cmr
 from cmr.schema import known_kinds, provenance_attrs
 from cmr.tables import layouts, left_out, left_out_line, table_variables
-from tests.conftest import REPO_ROOT, require
+from tests.conftest import REPO_ROOT, attention_pattern_example, require
 from tests.unit.test_tables import heads_dataset
 
 FAST_DE = {"maxiter": 2, "popsize": 4}
@@ -51,15 +51,7 @@ def _null():
 
 
 def _pattern(n_words=6):
-    from icl_cmr.adapters.head_profiles import attention_pattern_dataset
-
-    seq = 2 * n_words + 1
-    scores = np.random.default_rng(0).normal(size=(seq, seq))
-    probs = np.tril(np.exp(scores))
-    probs /= probs.sum(axis=1, keepdims=True)
-    tokens = ["<s>"] + [f"w{i}" for i in range(n_words)] * 2
-    return attention_pattern_dataset(scores, probs, tokens=tokens, n_words=n_words, layer=1, head=2, model="toy",
-                                     prompt=0, seed=0)
+    return attention_pattern_example(n_words)
 
 
 @pytest.fixture(scope="module")

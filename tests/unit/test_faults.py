@@ -30,7 +30,7 @@ from cmr import errors
 from cmr.io import load_dataset, save_dataset, write_result
 from icl_cmr.adapters.errors import ModelNotAvailableError
 from icl_cmr.adapters.recall_data import load_recall_data
-from tests.conftest import REPO_ROOT
+from tests.conftest import REPO_ROOT, two_subject_table
 from tests.unit.test_bad_input import CASES
 
 
@@ -46,11 +46,7 @@ def _made(path: Path) -> Path:
 
 def _table():
     """Two subjects, one list each: study a b c, recall c a."""
-    rows = []
-    for subject in ("s1", "s2"):
-        rows += [(subject, 1, "study", p, w) for p, w in enumerate("abc", 1)]
-        rows += [(subject, 1, "recall", p, w) for p, w in enumerate("ca", 1)]
-    return pd.DataFrame(rows, columns=["subject", "list", "trial_type", "position", "item"])
+    return two_subject_table()
 
 
 def _csv(tmp, name="recall.csv"):

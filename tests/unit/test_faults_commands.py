@@ -18,13 +18,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from tests.conftest import two_subject_table
+
 
 def _table():
-    rows = []
-    for subject in ("s1", "s2"):
-        rows += [(subject, 1, "study", p, w) for p, w in enumerate("abc", 1)]
-        rows += [(subject, 1, "recall", p, w) for p, w in enumerate("ca", 1)]
-    return pd.DataFrame(rows, columns=["subject", "list", "trial_type", "position", "item"])
+    return two_subject_table()
 
 
 def _csv(path: Path) -> Path:

@@ -15,7 +15,7 @@ import cmr
 from icl_cmr.analyses import plots
 from icl_cmr.analyses.cli import main
 from icl_cmr.analyses.plots.standard import STANDARD_FIGURES, figure_function
-from tests.conftest import REPO_ROOT, require
+from tests.conftest import REPO_ROOT, attention_pattern_example, morton_events, require
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -25,9 +25,7 @@ def _matplotlib():
 
 @pytest.fixture(scope="module")
 def events():
-    fr = require("psifr.fr")
-    table = fr.sample_data("Morton2013")
-    return cmr.from_table(table[table["subject"].isin(table["subject"].unique()[:3])])
+    return morton_events(3)
 
 
 @pytest.fixture(scope="module")
@@ -63,15 +61,7 @@ def causal(tiny):
 
 
 def _pattern(n_words=20):
-    from icl_cmr.adapters.head_profiles import attention_pattern_dataset
-
-    seq = 2 * n_words + 1
-    scores = np.random.default_rng(0).normal(size=(seq, seq))
-    probs = np.tril(np.exp(scores))
-    probs /= probs.sum(axis=1, keepdims=True)
-    tokens = ["<s>"] + [f"w{i}" for i in range(n_words)] * 2
-    return attention_pattern_dataset(scores, probs, tokens=tokens, n_words=n_words, layer=1, head=2, model="toy",
-                                     prompt=0, seed=0)
+    return attention_pattern_example(n_words)
 
 
 def _distance_bins(events):
