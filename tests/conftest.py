@@ -86,3 +86,17 @@ def attention_pattern_example(n_words: int):
     tokens = ["<s>"] + [f"w{i}" for i in range(n_words)] * 2
     return attention_pattern_dataset(scores, probs, tokens=tokens, n_words=n_words, layer=1, head=2, model="toy",
                                      prompt=0, seed=0)
+
+
+def tiny_head_scan():
+    """The tiny random model (2 layers), its head scan over 20 words and a small teacher-forced grid."""
+    import cmr
+
+    require("torch")
+    from icl_cmr.adapters.lm.extraction import extract_heads
+    from icl_cmr.adapters.lm.loading import tiny_model
+
+    model = tiny_model()
+    heads = extract_heads(model, n_words=20, n_prompts=2, seed=0)
+    grid = cmr.paper_teacher_forced_grid(beta_enc=[0.2, 0.5, 0.8], beta_rec=[0.2, 0.5, 0.8], gamma=[0.0, 0.5])
+    return model, heads, grid

@@ -15,7 +15,7 @@ import cmr
 from icl_cmr.analyses import plots
 from icl_cmr.analyses.cli import main
 from icl_cmr.analyses.plots.standard import STANDARD_FIGURES, figure_function
-from tests.conftest import REPO_ROOT, attention_pattern_example, morton_events, require
+from tests.conftest import REPO_ROOT, attention_pattern_example, morton_events, require, tiny_head_scan
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -38,14 +38,9 @@ def timed():
 @pytest.fixture(scope="module")
 def tiny():
     """A random tiny model, its head scan and a least-squares fit of every head on a small grid."""
-    require("torch")
+    model, heads, grid = tiny_head_scan()
     from icl_cmr.adapters.head_profiles import select_profile
-    from icl_cmr.adapters.lm.extraction import extract_heads
-    from icl_cmr.adapters.lm.loading import tiny_model
 
-    model = tiny_model()
-    heads = extract_heads(model, n_words=20, n_prompts=2, seed=0)
-    grid = cmr.paper_teacher_forced_grid(beta_enc=[0.2, 0.5, 0.8], beta_rec=[0.2, 0.5, 0.8], gamma=[0.0, 0.5])
     fits = cmr.fit_profiles(select_profile(heads, "score"), grid, objective="lsq", lags=cmr.PAPER_LAGS, invalid="nan")
     return model, heads, fits
 

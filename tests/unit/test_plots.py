@@ -16,7 +16,7 @@ import xarray as xr
 import cmr
 from cmr.errors import ParameterError, ProfileError, SchemaError
 from icl_cmr.analyses import plots  # matplotlib loads only when a figure is drawn
-from tests.conftest import REPO_ROOT, require
+from tests.conftest import REPO_ROOT, morton_events, require, tiny_head_scan
 
 DOC = REPO_ROOT / "docs" / "figures.md"
 
@@ -28,22 +28,15 @@ def _matplotlib():
 
 @pytest.fixture(scope="module")
 def events():
-    fr = require("psifr.fr")
-    table = fr.sample_data("Morton2013")
-    return cmr.from_table(table[table["subject"].isin(table["subject"].unique()[:8])])
+    return morton_events(8)
 
 
 @pytest.fixture(scope="module")
 def tiny():
     """A random tiny model, its head scan and fits of both objectives on a small grid."""
-    require("torch")
+    model, heads, grid = tiny_head_scan()
     from icl_cmr.adapters.head_profiles import select_profile
-    from icl_cmr.adapters.lm.loading import tiny_model
-    from icl_cmr.adapters.lm.extraction import extract_heads
 
-    model = tiny_model()
-    heads = extract_heads(model, n_words=20, n_prompts=2, seed=0)
-    grid = cmr.paper_teacher_forced_grid(beta_enc=[0.2, 0.5, 0.8], beta_rec=[0.2, 0.5, 0.8], gamma=[0.0, 0.5])
     fits = {o: cmr.fit_profiles(select_profile(heads, "score"), grid, objective=o, lags=cmr.PAPER_LAGS, invalid="nan")
             for o in ("paper", "lsq")}
     return model, heads, grid, fits
