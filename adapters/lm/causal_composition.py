@@ -248,7 +248,7 @@ def induction_scores(model, *, n_words: int = 50, n_prompts: int = 2, seed: int 
 
 
 def path_ablation(model, heads, *, n_words: int = 50, n_prompts: int = 2, seed: int = 0, lags=range(-5, 6),
-                  composition=None) -> xr.Dataset:
+                  composition=None, progress=None) -> xr.Dataset:
     """The causal composition test of ``heads`` (see the module docstring).
 
     One forward pass (to the last target layer) records every earlier head's output and each
@@ -270,6 +270,8 @@ def path_ablation(model, heads, *, n_words: int = 50, n_prompts: int = 2, seed: 
     composition : xarray.Dataset, optional
         The model's ``composition`` dataset; when given, ``source_composition`` holds the
         weight-based score of every (source, target, path) next to its causal drop.
+    progress : callable, optional
+        Called with 1 after each tested head (e.g. ``tqdm.update``).
 
     Returns
     -------
@@ -359,6 +361,8 @@ def path_ablation(model, heads, *, n_words: int = 50, n_prompts: int = 2, seed: 
                  for e in range(layer) for g in range(n_h)
                  if source_drop["moved"][t, p, e, g] >= UPSTREAM_DROP and classes[-1] != "weak"]
         upstream.append(" ".join(name for _, name in sorted(named, reverse=True)) or "-")
+        if progress is not None:
+            progress(1)
     dims4 = ("target", "path", "source_layer", "source_head")
     variables = {
         "base_induction": ("target", base_induction),

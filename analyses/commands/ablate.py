@@ -84,6 +84,34 @@ def register(sub):
     p.set_defaults(func=run)
 
 
+def _prompt_seed(ds):
+    """The prompt seed of the head profiles a dataset was measured or fitted on (None if not recorded)."""
+    import json
+
+    try:
+        info = json.loads(ds.attrs.get("provenance", "{}"))
+        while "prompt" not in info and "profiles_provenance" in info:  # a fit: the provenance of its profiles
+            inner = info["profiles_provenance"]
+            info = json.loads(inner) if isinstance(inner, str) else inner
+        seed = info.get("prompt", {}).get("seed")
+    except (ValueError, TypeError, AttributeError, RecursionError):
+        return None
+    return int(seed) if isinstance(seed, int) and not isinstance(seed, bool) else None
+
+
+def _shared_prompt_seed(ranked, control):
+    """The prompt seed of the ranked profiles when it is not held out: the seed of the control's
+    profiles, or (without a control) 0, the seed of icl-cmr heads that the other analyses use."""
+    seed = _prompt_seed(ranked)
+    other = _prompt_seed(control) if control is not None else 0
+    return seed if seed is not None and seed == other else None
+
+
+def shared_with(args) -> str:
+    return (f"the seed of --control-from {args.control_from}" if args.control_from
+            else "the default of icl-cmr heads, whose profiles the other analyses describe")
+
+
 def run(args) -> int:
     import time
 
@@ -121,6 +149,12 @@ def run(args) -> int:
                                                n_heads=len(top), largest=True)
     listed = ",".join(f"L{l}.H{h}" for l, h in top)
     print(f"top set fixed before any ablation ({len(top)} heads, {source}): {listed}", flush=True)
+    if not args.heads:
+        shared = _shared_prompt_seed(ranked, load_dataset(args.control_from) if args.control_from else None)
+        if shared is not None:
+            print(f"note: the top set was ranked on head profiles of prompt seed {shared}, {shared_with(args)}; it is "
+                  "not held out, so the test also measures how the set was chosen: rank on profiles of another seed "
+                  "(icl-cmr heads --seed 1, then icl-cmr fit)", flush=True)
     n_modes = 2 if args.mode == "both" else 1
     floor = ablation.holm_rank_floor(args.n_random, args.n_matched, n_modes, control is not None)
     if floor >= 0.05:

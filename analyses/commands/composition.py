@@ -60,6 +60,8 @@ def register(sub):
 
 
 def run(args) -> int:
+    import sys
+
     import numpy as np
 
     from cmr.errors import ParameterError
@@ -78,6 +80,8 @@ def run(args) -> int:
         raise ParameterError("--figure needs --causal and --cmr (the class and the CMR distance of each tested head)")
     check_counts(args, top=1, n_words=2, n_prompts=1, n_baseline=1, seed=0)
     model = load_model(args.model, device=args.device, dtype=args.dtype)
+    print(f"composition scores of every head pair from the weights ({args.n_baseline} random baseline draws) ...",
+          file=sys.stderr, flush=True)
     scores = composition.composition_scores(model, n_baseline=args.n_baseline, rng=args.seed)
     print(f"composition scores of {model.n_layers * model.n_heads} heads -> {write_result(scores, args.output)}")
     print(composition_summary(scores))
@@ -86,13 +90,19 @@ def run(args) -> int:
     if args.heads:
         heads = parse_heads(args.heads)
     else:
+        print(f"induction scores of every head ({args.n_prompts} prompts of {args.n_words} words) ...",
+              file=sys.stderr, flush=True)
         induction = causal_composition.induction_scores(model, n_words=args.n_words, n_prompts=args.n_prompts,
                                                         seed=args.seed)
         induction[0] = -np.inf  # layer 0 has no earlier head to compose with: never ranked
         order = rank_heads(induction, args.top)
         heads = [tuple(int(i) for i in np.unravel_index(flat, induction.shape)) for flat in order]
-    causal = causal_composition.path_ablation(model, heads, n_words=args.n_words, n_prompts=args.n_prompts,
-                                              seed=args.seed, composition=scores)
+    from tqdm.auto import tqdm
+
+    with tqdm(total=len(heads), desc=f"causal composition test of {len(heads)} heads", unit="head",
+              file=sys.stderr) as bar:
+        causal = causal_composition.path_ablation(model, heads, n_words=args.n_words, n_prompts=args.n_prompts,
+                                                  seed=args.seed, composition=scores, progress=bar.update)
     print(f"causal composition test -> {write_result(causal, args.causal)}")
     fits = cmr_fits(model, args) if args.cmr else None
     print(causal_table(causal, fits))
@@ -111,7 +121,13 @@ def cmr_fits(model, args):
     from icl_cmr.adapters.lm.extraction import extract_heads
     from icl_cmr.adapters.published_grid import load_grid
 
-    heads = extract_heads(model, n_words=args.n_words, n_prompts=args.n_prompts, seed=args.seed)
+    import sys
+
+    from tqdm.auto import tqdm
+
+    with tqdm(total=args.n_prompts, desc="lag profiles of every head", unit="prompt", file=sys.stderr) as bar:
+        heads = extract_heads(model, n_words=args.n_words, n_prompts=args.n_prompts, seed=args.seed,
+                              progress=bar.update)
     grid, grid_name = load_grid(None)
     fits = fit_profiles(heads, grid, objective=args.objective, invalid="nan")
     print(f"CMR fits ({args.objective}, {grid_name}) of {model.n_layers * model.n_heads} heads -> "
