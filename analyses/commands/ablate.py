@@ -88,6 +88,8 @@ def _prompt_seed(ds):
     """The prompt seed of the head profiles a dataset was measured or fitted on (None if not recorded)."""
     import json
 
+    from cmr.checks import is_integer
+
     try:
         info = json.loads(ds.attrs.get("provenance", "{}"))
         while "prompt" not in info and "profiles_provenance" in info:  # a fit: the provenance of its profiles
@@ -96,7 +98,7 @@ def _prompt_seed(ds):
         seed = info.get("prompt", {}).get("seed")
     except (ValueError, TypeError, AttributeError, RecursionError):
         return None
-    return int(seed) if isinstance(seed, int) and not isinstance(seed, bool) else None
+    return int(seed) if is_integer(seed) else None
 
 
 def _shared_prompt_seed(ranked, control):
