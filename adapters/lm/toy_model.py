@@ -425,6 +425,25 @@ def list_checkpoints(run_dir) -> list[tuple[int, Path]]:
     return found
 
 
+def _settings_text(path: Path) -> str:
+    """The text source named in a run's ``train_toy.json``; FileFormatError if the file is damaged."""
+    from cmr.checks import parse_json
+    from cmr.errors import FileFormatError
+
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise FileFormatError(f"{str(path)!r} cannot be read ({exc.strerror or exc}); expected the toy run's "
+                              "settings written by icl-cmr train-toy") from None
+    record = parse_json(raw, repr(str(path)))
+    settings = record.get("settings") if isinstance(record, dict) else None
+    text = settings.get("text") if isinstance(settings, dict) else None
+    if not isinstance(text, str):
+        raise FileFormatError(f"{str(path)!r} is not a toy run's settings: expected a JSON object with "
+                              "'settings' holding a 'text' source; train again without --resume")
+    return text
+
+
 def prompt_words(run_dir, n_words: int) -> list[str]:
     """The ``n_words`` most frequent whole-word tokens (``' word'``) of the toy corpus.
 
@@ -437,8 +456,8 @@ def prompt_words(run_dir, n_words: int) -> list[str]:
 
     tokenizer = AutoTokenizer.from_pretrained(str(Path(run_dir) / TOKENIZER_DIR), local_files_only=True,
                                               trust_remote_code=False)
-    settings = json.loads((Path(run_dir) / SETTINGS_FILE).read_text())["settings"]
-    counts = np.bincount(np.concatenate(tokenize_documents(read_documents(settings["text"]), tokenizer)),
+    settings = _settings_text(Path(run_dir) / SETTINGS_FILE)
+    counts = np.bincount(np.concatenate(tokenize_documents(read_documents(settings), tokenizer)),
                          minlength=len(tokenizer)).astype(np.float64)
     _, words = select_words(tokenizer, np.log(counts + 0.5), int(n_words))  # corpus frequency as the prior
     return list(words)
