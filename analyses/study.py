@@ -325,7 +325,7 @@ def check_settings(settings: dict) -> None:
     Raises
     ------
     cmr.errors.ParameterError
-        A count below its minimum (``n_prompts``, ``n_words``, ``grid_trials``,
+        A count below its minimum (``n_words`` >= 2; ``n_prompts``, ``grid_trials``,
         ``ablation_random`` >= 1; ``ablation_passages``, ``ablation_matched``, ``recall_lists``,
         ``seed`` >= 0) or not an integer.
     cmr.errors.DataSourceError
@@ -337,7 +337,7 @@ def check_settings(settings: dict) -> None:
     from cmr.errors import DataSourceError, ParameterError
     from icl_cmr.adapters.recall_data import BUNDLED
 
-    minimum = {"n_prompts": 1, "n_words": 1, "grid_trials": 1, "ablation_random": 1, "ablation_passages": 0,
+    minimum = {"n_prompts": 1, "n_words": 2, "grid_trials": 1, "ablation_random": 1, "ablation_passages": 0,
                "ablation_matched": 0, "recall_lists": 0, "seed": 0}
     for name, low in minimum.items():
         if name in settings:

@@ -150,6 +150,8 @@ CASES = [
     ("heads: --n-prompts 0",
      lambda t: ["heads", "tiny-llama", "--n-prompts", "0", "-o", t / "h.nc"], None,
      r"--n-prompts must be an integer >= 1; got 0$"),
+    ("run: --n-words 1 before any stage",
+     lambda t: ["run", "-o", t / "study", "--n-words", "1"], None, r"--n-words\) must be an integer >= 2; got 1$"),
     ("composition: --n-words 1",
      lambda t: ["composition", "--n-words", "1", "-o", t / "c.nc"], None, r"--n-words must be an integer >= 2; got 1$"),
     ("composition: --top 0",
