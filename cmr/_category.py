@@ -15,15 +15,22 @@ from ._transitions import is_end, start_pool, start_trial, step_masked_transitio
 
 @njit(**JIT)
 def count_category(recalls, list_length, group, n_groups, category, in_pool, code, allowed):
-    """Within-category transitions made, and transitions where one was possible (psifr ``count_category``).
+    """Within-category transitions made, where one was possible (psifr ``count_category``), and expected by chance.
+
+    ``expected`` adds, for each transition counted in ``possible``, the share of the items
+    still available to it (not yet recalled, in the pool, passing the test from the "from"
+    item; the "to" item included) that share the "from" item's category: the within-category
+    transitions a recall choosing uniformly among the available items would make on average.
 
     Returns
     -------
     actual, possible : int64 (n_groups,)
+    expected : float64 (n_groups,)
     """
     n_trials, n_outputs = recalls.shape
     actual = np.zeros(n_groups, dtype=np.int64)
     possible = np.zeros(n_groups, dtype=np.int64)
+    expected = np.zeros(n_groups, dtype=np.float64)
     recalled = np.zeros(category.shape[1] + 2, dtype=np.bool_)
     for t in range(n_trials):
         length = list_length[t]
@@ -42,11 +49,17 @@ def count_category(recalls, list_length, group, n_groups, category, in_pool, cod
                 continue  # a missing category equals nothing
             if category[t, curr] == cat:
                 actual[g] += 1
+            n_available = 0
+            n_same = 0
             for j in range(length):
-                if not recalled[j + 1] and allowed[c_prev, code[t, j]] and category[t, j] == cat:
-                    possible[g] += 1
-                    break
-    return actual, possible
+                if not recalled[j + 1] and allowed[c_prev, code[t, j]]:
+                    n_available += 1
+                    if category[t, j] == cat:
+                        n_same += 1
+            if n_same > 0:
+                possible[g] += 1
+                expected[g] += n_same / n_available
+    return actual, possible, expected
 
 
 @njit(**JIT)

@@ -70,12 +70,17 @@ def category_crp(events, *, category_key="category", by="subject", item_query=No
     group, labels = group_index(events, by)
     codes, _, _ = _category_codes(events, category_key, lengths)
     mask = transition_mask(events, item_query, test_key, test)
-    actual, possible = _category.count_category(recalls, lengths, group, int(group.max()) + 1, codes,
-                                                mask.in_pool, mask.code, mask.allowed)
+    actual, possible, expected = _category.count_category(recalls, lengths, group, int(group.max()) + 1, codes,
+                                                          mask.in_pool, mask.code, mask.allowed)
     return stat_dataset(events, by, labels, "category_crp", (), {}, {
         "prob": (ratio(actual, possible), {"long_name": "within-category transition probability"}),
         "actual": (actual, {"long_name": "within-category transitions made"}),
         "possible": (possible, {"long_name": "transitions with a same-category item available"}),
+        # after psifr's variables, so their order and values stay those of fr.category_crp
+        "expected": (expected, {"long_name": "within-category transitions expected by chance (sum over counted "
+                                             "transitions of the same-category share of the available items)"}),
+        "chance": (ratio(expected, possible), {"long_name": "within-category transition probability expected by "
+                                                            "chance (expected / possible)"}),
     }, category_key=category_key, item_query=item_query or "", test_key=test_key or "")
 
 

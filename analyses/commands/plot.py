@@ -16,25 +16,26 @@ outside the data. The output's extension picks the format:
 Results and the figure function of icl_cmr.analyses.plots that draws them:
 {table}
 
-Other kinds (events, CMR grids, nulls, recall fits of subjects, ...) have no standard
-figure and are refused; draw them with the functions of icl_cmr.analyses.plots.
+Other kinds ({refused}) have no standard figure and are refused in one line.
 
 Examples:
   icl-cmr lag-crp psifr:Morton2013 -o crp.nc && icl-cmr plot crp.nc -o crp.pdf
   icl-cmr plot crp.nc --units 1,2,3 --title "Morton 2013, subjects 1-3" -o crp_1-3.png
   icl-cmr plot heads.nc --units L18.H6,L17.H3 -o heads.svg
   icl-cmr plot irt.nc --time-unit s -o irt.png
+  icl-cmr plot events.nc --units 1,2 -o recall.png      # events: lag-CRP, SPC and PFR
+  icl-cmr plot grid.nc -o grid.pdf                      # a CMR grid: profiles along each parameter
 """
 
 
 def _description() -> str:
-    from icl_cmr.analyses.plots.standard import STANDARD_FIGURES
+    from icl_cmr.analyses.plots.standard import NO_STANDARD_FIGURE, STANDARD_FIGURES
 
     width = max(len(kind) + len(which) + 3 for kind, which, _, _ in STANDARD_FIGURES)
     rows = [f"  {(kind + (f' ({which})' if which else '')).ljust(width)} {function}: {what}"
             for kind, which, function, what in STANDARD_FIGURES]
     formats = "\n".join(f"  {ext}  {what}" for ext, what in FIGURE_FORMATS.items())
-    return DESCRIPTION.format(formats=formats, table="\n".join(rows))
+    return DESCRIPTION.format(formats=formats, table="\n".join(rows), refused=", ".join(NO_STANDARD_FIGURE))
 
 
 def register(sub):
@@ -53,8 +54,8 @@ def register(sub):
                    help="unit of the recall times of an irt or lag_crl result, e.g. s or ms (default: the unit "
                         "stored in the result, else the name of the recall-time column)")
     p.add_argument("--chance", type=float, default=None, metavar="P",
-                   help="chance level of a category_crp result, drawn as a dashed line (the function "
-                        "icl_cmr.analyses.plots.category_chance computes it from the events)")
+                   help="chance level of a category_crp result, drawn as a dashed line (default: the level the "
+                        "result stores, the same-category share of the items available at each transition)")
     p.set_defaults(func=run)
 
 

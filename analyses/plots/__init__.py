@@ -8,7 +8,7 @@ caller's rc parameters untouched). Save with :func:`save_figure`. Examples: docs
 Style (:mod:`.style`)
     :func:`new_figure`, :func:`save_figure`, :func:`house_style`, :data:`PALETTE`
 Free recall (:mod:`.recall`)
-    :func:`lag_crp`, :func:`spc`, :func:`pfr`
+    :func:`lag_crp`, :func:`spc`, :func:`pfr`, :func:`recall_curves`
 Organisation, intrusions and timing (:mod:`.organisation`)
     :func:`category_crp`, :func:`category_clustering`, :func:`distance_crp`, :func:`distance_rank`,
     :func:`distance_rank_shifted`, :func:`distance_rank_window`, :func:`input_crp`,
@@ -17,7 +17,9 @@ Attention heads (:mod:`.heads`)
     :func:`head_profiles`, :func:`attention_pattern`, :func:`distance_vs_induction`,
     :func:`share_cmr_like_by_depth`, :func:`soft_crp_vs_humans`
 Fitted parameters (:mod:`.fits`)
-    :func:`parameters_heads_vs_humans`, :func:`parameter_recovery`
+    :func:`parameters_heads_vs_humans`, :func:`parameter_recovery`, :func:`subject_parameters`
+CMR grids (:mod:`.grids`)
+    :func:`grid_profiles`
 Causal test (:mod:`.ablation`)
     :func:`ablation_result`
 Composition (:mod:`.composition`)
@@ -27,7 +29,7 @@ Training dynamics (:mod:`.dynamics`)
 Posterior predictive check (:mod:`.predictive`)
     :func:`predictive_check`
 The language model as a recall subject (:mod:`.llm_recall`)
-    :func:`recall_vs_humans`
+    :func:`recall_vs_humans`, :func:`recall_ablation_effects`
 The standard figure of any result (:mod:`.standard`, ``icl-cmr plot``)
     :func:`standard_figure`
 """
@@ -35,12 +37,13 @@ from .ablation import ablation_result
 from .composition import causal_composition, composition_against_cmr, composition_matrix
 from .dynamics import training_dynamics
 from .predictive import predictive_check
-from .fits import parameter_recovery, parameters_heads_vs_humans
-from .llm_recall import recall_vs_humans
+from .fits import parameter_recovery, parameters_heads_vs_humans, subject_parameters
+from .grids import grid_profiles
+from .llm_recall import recall_ablation_effects, recall_vs_humans
 from .heads import attention_pattern, distance_vs_induction, head_profiles, share_cmr_like_by_depth, soft_crp_vs_humans
 from .organisation import (category_chance, category_clustering, category_crp, distance_crp, distance_rank, distance_rank_shifted,
                            distance_rank_window, input_crp, irt, lag_crl, pli_list_lag, stop_probability)
-from .recall import lag_crp, pfr, spc
+from .recall import lag_crp, pfr, recall_curves, spc
 from .standard import standard_figure
 from .style import PALETTE, house_style, new_figure, save_figure
 
@@ -54,6 +57,7 @@ __all__ = [
     "lag_crp",
     "spc",
     "pfr",
+    "recall_curves",
     # organisation, intrusions and timing
     "category_crp",
     "category_clustering",
@@ -76,6 +80,9 @@ __all__ = [
     # fitted parameters
     "parameters_heads_vs_humans",
     "parameter_recovery",
+    "subject_parameters",
+    # CMR grids
+    "grid_profiles",
     # causal test and training dynamics
     "ablation_result",
     # composition
@@ -87,6 +94,7 @@ __all__ = [
     "predictive_check",
     # the language model as a recall subject
     "recall_vs_humans",
+    "recall_ablation_effects",
     # the standard figure of any result
     "standard_figure",
 ]

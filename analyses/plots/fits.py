@@ -1,4 +1,4 @@
-"""Fitted CMR parameters: heads against humans, and parameter recovery of recall fits."""
+"""Fitted CMR parameters: heads against humans, recall fits across subjects and their parameter recovery."""
 from __future__ import annotations
 
 from cmr.checks import integer, is_integer
@@ -7,7 +7,7 @@ from cmr.errors import ParameterError, SchemaError
 from ._common import checked, choose_heads, heads_2d, labelled, legend_above, target_axes
 from .style import PALETTE, REFERENCE_GREY, house_style, new_figure
 
-__all__ = ["parameters_heads_vs_humans", "parameter_recovery"]
+__all__ = ["parameters_heads_vs_humans", "parameter_recovery", "subject_parameters"]
 
 _BETAS = ("beta_enc", "beta_rec")
 
@@ -125,4 +125,86 @@ def parameter_recovery(fits, *, ncols: int = 5):
             ax.set_ylim(low, high)
         fig.supxlabel("True value", fontsize=8)
         fig.supylabel("Recovered value", fontsize=8)
+    return fig
+
+
+def subject_parameters(fits, *, ncols: int = 5):
+    """Fitted value of every free parameter across subjects, one panel each (``cmr.fit_recall``).
+
+    Each panel is a box of the subjects' estimates with every subject as a point over it; the
+    y axis spans the search bounds, drawn as dashed lines. Estimates at a search bound
+    (``at_bound``) are drawn as diamonds in the second colour, subjects with too few scored
+    events for their free parameters (``few_events``) as open markers; the legend below the
+    panels counts both. A pooled fit (no ``subject`` dim) is one point per panel.
+
+    Parameters
+    ----------
+    fits : xarray.Dataset
+        ``recall_fit`` dataset from :func:`cmr.fit_recall` (``icl-cmr fit-recall``).
+    ncols : int
+        Panels per row.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    import numpy as np
+    from matplotlib.lines import Line2D
+
+    fits = checked(fits, "recall_fit", "cmr.fit_recall")
+    free = [str(p) for p, f in zip(fits["parameter"].values, fits["free"].values) if f]
+    if not free:
+        raise SchemaError("the recall_fit dataset has no free parameter to draw (every 'free' is 0)")
+    units = [d for d in fits["value"].dims if d != "parameter"]
+    if len(units) > 1:
+        raise SchemaError(f"subject_parameters draws fits by subject or pooled; 'value' has unit dims {units}")
+    values = fits["value"].transpose(*units, "parameter")
+    n_units = values.sizes[units[0]] if units else 1
+    at_bound = (fits["at_bound"].transpose(*units, "parameter") if "at_bound" in fits
+                else values.copy(data=np.zeros(values.shape, dtype=bool)))
+    few = (np.atleast_1d(np.asarray(fits["few_events"].values, dtype=bool)) if "few_events" in fits
+           else np.zeros(n_units, dtype=bool))
+    ncols = min(integer(ncols, "ncols"), len(free))
+    nrows = -(-len(free) // ncols)
+    fig, axes = new_figure(ncols, nrows, width=1.45, height=1.8, squeeze=False)
+    rng = np.random.default_rng(0)  # fixed jitter, so a figure is reproducible
+    jitter = rng.uniform(-0.18, 0.18, n_units) if n_units > 1 else np.zeros(1)
+    with house_style():
+        for ax in axes.flat[len(free):]:
+            ax.set_visible(False)
+        for ax, name in zip(axes.flat, free):
+            estimate = np.atleast_1d(np.asarray(values.sel(parameter=name).values, dtype=float))
+            bound = np.atleast_1d(np.asarray(at_bound.sel(parameter=name).values, dtype=bool))
+            finite = np.isfinite(estimate)
+            if finite.sum() > 1:
+                ax.boxplot(estimate[finite], positions=[0], widths=0.55, showfliers=False, patch_artist=False,
+                           medianprops={"color": "black", "linewidth": 1.0},
+                           boxprops={"color": REFERENCE_GREY}, whiskerprops={"color": REFERENCE_GREY},
+                           capprops={"color": REFERENCE_GREY})
+            for flagged, colour, marker in ((False, PALETTE[0], "o"), (True, PALETTE[1], "D")):
+                for sparse in (False, True):
+                    chosen = finite & (bound == flagged) & (few == sparse)
+                    if chosen.any():
+                        ax.scatter(jitter[chosen], estimate[chosen], s=12, marker=marker, linewidths=0.8,
+                                   facecolors="none" if sparse else colour, edgecolors=colour, zorder=3)
+            low, high = (float(fits[edge].sel(parameter=name)) if edge in fits else np.nan
+                         for edge in ("lower", "upper"))
+            if np.isfinite(low) and np.isfinite(high) and high > low:
+                for edge in (low, high):
+                    ax.axhline(edge, color=REFERENCE_GREY, linewidth=0.8, linestyle="--", zorder=0)
+                pad = 0.04 * (high - low)
+                ax.set_ylim(low - pad, high + pad)
+            ax.set_xlim(-0.6, 0.6)
+            ax.set_xticks([])
+            ax.set_title(name, fontsize=7)
+        n_bound, n_few = int(np.asarray(at_bound.sel(parameter=free).values).sum()), int(few.sum())
+        handles = [Line2D([], [], linestyle="none", marker="o", color=PALETTE[0], markersize=3.5,
+                          label="subject" if units else "pooled fit"),
+                   Line2D([], [], linestyle="none", marker="D", color=PALETTE[1], markersize=3.5,
+                          label=f"at a search bound ({n_bound})"),
+                   Line2D([], [], linestyle="none", marker="o", markerfacecolor="none", color=PALETTE[0],
+                          markersize=3.5, label=f"few events ({n_few})"),
+                   Line2D([], [], linestyle="--", color=REFERENCE_GREY, linewidth=0.8, label="search bounds")]
+        fig.legend(handles=handles, loc="outside lower center", ncols=4 if ncols > 2 else 2)
+        fig.supylabel("Fitted value", fontsize=8)
     return fig

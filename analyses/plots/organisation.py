@@ -192,18 +192,49 @@ def category_crp(stat, *, ax=None, chance=None, category_key: str = "category"):
     stat : xarray.Dataset or mapping of str to xarray.Dataset
         ``recall_stat`` dataset(s) of ``stat_kind="category_crp"``.
     ax : matplotlib.axes.Axes, optional
-    chance : float or events dataset, optional
-        Chance level, drawn as a dashed line labelled "chance": a probability, or the events
-        the statistic was computed from, whose chance level is then :func:`category_chance`
-        (a recall CRP has no list composition in it, so without ``chance`` no line is drawn).
+    chance : None, False, float or events dataset, optional
+        Chance level, drawn as a dashed line labelled "chance". ``None`` (default): the level
+        the statistic stores (``chance`` of :func:`cmr.category_crp`, the share of same-category
+        items among those available at each counted transition), averaged over subjects as the
+        CRP is; several data sets with different levels get a short line each over their points.
+        A probability, or the events the statistic was computed from (whose level is then
+        :func:`category_chance`), replaces it; ``False`` draws none.
     category_key : str
         With events as ``chance``: the column of each studied item's category.
     """
-    level = None
-    if chance is not None:
+    level, stored = None, []
+    if chance is None:
+        stored = _stored_chance(_data(stat, "category_crp"))
+        if len(set(stored)) == 1:
+            level, stored = stored[0], []
+    elif chance is not False:
         level = _chance_level(chance, category_key)
-    return _points(stat, "category_crp", ["prob"], ["Within-category CRP"], ax, chance=level,
-                   chance_label=None if level is None else f"chance ({level:.2f})")
+    fig = _points(stat, "category_crp", ["prob"], ["Within-category CRP"], ax, chance=level,
+                  chance_label=None if level is None else f"chance ({level:.2f})")
+    if stored:  # several data sets, each with its own level
+        from .style import REFERENCE_GREY, house_style
+
+        panel = fig.axes[0] if ax is None else ax
+        with house_style():
+            for index, value in enumerate(stored):
+                panel.plot([index - 0.35, index + 0.35], [value, value], color=REFERENCE_GREY, linewidth=0.8,
+                           linestyle="--", zorder=0, label="chance (each data set)" if index == 0 else None)
+            legend_above(panel)
+    return fig
+
+
+def _stored_chance(data: dict) -> list[float]:
+    """Each data set's stored chance level, averaged over subjects as its CRP is; [] when one has none."""
+    levels = []
+    for ds in data.values():
+        if "chance" not in ds:
+            return []
+        values = _by_subject(ds, "chance")
+        level = float(ds["chance"]) if values is None else float(values.mean(skipna=True))
+        if not np.isfinite(level):
+            return []
+        levels.append(level)
+    return levels
 
 
 def _chance_level(chance, category_key: str) -> float:
@@ -224,7 +255,8 @@ def category_chance(events, *, category_key: str = "category") -> float:
     averaged over those items of every list. This is the chance of a within-category
     transition from that item when every other item is still available; items recalled
     earlier leave the pool, so it approximates the chance at each transition that
-    ``cmr.category_crp`` counts (conditional, as there, on a same-category item being available).
+    ``cmr.category_crp`` counts (conditional, as there, on a same-category item being available);
+    the exact level of those transitions is the ``chance`` that ``cmr.category_crp`` stores.
 
     Parameters
     ----------

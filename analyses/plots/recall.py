@@ -21,7 +21,7 @@ from cmr.errors import ParameterError, ProfileError, SchemaError
 from ._common import draw_profile, labelled, legend_above, mean_sem, target_axes
 from .style import PALETTE
 
-__all__ = ["lag_crp", "spc", "pfr"]
+__all__ = ["lag_crp", "spc", "pfr", "recall_curves"]
 
 
 def _per_subject(ds: xr.Dataset, variable: str) -> xr.DataArray | None:
@@ -179,3 +179,40 @@ def pfr(stat, *, per_subject: bool = False, ax=None):
     As :func:`spc`, for ``recall_stat`` dataset(s) of ``stat_kind="pfr"`` from :func:`cmr.pfr`.
     """
     return _stat_figure(stat, "pfr", "cmr.pfr", "Probability of first recall", per_subject, ax)
+
+
+def recall_curves(events, *, lags=5):
+    """Three panels of one data set's recalls: lag-CRP, serial position curve, probability of first recall.
+
+    The standard figure of an events dataset (``icl-cmr plot``): :func:`lag_crp`, :func:`spc`
+    and :func:`pfr` of :func:`cmr.lag_crp`, :func:`cmr.spc` and :func:`cmr.pfr` by subject,
+    each the mean +- SEM across subjects.
+
+    Parameters
+    ----------
+    events : xarray.Dataset or pandas.DataFrame
+        An events dataset (:func:`cmr.from_table`) or a psifr-format table.
+    lags : int
+        Lag window of the lag-CRP panel, cut to the longest list (lags beyond ``L - 1`` do not exist).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    import cmr
+    from cmr.checks import integer
+
+    from .style import new_figure
+
+    events = cmr.events.as_events(events)  # a dataset of another kind: SchemaError
+    longest = int(events["list_length"].max())
+    window = min(integer(lags, "lags", minimum=1), max(longest - 1, 1))
+    fig, axes = new_figure(3, 1, width=2.4, height=2.2)
+    lag_crp(cmr.lag_crp(events, lags=window), lags=window, ax=axes[0])
+    spc(cmr.spc(events), ax=axes[1])
+    pfr(cmr.pfr(events), ax=axes[2])
+    for ax in axes[1:]:
+        legend = ax.get_legend()
+        if legend is not None:  # one legend says it all: the panels share their units
+            legend.remove()
+    return fig

@@ -6,14 +6,16 @@ import xarray as xr
 from cmr.errors import ParameterError, SchemaError
 from cmr.schema import KIND_ATTR
 
-from . import ablation, composition, fits, heads, organisation, predictive, recall
+from . import ablation, composition, fits, grids, heads, llm_recall, organisation, predictive, recall
 
-__all__ = ["STANDARD_FIGURES", "standard_figure", "figure_function"]
+__all__ = ["STANDARD_FIGURES", "NO_STANDARD_FIGURE", "standard_figure", "figure_function"]
 
 #: (dataset kind, which of them, figure function of icl_cmr.analyses.plots, what it draws), in the order of the help
 STANDARD_FIGURES = (
+    ("events", "", "recall_curves", "lag-CRP, SPC and PFR, mean +- SEM across subjects"),
     ("lag_profile", "profile_kind lag_crp", "lag_crp", "lag-CRP, mean +- SEM across subjects"),
     ("lag_profile", "heads: dims layer, head", "head_profiles", "lag profiles of the top induction heads"),
+    ("lag_profile", "a CMR grid: unit_kind cmr_parameters", "grid_profiles", "CMR's lag profile along each parameter"),
     ("recall_stat", "stat_kind spc", "spc", "serial position curve"),
     ("recall_stat", "stat_kind pfr", "pfr", "probability of first recall"),
     *(("recall_stat", f"stat_kind {name}", name, what) for name, what in (
@@ -31,20 +33,33 @@ STANDARD_FIGURES = (
     )),
     ("profile_fit", "heads: dims layer, head", "share_cmr_like_by_depth", "share of CMR-like heads by depth"),
     ("recall_fit", "a recovery study: true_value", "parameter_recovery", "true against recovered parameters"),
+    ("recall_fit", "fits by subject or pooled", "subject_parameters", "free parameters across subjects, flags marked"),
     ("attention_pattern", "", "attention_pattern", "one head's attention over the repeated prompt"),
     ("composition", "", "composition_matrix", "composition scores of every head pair"),
     ("path_ablation", "", "causal_composition", "drop of the induction score per path"),
     ("ablation", "", "ablation_result", "ICL-score change of the top head set against random sets"),
+    ("llm_recall_ablation", "", "recall_ablation_effects", "recall change per ablated head set, 95% CI"),
     ("predictive_check", "", "predictive_check", "data against fitted CMR: lag-CRP, SPC, PFR"),
 )
+
+#: the dataset kinds without a standard figure (tables more than pictures) and what they hold, as the refusal
+#: says; every kind of :func:`cmr.schema.known_kinds` is here or in :data:`STANDARD_FIGURES` (a test walks them)
+NO_STANDARD_FIGURE = {
+    "circuit_trace": "scores and context of one forced recall, step by step",
+    "cmr_states": "network states at every study and recall event",
+    "model_comparison": "information criteria per model and subject",
+    "profile_null": "null distances and p-values per unit",
+    "recall_cv": "held-out log-likelihoods per subject and fold",
+}
 
 
 #: the module of each figure function of the table
 _MODULES = {
-    **{name: recall for name in ("lag_crp", "spc", "pfr")},
+    **{name: recall for name in ("lag_crp", "spc", "pfr", "recall_curves")},
     **{fn: organisation for kind, _, fn, _ in STANDARD_FIGURES if kind == "recall_stat" and fn not in ("spc", "pfr")},
     "head_profiles": heads, "share_cmr_like_by_depth": heads, "attention_pattern": heads,
-    "parameter_recovery": fits, "composition_matrix": composition, "causal_composition": composition,
+    "parameter_recovery": fits, "subject_parameters": fits, "grid_profiles": grids,
+    "recall_ablation_effects": llm_recall, "composition_matrix": composition, "causal_composition": composition,
     "ablation_result": ablation, "predictive_check": predictive,
 }
 
@@ -69,6 +84,8 @@ def figure_function(result: xr.Dataset) -> str:
             return "lag_crp"
         if _is_heads(result) and "induction_score" in result:
             return "head_profiles"
+        if result.attrs.get("unit_kind") == "cmr_parameters":
+            return "grid_profiles"
     elif kind == "recall_stat":
         stat_kind = result.attrs.get("stat_kind")
         if any(k == kind and fn == stat_kind for k, _, fn, _ in STANDARD_FIGURES):
@@ -79,11 +96,13 @@ def figure_function(result: xr.Dataset) -> str:
     elif kind == "recall_fit":
         if "true_value" in result and "correlation" in result:
             return "parameter_recovery"
+        return "subject_parameters"
     else:
         for k, which, function, _ in STANDARD_FIGURES:
             if k == kind and not which:
                 return function
-    raise SchemaError(f"no standard figure for a dataset of kind {kind!r}{_detail(result)}; figures exist for: "
+    held = f" ({NO_STANDARD_FIGURE[kind]}: cmr.to_dataframe gives its table)" if kind in NO_STANDARD_FIGURE else ""
+    raise SchemaError(f"no standard figure for a dataset of kind {kind!r}{_detail(result)}{held}; figures exist for: "
                       + "; ".join(f"{k} ({which})" if which else k for k, which in _kinds()))
 
 
@@ -134,7 +153,7 @@ def standard_figure(result: xr.Dataset, *, units=None, title: str | None = None,
     if units is not None:
         if name in ("head_profiles",):
             options["units"] = units
-        elif "subject" in result.coords:
+        elif "subject" in result.coords or (name == "recall_curves" and "subject" in result):
             result = _subjects(result, units)
         else:
             raise ParameterError(f"units picks heads or subjects; the {result.attrs.get(KIND_ATTR)} dataset drawn by "

@@ -107,7 +107,9 @@ def _ablation(model):
 
 
 def test_every_function_of_the_table_has_a_case():
-    assert {function for _, _, function, _ in STANDARD_FIGURES} == set(BUILDERS)
+    from tests.unit.test_plot_every_kind import BUILDERS as EVERY_KIND  # events, grids, subject fits, recall ablation
+
+    assert {function for _, _, function, _ in STANDARD_FIGURES} == set(BUILDERS) | set(EVERY_KIND)
 
 
 @pytest.mark.parametrize("function", sorted(BUILDERS))
@@ -144,15 +146,15 @@ def _one_error_line(capsys) -> str:
 
 
 def test_plot_refuses_a_kind_without_a_figure_in_one_line(events, tmp_path, capsys):
-    source = cmr.save_dataset(events, tmp_path / "events.nc")
-    assert main(["plot", str(source), "-o", str(tmp_path / "events.png")]) == 1
+    source = cmr.save_dataset(cmr.attention_circuit(list_length=4), tmp_path / "trace.nc")
+    assert main(["plot", str(source), "-o", str(tmp_path / "trace.png")]) == 1
     line = _one_error_line(capsys)
-    assert "no standard figure for a dataset of kind 'events'" in line
+    assert "no standard figure for a dataset of kind 'circuit_trace'" in line
     assert "lag_profile (profile_kind lag_crp)" in line and "attention_pattern" in line
     pnr = cmr.save_dataset(cmr.pnr(events), tmp_path / "pnr.nc")
     assert main(["plot", str(pnr), "-o", str(tmp_path / "pnr.png")]) == 1
     assert "stat_kind 'pnr'" in _one_error_line(capsys)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["events.nc", "pnr.nc"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pnr.nc", "trace.nc"]
 
 
 def test_plot_refuses_bad_outputs_and_inputs_in_one_line(events, tmp_path, capsys):
@@ -265,7 +267,7 @@ def test_category_crp_draws_the_labelled_chance_level(events):
         (line,) = [line for line in ax.lines if line.get_label().startswith("chance")]
         assert line.get_linestyle() == "--" and np.allclose(line.get_ydata(), chance)
         assert [t.get_text() for t in ax.get_legend().get_texts()] == [f"chance ({chance:.2f})"]
-    assert not [line for line in plots.category_crp(cmr.category_crp(events)).axes[0].lines
+    assert not [line for line in plots.category_crp(cmr.category_crp(events), chance=False).axes[0].lines
                 if line.get_label().startswith("chance")]
     with pytest.raises(ValueError, match="probability"):
         plots.category_crp(cmr.category_crp(events), chance=2.0)
