@@ -10,7 +10,9 @@ profiles per unit, alpha 0.05): the published heads of every model at its final 
 (window -5..+5), the heads of the embedded SmolLM2-135M (extracted here with the default prompt
 settings, or read from ``--heads``) and the subjects of PEERS and Morton2013 (lag-CRPs, lags
 -5..-1, 1..5). Also the share that survives a Benjamini-Hochberg correction across the units of
-a row (false discovery rate 0.05).
+a row (false discovery rate 0.05). Beside it, forward asymmetry: the median of
+(y(+1) - y(-1)) / sd_lag(y) and the units whose lag +1 is above (forward) or below (backward)
+lag -1 beyond their own sampling error (p <= 0.05, two-sided), with Wilson 95% intervals.
 """
 from __future__ import annotations
 
@@ -62,7 +64,44 @@ def summarise(label: str, null, top=None) -> dict:
         row["top-10% induction heads beyond chance"] = f"{int(np.sum(p[top] <= ALPHA))} of {int(top.sum())}"
     else:
         row["top-10% induction heads beyond chance"] = "-"
+    row.update(asymmetry_columns(null, finite, top))
     return row
+
+
+def asymmetry_columns(null, finite, top=None) -> dict:
+    """Forward-asymmetry cells of a table row: counts with Wilson 95% intervals (``finite``: the row's units)."""
+    forward = null["forward_beyond_chance"].values.ravel()[finite].astype(bool)
+    backward = null["backward_beyond_chance"].values.ravel()[finite].astype(bool)
+    cmr_like = null["p_value"].values.ravel()[finite] <= ALPHA
+    asymmetry = null["asymmetry"].values.ravel()[finite]
+    cells = {
+        "median asymmetry (+1 vs -1, sd units)": f"{np.median(asymmetry):+.2f}" if asymmetry.size else "-",
+        "forward beyond chance": _count_interval(forward),
+        "backward beyond chance": _count_interval(backward),
+        "CMR-like and forward beyond chance": _count_interval(cmr_like & forward),
+    }
+    if top is not None:
+        cells["top-10% induction heads forward"] = f"{int(np.sum(forward[top]))} of {int(top.sum())}"
+    else:
+        cells["top-10% induction heads forward"] = "-"
+    return cells
+
+
+def _count_interval(mask) -> str:
+    """``k of n (share%, Wilson 95% interval)``."""
+    k, n = int(np.sum(mask)), int(np.size(mask))
+    if n == 0:
+        return "0 of 0"
+    low, high = wilson_interval(k, n)
+    return f"{k} of {n} ({100 * k / n:.0f}%, {100 * low:.0f}-{100 * high:.0f}%)"
+
+
+def wilson_interval(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
+    """Wilson score interval of a binomial share ``k / n`` (95% by default)."""
+    share = k / n
+    centre = (share + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * np.sqrt(share * (1 - share) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def _top_decile(heads):

@@ -80,6 +80,8 @@ from .null_models import cmr_like_null as cmr_like_null
 from .beta_scales import context_decay as context_decay
 from .beta_scales import textbook_beta as textbook_beta
 from .beta_scales import paper_beta as paper_beta
+from .beta_scales import recall_drift as recall_drift
+from .beta_scales import textbook_beta_rec as textbook_beta_rec
 from .null_models import profile_roughness as profile_roughness
 from .null_models import structureless_profiles as structureless_profiles
 from .recall_stats import lag_rank as lag_rank
@@ -212,6 +214,8 @@ __all__ = [
     # one beta scale for both models (decay-matched)
     "textbook_beta",
     "paper_beta",
+    "textbook_beta_rec",
+    "recall_drift",
     "context_decay",
     # constants
     "CMR_LIKE_DISTANCE",

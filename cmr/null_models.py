@@ -17,11 +17,18 @@ the ``alpha`` quantile of the unit's null distances; see docs/null-models.md. Wi
 permutation null has little power on a profile whose structure is one value (a single sharp
 peak): about one permutation in ``n_lag`` puts the peak back, so ``p_permuted`` stays near
 ``1 / n_lag``; read ``p_smooth`` for such units.
+
+Neither null tests forward asymmetry: both are symmetric under lag reversal, and a symmetric
+peak at lag 0 is CMR-like beyond chance. The result therefore also gives each unit's forward
+asymmetry and its p-value against a symmetric profile with the unit's own sampling error (the
+``sem`` of the profile). The asymmetry's p-values against the two shape nulls are given as well;
+with 10-11 lags they miss even the pooled human asymmetry (docs/null-models.md).
 """
 from __future__ import annotations
 
 import numpy as np
 import xarray as xr
+from scipy.special import ndtr
 
 from . import _profile_fit as kernels
 from .checks import as_generator, integer, probability, seed_of
@@ -113,7 +120,16 @@ def cmr_like_null(
         ``p_permuted``, ``p_smooth``, ``p_value``, ``threshold_permuted``, ``threshold_smooth``,
         ``threshold``, ``beyond_chance`` (0/1), ``null_cmr_like_permuted`` and
         ``null_cmr_like_smooth`` (share of the unit's null profiles with ``d < 0.5``); attrs with
-        the shares over units and the pooled calibrated threshold.
+        the shares over units and the pooled calibrated threshold. Beside them, forward
+        asymmetry (the signature of human recall, lag +1 above lag -1): ``asymmetry`` =
+        (y(+1) - y(-1)) / sd_lag(y), ``asymmetry_sum`` over lags 1..k (attr ``asymmetry_lags``,
+        the largest k with every lag +-1..+-k in the window), ``p_asymmetry`` and
+        ``p_asymmetry_sum`` (two-sided, against a symmetric profile with the unit's own sampling
+        error, from its ``sem`` variable; NaN without one), ``p_asymmetry_permuted`` and
+        ``p_asymmetry_smooth`` (the asymmetry of the CMR-like test's own null profiles), and
+        ``forward_beyond_chance`` / ``backward_beyond_chance`` (0/1: ``p_asymmetry <= alpha`` with
+        that sign); attrs ``share_forward_beyond_chance``, ``share_backward_beyond_chance`` and
+        ``share_cmr_like_and_forward``.
     """
     if objective not in ("paper", "lsq"):
         raise ParameterError(f"objective must be 'paper' or 'lsq'; got {objective!r}")
@@ -148,9 +164,11 @@ def cmr_like_null(
     bank = structureless_profiles(n_bank, n_lag, rng=generator)
     bank_roughness = profile_roughness(bank)
     order = np.argsort(bank_roughness)
-    bank_roughness, bank_distance = bank_roughness[order], distances(bank[order])
+    bank, bank_roughness = bank[order], bank_roughness[order]
+    bank_distance = distances(bank)
     roughness = profile_roughness(y)
-    null_smooth = bank_distance[_nearest(bank_roughness, roughness, n_null)]
+    nearest = _nearest(bank_roughness, roughness, n_null)
+    null_smooth = bank_distance[nearest]
 
     results = {
         "distance": observed,
@@ -164,6 +182,9 @@ def cmr_like_null(
     }
     results["p_value"] = np.maximum(results["p_permuted"], results["p_smooth"])
     results["threshold"] = np.minimum(results["threshold_permuted"], results["threshold_smooth"])
+    sem = _sem_rows(profiles, variable, window, unit_dims, good)
+    asymmetry, k_sum = _asymmetry_results(y, sem, window, permuted, bank, nearest)
+    results.update(asymmetry)
     shape = values.shape[:-1]
     coords = {d: values[d] for d in unit_dims if d in values.coords}
     out = xr.Dataset(coords=coords)
@@ -174,6 +195,11 @@ def cmr_like_null(
     beyond = np.zeros(flat.shape[0], dtype=np.int64)
     beyond[good] = results["p_value"] <= alpha
     out["beyond_chance"] = (unit_dims, beyond.reshape(shape))
+    signed = np.sign(results["asymmetry"]) * (results["p_asymmetry"] <= alpha)  # NaN p compares False
+    for name, sign in (("forward_beyond_chance", 1), ("backward_beyond_chance", -1)):
+        flag = np.zeros(flat.shape[0], dtype=np.int64)
+        flag[good] = signed == sign
+        out[name] = (unit_dims, flag.reshape(shape))
     for name, text in _DESCRIPTIONS.items():
         out[name].attrs["long_name"] = text
     pooled = (np.quantile(null_perm, alpha) if n_unit else np.nan, np.quantile(null_smooth, alpha) if n_unit else np.nan)
@@ -191,6 +217,14 @@ def cmr_like_null(
                                       grid_provenance=grid.attrs.get("provenance", ""),
                                       profiles_provenance=profiles.attrs.get("provenance", ""), **summary))
     out.attrs.update(summary, unit_dims=" ".join(unit_dims))
+    # the provenance string records the CMR-like test alone; the asymmetry test adds its own attrs
+    out.attrs.update(
+        asymmetry_lags=int(k_sum), asymmetry_null="sampling" if sem is not None else "none (no sem variable)",
+        share_forward_beyond_chance=float(np.mean(signed == 1)) if n_unit else float("nan"),
+        share_backward_beyond_chance=float(np.mean(signed == -1)) if n_unit else float("nan"),
+        share_cmr_like_and_forward=(float(np.mean((results["p_value"] <= alpha) & (signed == 1))) if n_unit
+                                    else float("nan")),
+    )
     for key in ("unit_kind", "profile_kind"):
         if key in profiles.attrs:
             out.attrs[key] = profiles.attrs[key]
@@ -202,6 +236,71 @@ def _p_values(observed, null):
     if observed.size == 0:
         return np.empty(0)
     return (1.0 + (null <= observed[:, None]).sum(axis=1)) / (1.0 + null.shape[1])
+
+
+def _sem_rows(profiles, variable, window, unit_dims, good):
+    """The SEM of ``variable`` (``sem`` for ``profile``, ``prob_sem`` for ``prob_profile``) as rows of the good units, or None."""
+    name = "sem" if variable == "profile" else variable.replace("profile", "sem")
+    if name == variable or name not in profiles or "lag" not in profiles[name].dims:
+        return None
+    if not set(window) <= set(np.asarray(profiles[name]["lag"].values).tolist()):
+        return None
+    sem = profiles[name].sel(lag=list(window)).transpose(*unit_dims, "lag")
+    return np.asarray(sem.values, dtype=np.float64).reshape(-1, len(window))[good]
+
+
+def _asymmetry_results(y, sem, window, permuted, bank, nearest):
+    """Forward-asymmetry columns of the good units ``y`` (n_unit, n_lag).
+
+    ``permuted`` (n_unit, n_null, n_lag) and ``bank[nearest]`` are the very null profiles of the
+    CMR-like test. Returns (columns, k) with ``k`` the lags summed in ``asymmetry_sum``.
+    """
+    window = list(window)
+    k = 0
+    while k + 1 in window and -(k + 1) in window:
+        k += 1
+    n_unit = y.shape[0]
+    if k == 0 or n_unit == 0:
+        empty = np.full(n_unit, np.nan)
+        names = ("asymmetry", "asymmetry_sum", "p_asymmetry", "p_asymmetry_sum", "p_asymmetry_permuted",
+                 "p_asymmetry_smooth")
+        return {name: empty for name in names}, k
+    plus = [window.index(lag) for lag in range(1, k + 1)]
+    minus = [window.index(-lag) for lag in range(1, k + 1)]
+    one = _forward_asymmetry(y, plus[:1], minus[:1])
+    smooth_one = _forward_asymmetry(bank, plus[:1], minus[:1])[nearest]
+    columns = {
+        "asymmetry": one,
+        "asymmetry_sum": _forward_asymmetry(y, plus, minus),
+        "p_asymmetry_permuted": _p_two_sided(one, _forward_asymmetry(permuted, plus[:1], minus[:1])),
+        "p_asymmetry_smooth": _p_two_sided(one, smooth_one),
+    }
+    for name, n_pairs in (("p_asymmetry", 1), ("p_asymmetry_sum", k)):
+        if sem is None:
+            columns[name] = np.full(n_unit, np.nan)
+            continue
+        difference = y[:, plus[:n_pairs]].sum(axis=1) - y[:, minus[:n_pairs]].sum(axis=1)
+        spread = np.sqrt((sem[:, plus[:n_pairs]] ** 2 + sem[:, minus[:n_pairs]] ** 2).sum(axis=1))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            p = 2.0 * ndtr(-np.abs(difference) / spread)
+        columns[name] = np.where(spread > 0, p, np.nan)
+    return columns, k
+
+
+def _forward_asymmetry(values, plus, minus) -> np.ndarray:
+    """``sum_l (y(+l) - y(-l)) / sd_lag(y)`` along the last axis (columns ``plus[l]``, ``minus[l]``).
+
+    Divided by the profile's standard deviation over its lags (ddof 0), so it is free of offset and
+    gain, as the CMR distance is; 0 for a profile symmetric about lag 0, NaN for a constant one.
+    """
+    values = np.asarray(values, dtype=np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (values[..., plus].sum(axis=-1) - values[..., minus].sum(axis=-1)) / values.std(axis=-1)
+
+
+def _p_two_sided(observed, null):
+    """``(1 + #{|null| >= |observed|}) / (1 + n_null)`` per row."""
+    return (1.0 + (np.abs(null) >= np.abs(observed)[:, None]).sum(axis=1)) / (1.0 + null.shape[1])
 
 
 def _nearest(sorted_values, targets, k):
@@ -231,4 +330,12 @@ _DESCRIPTIONS = {
     "null_cmr_like_permuted": "share of the permuted-lag null below the study's d < 0.5",
     "null_cmr_like_smooth": "share of the smooth null below the study's d < 0.5",
     "beyond_chance": "1 if p_value <= alpha",
+    "asymmetry": "forward asymmetry (profile(+1) - profile(-1)) / sd over the window's lags",
+    "asymmetry_sum": "sum over lags 1..asymmetry_lags of (profile(+l) - profile(-l)), over the same sd",
+    "p_asymmetry": "two-sided p of profile(+1) - profile(-1) against 0 with the unit's own sem (normal)",
+    "p_asymmetry_sum": "two-sided p of the summed difference against 0 with the unit's own sem (normal)",
+    "p_asymmetry_permuted": "two-sided p of asymmetry against the CMR-like test's permuted-lag null profiles",
+    "p_asymmetry_smooth": "two-sided p of asymmetry against the CMR-like test's smooth null profiles",
+    "forward_beyond_chance": "1 if p_asymmetry <= alpha and asymmetry > 0",
+    "backward_beyond_chance": "1 if p_asymmetry <= alpha and asymmetry < 0",
 }

@@ -17,6 +17,13 @@ and gives per unit p_permuted, p_smooth, p_value = max of the two, a calibrated 
 of units below 0.5, the share beyond chance and how often null profiles pass 0.5. See
 docs/null-models.md.
 
+Both nulls are symmetric under lag reversal, so a symmetric peak at lag 0 can be CMR-like
+beyond chance. Beside the test, every unit gets its forward asymmetry (profile(+1) - profile(-1),
+over the profile's sd across lags; asymmetry_sum over lags 1..5 in the default windows) and
+p_asymmetry, the two-sided p against a symmetric profile with the unit's own sampling error
+(its sem variable); forward_beyond_chance / backward_beyond_chance = p_asymmetry <= alpha with
+that sign.
+
 Grid, lags and objective as for icl-cmr fit (default: the published grid if found, lags -5..5
 for heads and -5..-1, 1..5 for recall lag-CRPs, objective paper).
 
@@ -60,4 +67,10 @@ def run(args) -> int:
           f"CMR-like beyond chance (p <= {args.alpha:g} against both nulls); null profiles below {CMR_LIKE_DISTANCE}: "
           f"{100 * a['null_share_cmr_like_permuted']:.0f}% permuted, {100 * a['null_share_cmr_like_smooth']:.0f}% smooth; "
           f"calibrated threshold {a['calibrated_threshold']:.3f}")
+    if a["asymmetry_null"] == "sampling":
+        print(f"forward asymmetry (lag +1 vs -1 against the unit's own sem, p <= {args.alpha:g}): "
+              f"{100 * a['share_forward_beyond_chance']:.0f}% forward, {100 * a['share_backward_beyond_chance']:.0f}% "
+              f"backward beyond chance; {100 * a['share_cmr_like_and_forward']:.0f}% CMR-like and forward beyond chance")
+    else:
+        print("forward asymmetry: no sem variable in the profiles, so no p-value; see the asymmetry variables")
     return 0
