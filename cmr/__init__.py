@@ -94,6 +94,11 @@ from .tables import unit_table as unit_table
 from .timing import irt as irt
 from .timing import lag_crl as lag_crl
 from .timing import stop_probability as stop_probability
+from .cmr2 import CMR2_PARAMETER_NAMES as CMR2_PARAMETER_NAMES
+from .cmr2 import default_cmr2_parameters as default_cmr2_parameters
+from .cmr2 import log_likelihood as cmr2_log_likelihood
+from .cmr2 import simulate_sessions as simulate_cmr2
+from .cmr2 import simulate_experiment as simulate_cmr2_experiment
 from .textbook import MODEL_PARAMETER_NAMES as MODEL_PARAMETER_NAMES
 from .textbook import PARAMETER_NAMES as PARAMETER_NAMES
 from .textbook import SEMANTIC_PARAMETER_NAMES as SEMANTIC_PARAMETER_NAMES
@@ -214,6 +219,12 @@ __all__ = [
     # one beta scale for both models (decay-matched)
     "textbook_beta",
     "paper_beta",
+    # CMR2: sessions of lists, prior-list intrusions (docs/cmr2.md)
+    "CMR2_PARAMETER_NAMES",
+    "default_cmr2_parameters",
+    "cmr2_log_likelihood",
+    "simulate_cmr2",
+    "simulate_cmr2_experiment",
     "textbook_beta_rec",
     "recall_drift",
     "context_decay",

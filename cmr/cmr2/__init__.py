@@ -1,0 +1,17 @@
+"""CMR2 (Lohnas, Polyn & Kahana 2015): CMR over whole sessions, with prior-list intrusions.
+
+* :mod:`cmr.cmr2.parameters`  textbook CMR's 14 parameters plus ``B_distract`` and ``C_thresh``
+* :mod:`cmr.cmr2.likelihood`  log-likelihood of multi-list sessions (Luce choice, editing rule)
+* :mod:`cmr.cmr2.simulate`    seeded simulation of new sessions, or of the data's own, as a psifr table
+
+Kernels in ``_kernels.py``, events to sessions in ``_sessions.py``. See docs/cmr2.md.
+"""
+from .likelihood import log_likelihood as log_likelihood
+from .parameters import CMR2_PARAMETER_NAMES as CMR2_PARAMETER_NAMES
+from .parameters import default_cmr2_parameters as default_cmr2_parameters
+from .parameters import validate_cmr2_parameters as validate_cmr2_parameters
+from .simulate import simulate_experiment as simulate_experiment
+from .simulate import simulate_sessions as simulate_sessions
+
+__all__ = ["CMR2_PARAMETER_NAMES", "default_cmr2_parameters", "validate_cmr2_parameters", "log_likelihood",
+           "simulate_sessions", "simulate_experiment"]
