@@ -241,7 +241,7 @@ FAULTS = [
     ("cli: run --n-prompts 0", lambda t, m: _run(t, "--n-prompts", "0"),
      errors.ParameterError, r"n_prompts \(--n-prompts\) must be an integer >= 1; got 0"),
     ("cli: run --n-words 0", lambda t, m: _run(t, "--n-words", "0"),
-     errors.ParameterError, r"n_words .* >= 1; got 0"),
+     errors.ParameterError, r"n_words .* >= 2; got 0"),
     ("cli: run --grid-trials 0", lambda t, m: _run(t, "--grid-trials", "0"),
      errors.ParameterError, r"grid_trials .* >= 1; got 0"),
     ("cli: run --ablation-random 0", lambda t, m: _run(t, "--ablation-random", "0"),
