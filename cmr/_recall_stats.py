@@ -25,6 +25,8 @@ def count_recalled(recalls, list_length, group, n_groups, n_positions):
     actual = np.zeros((n_groups, n_positions), dtype=np.int64)
     possible = np.zeros((n_groups, n_positions), dtype=np.int64)
     recalled = np.zeros(n_positions + 1, dtype=np.bool_)
+    # lists of each length per group; possible[g, j] is then the lists of g longer than j
+    n_lists = np.zeros((n_groups, n_positions), dtype=np.int64)
     for t in range(n_trials):
         g = group[t]
         length = list_length[t]
@@ -32,11 +34,14 @@ def count_recalled(recalls, list_length, group, n_groups, n_positions):
         for o in range(n_outputs):
             if is_end(recalls, t, o):
                 break
-            step_recall(recalls, t, o, recalled)
-        for j in range(length):
-            possible[g, j] += 1
-            if recalled[j + 1]:
-                actual[g, j] += 1
+            if step_recall(recalls, t, o, recalled):  # a position's first valid recall: counted once
+                actual[g, recalls[t, o] - 1] += 1
+        n_lists[g, length - 1] += 1
+    for g in range(n_groups):
+        longer = 0
+        for j in range(n_positions - 1, -1, -1):
+            longer += n_lists[g, j]
+            possible[g, j] = longer
     return actual, possible
 
 

@@ -15,6 +15,8 @@ counts:
 """
 from __future__ import annotations
 
+from collections import OrderedDict
+
 import numpy as np
 import xarray as xr
 
@@ -22,34 +24,103 @@ from . import _recall_stats
 from ._numeric import ratio
 from .events import as_events, group_index, unit_coordinates
 from .masks import item_mask, transition_mask
-from .schema import provenance_attrs, validate
+from .schema import provenance_attrs, validate, validate_recall_stat
 
 __all__ = ["spc", "pnr", "pfr", "lag_rank"]
 
 
 def _prepared(events, by):
     events = as_events(events)  # validated once: the arrays are read from its variables directly
-    recalls = np.ascontiguousarray(events.variables["recalls"].transpose("trial", "output_position").values,
-                                   dtype=np.int64)
+    recalls = events.variables["recalls"]
+    if recalls.dims != ("trial", "output_position"):
+        recalls = recalls.transpose("trial", "output_position")
+    recalls = np.ascontiguousarray(recalls.values, dtype=np.int64)
     lengths = np.ascontiguousarray(events.variables["list_length"].values, dtype=np.int64)
-    group, labels = group_index(events, by)
+    group, labels = _group_index(events, by)
     return events, recalls, lengths, group, int(group.max()) + 1, labels
 
 
+def _group_index(events, by):
+    """:func:`cmr.events.group_index`, kept for the last few subject columns (by content).
+
+    The kept arrays are only read (by the kernels, and as index labels, which are read-only).
+    """
+    subjects = events.variables["subject"].values if by == "subject" else None
+    if subjects is None or subjects.dtype.hasobject or subjects.nbytes > _MAX_KEY_BYTES:
+        return group_index(events, by)
+    key = (subjects.dtype.str, subjects.shape, subjects.tobytes())
+    found = _GROUPS.get(key)
+    if found is None:
+        found = group_index(events, by)
+        _GROUPS[key] = found
+        try:
+            while len(_GROUPS) > _MAX_GROUPS:
+                _GROUPS.popitem(last=False)  # the oldest
+        except KeyError:  # emptied meanwhile by another thread
+            pass
+    return found
+
+
+_GROUPS: OrderedDict = OrderedDict()
+_MAX_GROUPS = 8
+_MAX_KEY_BYTES = 2**20  # longer subject columns are grouped afresh (the kept keys stay small)
+
+
 def _stat_dataset(events, by, labels, stat_kind, created_by, dims, coords, data):
-    unit_dims, unit_coords = unit_coordinates(events, by, labels)
-    variables = {name: (unit_dims + dims, value[0] if by is None else value, attrs)
-                 for name, (value, attrs) in data.items()}
-    ds = xr.Dataset(
-        variables,
-        coords={**unit_coords, **coords},
-        attrs={
-            **provenance_attrs("recall_stat", created_by, by="pooled" if by is None else by),
-            "stat_kind": stat_kind,
-            "unit_kind": "pooled" if by is None else by,
-        },
+    attrs = {
+        **provenance_attrs("recall_stat", created_by, by="pooled" if by is None else by),
+        "stat_kind": stat_kind,
+        "unit_kind": "pooled" if by is None else by,
+    }
+    values = {name: value[0] if by is None else value for name, (value, _) in data.items()}
+    key = _layout_key(by, labels, stat_kind, dims, coords, data)
+    template = _LAYOUTS.get(key) if key is not None else None
+    if template is None:
+        unit_dims, unit_coords = unit_coordinates(events, by, labels)
+        variables = {name: (unit_dims + dims, values[name], var_attrs) for name, (_, var_attrs) in data.items()}
+        ds = xr.Dataset(variables, coords={**unit_coords, **coords}, attrs=attrs)
+        validate(ds, "recall_stat")
+        if key is not None:
+            _remember_layout(key, ds)
+        return ds
+    # the layout of a dataset that passed validate: only the values and the provenance are new,
+    # so only what they can break is checked again
+    ds = template.copy(deep=False, data=values)
+    ds.attrs = attrs
+    validate_recall_stat(ds)
+    return ds
+
+
+#: labelled layouts of recent results (coords, indexes, variable attrs), by what makes them;
+#: building the two indexes of a dataset costs more than the counting itself
+_LAYOUTS: OrderedDict = OrderedDict()
+_MAX_LAYOUTS = 32
+
+
+def _layout_key(by, labels, stat_kind, dims, coords, data):
+    """What fixes a result's layout; None where it is not cheap to tell (by trial, object labels)."""
+    if by == "trial" or (labels is not None and labels.dtype.hasobject):
+        return None
+    arrays = [] if labels is None else [labels]
+    arrays += list(coords.values())
+    if any(not isinstance(a, np.ndarray) or a.dtype.hasobject for a in arrays):
+        return None
+    return (
+        by, stat_kind, dims,
+        None if labels is None else (labels.dtype.str, labels.shape, labels.tobytes()),
+        tuple((name, value.dtype.str, value.shape, value.tobytes()) for name, value in coords.items()),
+        tuple((name, np.asarray(value).dtype.str, np.shape(value), tuple(attrs.items()))
+              for name, (value, attrs) in data.items()),
     )
-    return validate(ds, "recall_stat")
+
+
+def _remember_layout(key, ds):
+    while len(_LAYOUTS) >= _MAX_LAYOUTS:
+        try:
+            _LAYOUTS.popitem(last=False)  # the oldest
+        except KeyError:  # emptied meanwhile by another thread
+            break
+    _LAYOUTS[key] = ds.copy(deep=False)  # a copy: changes to the returned dataset stay there
 
 
 def spc(events, *, by="subject", item_query=None, test_key=None, test=None) -> xr.Dataset:

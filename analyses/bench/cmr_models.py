@@ -77,7 +77,7 @@ def bench_fit_semantic(repeats: int = 1) -> dict:
     """Semantic CMR (12 free parameters: the ten, Scf, Sff) on one psifr:Morton2013 subject, vs cymr."""
     import cmr
     from icl_cmr.adapters.item_pools import load_item_patterns
-    from icl_cmr.adapters.recall_data import load_recall_data, read_recall_table
+    from icl_cmr.adapters.recall_data import load_recall_data
 
     cymr_cmr, _ = cymr_modules()
     events = load_recall_data("psifr:Morton2013")
@@ -93,18 +93,7 @@ def bench_fit_semantic(repeats: int = 1) -> dict:
         times.append(time.perf_counter() - start)
     ours = float(np.median(times))
     nfev = int(fits["nfev"].sum())
-    # cymr configured the same way (docs/semantic-cmr.md), on the same subject and items
-    table = read_recall_table("psifr:Morton2013")
-    table = table[table["subject"] == subject].copy()
-    index = {item: k for k, item in enumerate(patterns.items)}
-    table["item_index"] = [index.get(str(item), np.nan) for item in table["item"]]
-    param_def = cymr_cmr.CMRParameters()
-    param_def.set_sublayers(f=["task"], c=["task"])
-    param_def.set_weights("fc", {(("task", "item"), ("task", "item")): "Afc + Dfc * loc + Sfc * sem"})
-    param_def.set_weights("cf", {(("task", "item"), ("task", "item")): "Acf + Dcf * loc + Scf * sem"})
-    param_def.set_weights("ff", {("task", "item"): "Sff * sem"})
-    cymr_patterns = {"items": patterns.items, "vector": {"loc": np.eye(patterns.size), "sem": patterns.similarity},
-                     "similarity": {"sem": patterns.similarity}}
+    table, param_def, cymr_patterns = _cymr_semantic(subject, patterns)
     param = dict(SEMANTIC_PARAMS, Sfc=0.0)
     per_eval = _cymr_per_eval(table, param, param_def, cymr_patterns)
     same = cmr.log_likelihood(one, param, patterns=patterns).attrs["total_logl"]
@@ -121,3 +110,95 @@ def bench_fit_semantic(repeats: int = 1) -> dict:
         "logl": float(fits["logl"].values[0]),
         "likelihood_check": {"ours": same, "cymr": reference_logl},
     }
+
+
+def _cymr_semantic(subject, patterns):
+    """One Morton2013 subject's table, cymr's semantic configuration and patterns (docs/semantic-cmr.md)."""
+    from icl_cmr.adapters.recall_data import read_recall_table
+
+    cymr_cmr, _ = cymr_modules()
+    table = read_recall_table("psifr:Morton2013")
+    table = table[table["subject"] == subject].copy()
+    index = {item: k for k, item in enumerate(patterns.items)}
+    table["item_index"] = [index.get(str(item), np.nan) for item in table["item"]]
+    param_def = cymr_cmr.CMRParameters()
+    param_def.set_sublayers(f=["task"], c=["task"])
+    param_def.set_weights("fc", {(("task", "item"), ("task", "item")): "Afc + Dfc * loc + Sfc * sem"})
+    param_def.set_weights("cf", {(("task", "item"), ("task", "item")): "Acf + Dcf * loc + Scf * sem"})
+    param_def.set_weights("ff", {("task", "item"): "Sff * sem"})
+    cymr_patterns = {"items": patterns.items, "vector": {"loc": np.eye(patterns.size), "sem": patterns.similarity},
+                     "similarity": {"sem": patterns.similarity}}
+    return table, param_def, cymr_patterns
+
+
+def bench_likelihood_semantic(repeats: int = 21) -> dict:
+    """One public semantic CMR likelihood call (Morton2013 subject 1, 768-item pool) vs cymr's.
+
+    Ours is ``cmr.log_likelihood(events, params, patterns=patterns)`` as a user calls it again
+    with other parameters (the pool's list terms of these lists kept from the call before),
+    the median of ``repeats`` calls one after another after a warm-up; ``first_s`` is one call
+    with a fresh pool (the list terms built). cymr's is ``CMR().likelihood`` with the same
+    configuration, the median of ``max(3, repeats // 3)`` calls, each followed by one call of
+    ours (``ours_after_reference_s``: with the caches as cymr's call left them). Wall and
+    process CPU seconds, both sides in the same process.
+    """
+    import cmr
+    from icl_cmr.adapters.item_pools import load_item_patterns
+    from icl_cmr.adapters.recall_data import load_recall_data
+
+    cymr_cmr, _ = cymr_modules()
+    events = load_recall_data("psifr:Morton2013")
+    subject = events["subject"].values[0]
+    one = events.isel(trial=np.flatnonzero(events["subject"].values == subject))
+    patterns = load_item_patterns("psifr:Morton2013", categories=False)
+    table, param_def, cymr_patterns = _cymr_semantic(subject, patterns)
+    param = dict(SEMANTIC_PARAMS, Sfc=0.0)
+    model = cymr_cmr.CMR()
+
+    def ours_call():
+        return cmr.log_likelihood(one, param, patterns=patterns)
+
+    def reference_call():
+        return model.likelihood(table, param, param_def=param_def, patterns=cymr_patterns)
+
+    ours_call()  # compile (or load) the kernel outside the timing
+    fresh = cmr.item_patterns(patterns.items, patterns.similarity)
+    start = time.perf_counter()
+    cmr.log_likelihood(one, param, patterns=fresh)
+    first = time.perf_counter() - start
+    reference_repeats = max(3, repeats // 3)
+    reference_call()
+    ours_times = [_timed(ours_call) for _ in range(max(1, repeats))]
+    reference_times, after_reference = [], []
+    for _ in range(reference_repeats):
+        reference_times.append(_timed(reference_call))
+        after_reference.append(_timed(ours_call))
+    ours, ours_cpu = np.median(ours_times, axis=0).tolist()
+    reference, reference_cpu = np.median(reference_times, axis=0).tolist()
+    after, after_cpu = np.median(after_reference, axis=0).tolist()
+    return {
+        "name": "likelihood-semantic",
+        "ours_s": ours,
+        "reference": "cymr CMR().likelihood (semantic configuration)",
+        "reference_s": reference,
+        "ratio": reference / ours,
+        "ours_cpu_s": ours_cpu,
+        "reference_cpu_s": reference_cpu,
+        "cpu_ratio": reference_cpu / ours_cpu,
+        "ours_after_reference_s": after,
+        "ratio_after_reference": reference / after,
+        "cpu_ratio_after_reference": reference_cpu / after_cpu,
+        "first_s": first,
+        "repeats": repeats,
+        "reference_repeats": reference_repeats,
+        "logl": float(ours_call().attrs["total_logl"]),
+        "reference_logl": float(reference_call()["logl"].sum()),
+        "data": f"psifr:Morton2013 subject {subject} ({one.sizes['trial']} lists, pool of {patterns.size})",
+    }
+
+
+def _timed(func) -> tuple[float, float]:
+    """Wall and process CPU seconds of one call of ``func()``."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    func()
+    return time.perf_counter() - wall, time.process_time() - cpu

@@ -60,7 +60,8 @@ class TrialArrays:
         )
 
 
-def trial_arrays(events, patterns: ItemPatterns | None = None, pool_size: int | None = None) -> TrialArrays:
+def trial_arrays(events, patterns: ItemPatterns | None = None, pool_size: int | None = None, *,
+                 reuse: bool = False) -> TrialArrays:
     """Kernel arrays of an events dataset.
 
     Parameters
@@ -72,8 +73,19 @@ def trial_arrays(events, patterns: ItemPatterns | None = None, pool_size: int | 
         context then has one unit per pool item (cymr's pool-sized context).
     pool_size : int, optional
         Localist CMR only: cymr's pool size (default: list-sized context, n items).
+    reuse : bool
+        For a caller that validated ``events`` and only reads the arrays (one likelihood):
+        the events are not checked again, and the pattern terms of study lists seen in a
+        recent call are the arrays made then (:meth:`ItemPatterns.study_terms`).
     """
-    recalls, list_length = to_recall_matrix(events)
+    if reuse:  # validated by the caller: read directly
+        recalls = events.variables["recalls"]
+        if recalls.dims != ("trial", "output_position"):
+            recalls = recalls.transpose("trial", "output_position")
+        recalls = np.ascontiguousarray(recalls.values, dtype=np.int64)
+        list_length = np.ascontiguousarray(events.variables["list_length"].values, dtype=np.int64)
+    else:
+        recalls, list_length = to_recall_matrix(events)
     if recalls.shape[1] == 0:
         recalls = np.zeros((recalls.shape[0], 1), dtype=np.int64)
     n_trials = recalls.shape[0]
@@ -83,15 +95,14 @@ def trial_arrays(events, patterns: ItemPatterns | None = None, pool_size: int | 
             raise RecallDataError(
                 f"pool_size ({pool_size!r}) must be left out or equal the item pool's size ({patterns.size})"
             )
-        study = events["study_item"].transpose("trial", "study_position").values
-        rows = patterns.index_of(study)
-        shape = (n_trials, longest, longest)
-        sim, gram, feats = np.zeros(shape), np.zeros(shape), np.zeros(shape)
-        row_sum = np.zeros((n_trials, longest))
-        for t in range(n_trials):
-            n = int(list_length[t])
-            s, q, r, f = patterns.list_arrays(rows[t, :n])
-            sim[t, :n, :n], gram[t, :n, :n], row_sum[t, :n], feats[t, :n, :n] = s, q, r, f
+        study = events.variables["study_item"]
+        if study.dims != ("trial", "study_position"):
+            study = study.transpose("trial", "study_position")
+        if reuse:
+            rows, sim, gram, row_sum, feats = patterns.study_terms(study.values, list_length)
+        else:
+            rows = patterns.index_of(study.values)
+            sim, gram, row_sum, feats = patterns.lists_arrays(rows, list_length)
         return TrialArrays(
             np.ascontiguousarray(recalls), list_length, np.arange(n_trials, dtype=np.int64),
             list_length.copy(), np.full(n_trials, float(patterns.size)), sim, gram, row_sum, feats,

@@ -17,6 +17,8 @@ Two documented differences from cymr, both where cymr has no answer:
 from __future__ import annotations
 
 import warnings
+from collections import OrderedDict
+
 import numpy as np
 import pandas as pd
 import xarray as xr
@@ -77,8 +79,8 @@ def log_likelihood(
     events = as_events(events)
     if patterns is not None and not isinstance(patterns, ItemPatterns):
         raise RecallDataError(f"patterns must come from cmr.item_patterns(...); got {type(patterns).__name__}")
-    table, trial_param = parameter_table(params, events["subject"].values, patterns=patterns is not None)
-    arrays = trial_arrays(events, patterns, pool_size)
+    table, trial_param = parameter_table(params, events.variables["subject"].values, patterns=patterns is not None)
+    arrays = trial_arrays(events, patterns, pool_size, reuse=True)  # validated above; the kernel only reads
     n_trials = arrays.n_trials
     trial_logl = np.zeros(n_trials)
     trial_n = np.zeros(n_trials, dtype=np.int64)
@@ -96,41 +98,78 @@ def log_likelihood(
             RuntimeWarning,
             stacklevel=2,
         )
-    trial = events["trial"].values
-    data = {
-        "trial_logl": ("trial", trial_logl),
-        "trial_n": ("trial", trial_n),
-    }
-    coords = {"trial": trial, "subject_of_trial": ("trial", events["subject"].values)}
+    trial = events.variables["trial"].values
+    subjects = events.variables["subject"].values
+    key = _layout_key(by, event_probabilities, event_p.shape[1], trial, subjects)
+    layout = _LAYOUTS.get(key) if key is not None else None
+    if layout is not None:
+        template, labels, index = layout
+    elif by == "subject":
+        labels, index = _factorize(subjects)
+    data = {"trial_logl": trial_logl, "trial_n": trial_n}
     if by == "subject":
-        labels, index = _factorize(events["subject"].values)
         logl = np.zeros(labels.size)
         count = np.zeros(labels.size, dtype=np.int64)
         np.add.at(logl, index, trial_logl)
         np.add.at(count, index, trial_n)
-        data["logl"] = ("subject", logl)
-        data["n"] = ("subject", count)
-        coords["subject"] = labels
+        data["logl"], data["n"] = logl, count
     elif by == "trial":
-        data["logl"] = ("trial", trial_logl.copy())
-        data["n"] = ("trial", trial_n.copy())
+        data["logl"], data["n"] = trial_logl.copy(), trial_n.copy()
     if event_probabilities:
-        data["event_probability"] = (("trial", "event"), event_p)
-        coords["event"] = np.arange(1, event_p.shape[1] + 1)
+        data["event_probability"] = event_p
     if patterns is not None:
         pool = patterns.size
     else:
         pool = -1 if pool_size is None else int(pool_size)  # -1: list-sized context
-    return xr.Dataset(
-        data,
-        coords=coords,
-        attrs={
-            "total_logl": float(trial_logl.sum()),
-            "n": int(trial_n.sum()),
-            "pool_size": pool,
-            "model": "localist" if patterns is None else "patterns",
-        },
-    )
+    attrs = {
+        "total_logl": float(trial_logl.sum()),
+        "n": int(trial_n.sum()),
+        "pool_size": pool,
+        "model": "localist" if patterns is None else "patterns",
+    }
+    if layout is not None:
+        # the coords and indexes made for the same trials before; only the values are new
+        ds = template.copy(deep=False, data=data)
+        ds.variables["subject_of_trial"].data = subjects  # the events' own labels, as a new dataset holds them
+        ds.attrs = attrs
+        return ds
+    unit = {"subject": ("subject",), "trial": ("trial",)}.get(by)
+    dims = {"trial_logl": ("trial",), "trial_n": ("trial",), "logl": unit, "n": unit,
+            "event_probability": ("trial", "event")}
+    coords = {"trial": trial, "subject_of_trial": ("trial", subjects)}
+    if by == "subject":
+        coords["subject"] = labels
+    if event_probabilities:
+        coords["event"] = np.arange(1, event_p.shape[1] + 1)
+    ds = xr.Dataset({name: (dims[name], value) for name, value in data.items()}, coords=coords, attrs=attrs)
+    if key is not None:
+        _remember_layout(key, (ds.copy(deep=False), labels if by == "subject" else None,
+                               index if by == "subject" else None))
+    return ds
+
+
+#: labelled layouts of recent results, by the trials and subjects they label (see _layout_key);
+#: building a dataset's indexes costs more than the rest of a small likelihood call
+_LAYOUTS: OrderedDict = OrderedDict()
+_MAX_LAYOUTS = 16
+
+
+def _layout_key(by, event_probabilities, n_events, trial, subjects):
+    """What fixes a result's coords; None for labels that are Python objects (not cheap to tell)
+    or columns of labels over 1 MiB (the kept keys stay small)."""
+    if trial.dtype.hasobject or subjects.dtype.hasobject or max(trial.nbytes, subjects.nbytes) > 2**20:
+        return None
+    return (by, bool(event_probabilities), int(n_events), trial.dtype.str, trial.shape, trial.tobytes(),
+            subjects.dtype.str, subjects.shape, subjects.tobytes())
+
+
+def _remember_layout(key, layout):
+    _LAYOUTS[key] = layout
+    try:
+        while len(_LAYOUTS) > _MAX_LAYOUTS:
+            _LAYOUTS.popitem(last=False)  # the oldest
+    except KeyError:  # emptied meanwhile by another thread
+        pass
 
 
 def _factorize(values):

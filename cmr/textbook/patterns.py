@@ -18,6 +18,7 @@ Kahana 2009; Morton & Polyn 2016), whose weights are the parameters ``Sfc, Scf, 
 """
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -34,6 +35,10 @@ __all__ = [
 
 #: where feature units live: a segment of the one context layer, or a sublayer of their own
 FEATURE_LAYERS = ("segment", "sublayer")
+
+# what ItemPatterns.study_terms keeps per pool: the last few study sequences, within a memory budget
+_RECENT_STUDY_SEQUENCES = 4
+_RECENT_TERMS_BYTES = 64 * 2**20
 
 
 @dataclass(frozen=True, eq=False)
@@ -63,14 +68,22 @@ class ItemPatterns:
     _similarity_gram: np.ndarray = field(init=False, repr=False)
     _feature_gram: np.ndarray = field(init=False, repr=False)
     _index: dict = field(init=False, repr=False)
+    # the list terms of recent study sequences (see study_terms), newest last
+    _recent_terms: OrderedDict = field(init=False, repr=False)
 
     def __post_init__(self):
+        object.__setattr__(self, "_recent_terms", OrderedDict())
         sim = self.similarity
         feats = self.features
         object.__setattr__(self, "_row_sum", None if sim is None else sim.sum(axis=1))
         object.__setattr__(self, "_similarity_gram", None if sim is None else sim @ sim.T)
         object.__setattr__(self, "_feature_gram", None if feats is None else feats @ feats.T)
         object.__setattr__(self, "_index", {item: i for i, item in enumerate(self.items.tolist())})
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["_recent_terms"] = OrderedDict()  # kept terms stay in this process (a pickle stays small)
+        return state
 
     @property
     def size(self) -> int:
@@ -114,6 +127,61 @@ class ItemPatterns:
             row_sum = self._row_sum[rows]
         feats = zeros if self.features is None else self._feature_gram[np.ix_(rows, rows)]
         return sim, gram, row_sum, feats
+
+    def lists_arrays(self, rows: np.ndarray, list_length: np.ndarray):
+        """:meth:`list_arrays` of every list at once, zero-padded to the longest list.
+
+        ``rows`` (T, >= L) are the pool rows of each list's studied items (:meth:`index_of`)
+        and ``list_length`` (T,) the lists' lengths, L the longest. Returns ``sim``,
+        ``sim_gram``, ``feature_gram`` (T, L, L) and ``row_sum`` (T, L): list t's terms in
+        ``[t, :n, :n]`` (``[t, :n]``), the same values as :meth:`list_arrays` of
+        ``rows[t, :n]``, and 0 elsewhere.
+        """
+        longest = int(list_length.max())
+        inside = np.arange(longest) < list_length[:, None]
+        # a row outside a list reads row 0 and is then zeroed; one inside is used as given
+        safe = np.where(inside, rows[:, :longest], 0)
+        pairs = inside[:, :, None] & inside[:, None, :]
+        # entry [t, i, j] of a (P, P) matrix, as an index into its flat (C-order) values
+        flat = (safe[:, :, None] % self.size) * self.size + (safe[:, None, :] % self.size)
+        zeros = np.zeros(pairs.shape)
+        if self.similarity is None:
+            sim, gram, row_sum = zeros, zeros.copy(), np.zeros(inside.shape)
+        else:
+            sim = np.where(pairs, np.take(self.similarity.ravel(), flat), 0.0)
+            gram = np.where(pairs, np.take(self._similarity_gram.ravel(), flat), 0.0)
+            row_sum = np.where(inside, self._row_sum[safe], 0.0)
+        feats = zeros.copy() if self.features is None else np.where(pairs, np.take(self._feature_gram.ravel(), flat), 0.0)
+        return sim, gram, row_sum, feats
+
+    def study_terms(self, study_items: np.ndarray, list_length: np.ndarray):
+        """Pool rows (:meth:`index_of`) and :meth:`lists_arrays` of the study lists, kept for reuse.
+
+        The results of the last few study sequences (by content: the same items in the same
+        slots and the same list lengths) are kept and returned again, the same arrays: they
+        must only be read.
+        """
+        study_items = np.asarray(study_items, dtype=object)
+        lengths = np.ascontiguousarray(list_length, dtype=np.int64)
+        key = (study_items.shape, lengths.tobytes(), tuple(study_items.ravel().tolist()))
+        try:
+            found = self._recent_terms.get(key)
+        except TypeError:  # an unhashable item: nothing is kept
+            key, found = None, None
+        if found is not None:
+            return found
+        rows = self.index_of(study_items)
+        terms = (rows, *self.lists_arrays(rows, lengths))
+        if key is not None and sum(a.nbytes for a in terms) <= _RECENT_TERMS_BYTES:
+            recent = self._recent_terms
+            recent[key] = terms
+            try:
+                while len(recent) > _RECENT_STUDY_SEQUENCES or (
+                        sum(a.nbytes for kept in recent.values() for a in kept) > _RECENT_TERMS_BYTES):
+                    recent.popitem(last=False)  # the oldest
+            except (KeyError, RuntimeError):  # changed meanwhile by another thread
+                pass
+        return terms
 
 
 def _matrix(value, what: str, shape=None) -> np.ndarray:
