@@ -116,6 +116,14 @@ from .textbook import parameter_recovery as parameter_recovery
 from .textbook import posterior_predictive as posterior_predictive
 from .textbook import read_parameters as read_parameters
 from .textbook import record_states as record_states
+from .network import NetworkConfig as NetworkConfig
+from .network import fit_network as fit_network
+from .network import read_network as read_network
+from .network import network_log_likelihood as network_log_likelihood
+from .network import simulate_network as simulate_network
+from .network import record_network as record_network
+from .network import save_patterns as save_patterns
+from .network import load_patterns as load_patterns
 from .textbook import similarity_from_distances as similarity_from_distances
 from .textbook import simulate_experiment as simulate_experiment
 from .textbook import simulate_free_recall as simulate_free_recall
@@ -219,6 +227,15 @@ __all__ = [
     # one beta scale for both models (decay-matched)
     "textbook_beta",
     "paper_beta",
+    # general CMR networks, cymr's features (docs/cmr-features.md)
+    "NetworkConfig",
+    "fit_network",
+    "read_network",
+    "network_log_likelihood",
+    "simulate_network",
+    "record_network",
+    "save_patterns",
+    "load_patterns",
     # CMR2: sessions of lists, prior-list intrusions (docs/cmr2.md)
     "CMR2_PARAMETER_NAMES",
     "default_cmr2_parameters",

@@ -5,7 +5,8 @@ here expressions are parsed with :mod:`ast` and only a small arithmetic language
 so no user text is ever executed:
 
 * numbers, parameter names (``B_enc``), ``+ - * / **``, unary ``-`` and ``+``, parentheses;
-* the functions ``sqrt``, ``exp``, ``log``, ``abs``, ``min``, ``max`` and ``clip(x, low, high)``.
+* the functions ``sqrt``, ``exp``, ``log``, ``abs``, ``min``, ``max`` and ``clip(x, low, high)``;
+* ``mean([...])`` and ``sum([...])`` of a list of expressions (``mean([Lfc, Lcf])``).
 
 ``tied={"B_rec": "B_enc"}`` makes ``B_rec`` always equal ``B_enc``; ``{"Dfc": "1 - Lfc"}`` is
 cymr's standard dependency of Morton & Polyn (2016). Expressions evaluate on scalars or on
@@ -48,6 +49,8 @@ _BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
 _UNARY = {ast.USub: operator.neg, ast.UAdd: operator.pos}
 _FUNCTIONS = {"sqrt": (np.sqrt, 1), "exp": (np.exp, 1), "log": (np.log, 1), "abs": (np.abs, 1),
               "min": (np.minimum, 2), "max": (np.maximum, 2), "clip": (np.clip, 3)}
+# functions of a list of expressions, element by element: mean([Lfc, Lcf]) as numpy (and cymr) gives it
+_LIST_FUNCTIONS = {"mean": np.mean, "sum": np.sum}
 
 
 class TiedParameter:
@@ -128,6 +131,12 @@ def _check(node, name, text):
         _check(node.right, name, text)
     elif isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
         _check(node.operand, name, text)
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _LIST_FUNCTIONS:
+        if node.keywords or len(node.args) != 1:
+            raise ParameterError(f"{where}: {node.func.id} takes one list such as [Lfc, Lcf]")
+        arg = node.args[0]
+        for element in (arg.elts if isinstance(arg, (ast.List, ast.Tuple)) and arg.elts else [arg]):
+            _check(element, name, text)
     elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _FUNCTIONS:
         arity = _FUNCTIONS[node.func.id][1]
         if node.keywords or len(node.args) != arity:
@@ -137,12 +146,13 @@ def _check(node, name, text):
     else:
         raise ParameterError(
             f"{where}: only numbers, parameter names, + - * / **, parentheses and "
-            f"{', '.join(_FUNCTIONS)} are allowed; got {type(node).__name__}"
+            f"{', '.join(list(_FUNCTIONS) + list(_LIST_FUNCTIONS))} are allowed; got {type(node).__name__}"
         )
 
 
 def _names(node) -> set:
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and n.id not in _FUNCTIONS}
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and n.id not in _FUNCTIONS
+            and n.id not in _LIST_FUNCTIONS}
 
 
 def _walk(node, values):
@@ -154,6 +164,10 @@ def _walk(node, values):
         return _BINARY[type(node.op)](_walk(node.left, values), _walk(node.right, values))
     if isinstance(node, ast.UnaryOp):
         return _UNARY[type(node.op)](_walk(node.operand, values))
+    if node.func.id in _LIST_FUNCTIONS:
+        arg = node.args[0]
+        parts = [_walk(e, values) for e in (arg.elts if isinstance(arg, (ast.List, ast.Tuple)) else [arg])]
+        return _LIST_FUNCTIONS[node.func.id](np.stack(np.broadcast_arrays(*parts)), axis=0)
     func = _FUNCTIONS[node.func.id][0]
     return func(*[_walk(arg, values) for arg in node.args])
 
