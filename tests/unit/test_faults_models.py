@@ -108,6 +108,32 @@ def test_custom_code_directory_is_refused_by_the_cli_without_a_prompt(tmp_path):
     assert _snapshot(directory) == before and not (tmp_path / "heads.nc").exists()
 
 
+def test_custom_code_in_a_hub_cache_copy_is_refused_without_running_it(tmp_path):
+    """A hub id whose cached snapshot maps its model type to its own code: refused, the code never runs."""
+    require("torch")
+    snapshot = tmp_path / "hub" / "models--evil--net" / "snapshots" / "abc123"
+    snapshot.mkdir(parents=True)
+    source, marker = _custom_code_directory(tmp_path)
+    for file in source.iterdir():
+        (snapshot / file.name).write_bytes(file.read_bytes())
+    (tmp_path / "hub" / "models--evil--net" / "refs").mkdir()
+    (tmp_path / "hub" / "models--evil--net" / "refs" / "main").write_text("abc123")
+    before = _snapshot(tmp_path / "hub")
+    modules = tmp_path / "hf-modules"
+    env = dict(os.environ, HF_HUB_CACHE=str(tmp_path / "hub"), HF_MODULES_CACHE=str(modules),
+               PYTHONPATH=str(REPO_ROOT))
+    done = subprocess.run([sys.executable, "-m", "icl_cmr.analyses.cli", "heads", "evil/net", "-o",
+                           str(tmp_path / "heads.nc")], input="y\ny\n", capture_output=True, text=True, env=env,
+                          timeout=300)
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr and done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith("icl-cmr heads: error: model 'evil/net' cannot be loaded: its config.json needs "
+                                  "custom Python code of the model, which is never run"), done.stderr
+    assert not marker.exists(), "the cached snapshot's code ran"
+    assert not modules.exists() or not list(modules.rglob("modeling_evil.py"))
+    assert _snapshot(tmp_path / "hub") == before and not (tmp_path / "heads.nc").exists()
+
+
 @pytest.fixture
 def no_prompt(monkeypatch):
     """Record (and refuse) every question a library would ask on the terminal."""
