@@ -168,11 +168,11 @@ class _ClearRefs(io.StringIO):
 
 
 def test_peak_memory_is_measured_from_the_start_of_the_block(tl, monkeypatch):
-    from icl_cmr.adapters.lm import loading
+    from icl_cmr.adapters.lm import devices
 
     mb = 2**20
     proc = _Proc(resident=300 * mb, peak=900 * mb)  # the process peaked higher before the blocks
-    monkeypatch.setattr(loading, "open", proc.open, raising=False)  # the adapter's reads of /proc go to `proc`
+    monkeypatch.setattr(devices, "open", proc.open, raising=False)  # the adapter's reads of /proc go to `proc`
     with tl.measure_peak_memory("cpu") as before:
         pass
     with tl.measure_peak_memory("cpu") as during:
@@ -188,13 +188,13 @@ def test_peak_memory_is_measured_from_the_start_of_the_block(tl, monkeypatch):
 def test_peak_memory_without_a_reset_says_it_counts_from_the_process_start(tl, monkeypatch):
     import resource
 
-    from icl_cmr.adapters.lm import loading
+    from icl_cmr.adapters.lm import devices
     from types import SimpleNamespace
 
     def refuse(path, *args, **kwargs):
         raise PermissionError(13, "Permission denied", path)
 
-    monkeypatch.setattr(loading, "open", refuse, raising=False)  # no /proc (not Linux, or not writable)
+    monkeypatch.setattr(devices, "open", refuse, raising=False)  # no /proc (not Linux, or not writable)
     monkeypatch.setattr(resource, "getrusage", lambda who: SimpleNamespace(ru_maxrss=700 * 1024))
     with tl.measure_peak_memory("cpu") as memory:
         pass
