@@ -25,6 +25,7 @@ COMMANDS = (
     "recall_analyses",
     "loglik",
     "fit_recall",
+    "fit_population",
     "heads",
     "grid",
     "fit",

@@ -110,6 +110,8 @@ from .textbook import compare_models as compare_models
 from .textbook import cross_validate as cross_validate
 from .textbook import default_parameters as default_parameters
 from .textbook import fit_recall as fit_recall
+from .hierarchical import fit_population as fit_population
+from .hierarchical import population_recovery as population_recovery
 from .textbook import item_patterns as item_patterns
 from .textbook import log_likelihood as log_likelihood
 from .textbook import parameter_recovery as parameter_recovery
@@ -227,6 +229,8 @@ __all__ = [
     # one beta scale for both models (decay-matched)
     "textbook_beta",
     "paper_beta",
+    "fit_population",
+    "population_recovery",
     # general CMR networks, cymr's features (docs/cmr-features.md)
     "NetworkConfig",
     "fit_network",

@@ -1,0 +1,225 @@
+"""Array layer of population-level CMR fits: one subject's posterior mode and curvature.
+
+A subject's free parameters live on an unbounded scale: ``z = logit((x - low) / (high - low))``
+per free parameter, with ``(low, high)`` its search bounds. Under a population prior
+``z ~ N(mean, diag(sd**2))`` the subject's log posterior is its CMR log-likelihood (scored by
+the population kernel of ``cmr.textbook._lanes``, many parameter sets per call) plus the log
+prior. :func:`subject_mode` finds its maximum by L-BFGS (central-difference gradients, all
+2k + 1 points in one kernel call) and the Hessian there by central second differences, so
+the Laplace approximation ``N(mode, inv(H))`` of the posterior is known. It is a module-level
+function of picklable arguments: it runs unchanged in a thread, a process or on a dask worker.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from .textbook import _lanes
+from .textbook._optimize import ModelSpec, single_threaded_blas
+from .textbook._trials import TrialArrays
+
+__all__ = ["to_natural", "to_latent", "subject_mode", "log_posterior_terms", "Z_LIMIT"]
+
+#: |z| is kept below this in the search (expit(15) is 1 - 3e-7 of the range: at a bound in effect)
+Z_LIMIT = 15.0
+#: step of the central-difference gradient on the latent scale
+GRADIENT_STEP = 1e-5
+#: step of the central second differences of the Hessian on the latent scale
+HESSIAN_STEP = 1e-3
+#: Newton's search stops when its decrement (twice the expected gain in log posterior) is below this
+NEWTON_TOLERANCE = 1e-8
+
+
+def to_natural(z: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:
+    """Natural values of latent ``z`` (..., k): ``low + (high - low) * expit(z)``."""
+    return low + (high - low) / (1.0 + np.exp(-np.asarray(z, dtype=np.float64)))
+
+
+def to_latent(x: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:
+    """Latent values of natural ``x`` (..., k), clipped to ``±Z_LIMIT`` (a value at a bound)."""
+    with np.errstate(divide="ignore"):
+        share = (np.asarray(x, dtype=np.float64) - low) / (high - low)
+        z = np.log(share) - np.log1p(-share)
+    return np.clip(z, -Z_LIMIT, Z_LIMIT)
+
+
+class SubjectPosterior:
+    """Log-likelihood and log prior of one subject's trials on the latent scale, vectorised."""
+
+    def __init__(self, spec: ModelSpec, arrays: TrialArrays, mean: np.ndarray, sd: np.ndarray):
+        self.spec = spec
+        self.arrays = arrays
+        self.order = arrays.order(np.zeros(arrays.n_trials, dtype=np.int64))
+        self.groups = arrays.kernel_groups()
+        self.low = np.array([b[0] for b in spec.bounds])
+        self.high = np.array([b[1] for b in spec.bounds])
+        self.mean = np.asarray(mean, dtype=np.float64)
+        self.precision = 1.0 / np.asarray(sd, dtype=np.float64) ** 2
+        self.nfev = 0
+        self.n_nan = 0
+        self.n_invalid = 0
+
+    def log_likelihood(self, z: np.ndarray) -> np.ndarray:
+        """CMR log-likelihood of each row of ``z`` (S, k); -inf where inadmissible or NaN (counted)."""
+        sets, ok = self.spec.vectors(to_natural(z, self.low, self.high))
+        out = np.full(sets.shape[0], -np.inf)
+        if ok.any():
+            good = np.ascontiguousarray(sets[ok])
+            totals = np.concatenate([
+                _lanes.population_log_likelihood(np.ascontiguousarray(good[a:a + _lanes.LANES]), self.arrays.trial_group,
+                                                 self.order, *self.groups, self.arrays.recalls)
+                for a in range(0, good.shape[0], _lanes.LANES)
+            ])
+            nan = np.isnan(totals)
+            self.n_nan += int(nan.sum())  # reported in the fit, never hidden
+            out[ok] = np.where(nan, -np.inf, totals)
+        self.n_invalid += int((~ok).sum())
+        self.nfev += sets.shape[0]
+        return out
+
+    def log_prior(self, z: np.ndarray) -> np.ndarray:
+        """Log density of the population prior at each row of ``z`` (S, k), up to its constant."""
+        return -0.5 * np.sum((z - self.mean) ** 2 * self.precision, axis=-1)
+
+    def negative_and_gradient(self, z: np.ndarray):
+        """-log posterior at ``z`` (k,) and its central-difference gradient (one kernel call)."""
+        k = z.size
+        h = GRADIENT_STEP
+        points = np.repeat(z[None, :], 2 * k + 1, axis=0)
+        points[1 + np.arange(k), np.arange(k)] += h
+        points[1 + k + np.arange(k), np.arange(k)] -= h
+        values = self.log_likelihood(points) + self.log_prior(points)
+        base, up, down = values[0], values[1:1 + k], values[1 + k:]
+        if not np.isfinite(base):
+            return np.inf, np.zeros(k)
+        gradient = np.where(np.isfinite(up) & np.isfinite(down), (up - down) / (2 * h),
+                            np.where(np.isfinite(up), (up - base) / h,
+                                     np.where(np.isfinite(down), (base - down) / h, 0.0)))
+        return -float(base), -gradient
+
+    def likelihood_hessian(self, z: np.ndarray) -> np.ndarray:
+        """Hessian (k, k) of the log-likelihood at ``z`` by central second differences.
+
+        Off the diagonal ``(f(z+hi+hj) + f(z-hi-hj) - f(z±hi) - f(z±hj) + 2 f(z)) / (2 h**2)``,
+        exact to O(h**2) like the four-point formula with two points per pair instead of four:
+        1 + k**2 points in all (101 for ten free parameters).
+        """
+        k = z.size
+        h = HESSIAN_STEP
+        eye = np.eye(k) * h
+        pairs = [(i, j) for i in range(k) for j in range(i + 1, k)]
+        points = [z] + [z + eye[i] for i in range(k)] + [z - eye[i] for i in range(k)]
+        for i, j in pairs:
+            points += [z + eye[i] + eye[j], z - eye[i] - eye[j]]
+        values = self.log_likelihood(np.array(points))
+        base, up, down = values[0], values[1:1 + k], values[1 + k:1 + 2 * k]
+        hessian = np.zeros((k, k))
+        hessian[np.arange(k), np.arange(k)] = (up - 2 * base + down) / h ** 2
+        corners = values[1 + 2 * k:].reshape(-1, 2)
+        for (i, j), (pp, mm) in zip(pairs, corners):
+            axes = up[i] + down[i] + up[j] + down[j]
+            hessian[i, j] = hessian[j, i] = (pp + mm - axes + 2 * base) / (2 * h * h)
+        return np.where(np.isfinite(hessian), hessian, 0.0)
+
+
+def log_posterior_terms(spec: ModelSpec, arrays: TrialArrays, z: np.ndarray, mean, sd) -> tuple[float, float]:
+    """Log-likelihood and log prior (up to its constant) of one subject at latent ``z`` (k,)."""
+    post = SubjectPosterior(spec, arrays, mean, sd)
+    z = np.asarray(z, dtype=np.float64)[None, :]
+    return float(post.log_likelihood(z)[0]), float(post.log_prior(z)[0])
+
+
+def _newton(post: SubjectPosterior, z: np.ndarray, curvature: np.ndarray, max_steps: int = 50):
+    """Newton's method on the log posterior from ``z`` with a fixed curvature (the last mode's).
+
+    The prior's precision is exact, the likelihood's curvature is the previous iteration's: the
+    prior moved a little, so a few steps reach the new mode. Backtracking keeps every step an
+    ascent; returns ``(z, steps, converged)``, not converged when no step ascends.
+    """
+    precision = curvature + np.diag(post.precision)
+    value, gradient = post.negative_and_gradient(z)
+    if not np.isfinite(value):
+        return z, 0, False
+    for steps in range(max_steps):
+        step = -np.linalg.solve(precision, gradient)
+        decrement = float(-gradient @ step)  # Newton decrement squared: the expected gain is half of it
+        if decrement < NEWTON_TOLERANCE:
+            return z, steps, True
+        size = 1.0
+        while size >= 1e-4:
+            trial = np.clip(z + size * step, -Z_LIMIT, Z_LIMIT)
+            trial_value, trial_gradient = post.negative_and_gradient(trial)
+            if trial_value <= value - 1e-4 * size * decrement:
+                break
+            size *= 0.5
+        else:
+            return z, steps, False
+        z, value, gradient = trial, trial_value, trial_gradient
+    return z, max_steps, False
+
+
+def subject_mode(spec: ModelSpec, arrays: TrialArrays, mean: np.ndarray, sd: np.ndarray, starts: np.ndarray,
+                 curvature: np.ndarray | None = None) -> dict:
+    """Posterior mode of one subject under the prior ``N(mean, sd**2)`` and its Laplace approximation.
+
+    Parameters
+    ----------
+    spec, arrays
+        The model and the subject's trials.
+    mean, sd : ndarray, shape (k,)
+        The population prior on the latent scale.
+    starts : ndarray, shape (n_starts, k)
+        Latent starting points; the mode with the highest posterior is kept.
+    curvature : ndarray, shape (k, k), optional
+        The likelihood's curvature at a nearby earlier mode (one start only): Newton steps with
+        it find the mode; without it (or when they stall) L-BFGS does, from every start.
+
+    Returns
+    -------
+    dict
+        ``z`` (k,) the mode; ``covariance`` (k, k) the Laplace posterior covariance ``inv(H)``,
+        with ``H`` the likelihood's negative Hessian (eigenvalues below 0 set to 0: a direction
+        the likelihood does not curve is left to the prior; ``curvature``) plus the prior
+        precision; ``n_clipped`` the eigenvalues set to 0; ``logl``, ``log_prior``, ``log_det``
+        (of H); ``nit``, ``success``, ``message`` of the search; ``nfev``, ``n_nan``,
+        ``n_invalid``, ``seconds``.
+    """
+    from scipy import optimize
+
+    start_time = time.perf_counter()
+    post = SubjectPosterior(spec, arrays, mean, sd)
+    bounds = [(-Z_LIMIT, Z_LIMIT)] * len(mean)
+    z, nit, success, message = None, 0, False, ""
+    if curvature is not None:
+        found, nit, success = _newton(post, np.atleast_2d(starts)[0].astype(np.float64), curvature)
+        if success:
+            z, message = found, "Newton steps converged"
+        else:
+            starts = found[None, :]
+    if z is None:
+        best = None
+        with single_threaded_blas():
+            for start in np.atleast_2d(starts):
+                result = optimize.minimize(post.negative_and_gradient, np.clip(start, -Z_LIMIT, Z_LIMIT), jac=True,
+                                           method="L-BFGS-B", bounds=bounds, options=dict(maxiter=500))
+                if np.isfinite(result.fun) and (best is None or result.fun < best.fun):
+                    best = result
+        if best is None:
+            return dict(z=None, nfev=post.nfev, n_nan=post.n_nan, n_invalid=post.n_invalid,
+                        seconds=time.perf_counter() - start_time)
+        z, nit, success, message = np.asarray(best.x, dtype=np.float64), nit + int(best.nit), bool(best.success), \
+            str(best.message)
+    hessian = -post.likelihood_hessian(z)
+    values, vectors = np.linalg.eigh(0.5 * (hessian + hessian.T))
+    clipped = int((values < 0).sum())
+    curvature = (vectors * np.maximum(values, 0.0)) @ vectors.T
+    precision = curvature + np.diag(post.precision)
+    covariance = np.linalg.inv(precision)
+    logl, prior = log_posterior_terms(spec, arrays, z, mean, sd)
+    return dict(
+        z=z, covariance=0.5 * (covariance + covariance.T), curvature=curvature, n_clipped=clipped, logl=logl,
+        log_prior=prior, log_det=float(np.linalg.slogdet(precision)[1]), nit=nit, success=success,
+        message=message, nfev=post.nfev, n_nan=post.n_nan, n_invalid=post.n_invalid,
+        seconds=time.perf_counter() - start_time,
+    )
