@@ -99,6 +99,8 @@ from .cmr2 import default_cmr2_parameters as default_cmr2_parameters
 from .cmr2 import log_likelihood as cmr2_log_likelihood
 from .cmr2 import simulate_sessions as simulate_cmr2
 from .cmr2 import simulate_experiment as simulate_cmr2_experiment
+from .cmr2 import CMR2FitSpec as CMR2FitSpec
+from .cmr2 import fit_cmr2 as fit_cmr2
 from .textbook import MODEL_PARAMETER_NAMES as MODEL_PARAMETER_NAMES
 from .textbook import PARAMETER_NAMES as PARAMETER_NAMES
 from .textbook import SEMANTIC_PARAMETER_NAMES as SEMANTIC_PARAMETER_NAMES
@@ -246,6 +248,8 @@ __all__ = [
     "cmr2_log_likelihood",
     "simulate_cmr2",
     "simulate_cmr2_experiment",
+    "CMR2FitSpec",
+    "fit_cmr2",
     "textbook_beta_rec",
     "recall_drift",
     "context_decay",

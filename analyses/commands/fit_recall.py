@@ -24,6 +24,12 @@ SOURCE (docs/semantic-cmr.md, "Your own word vectors"). A lab's own export reads
 searches per subject; --pooled fits one parameter set to all subjects together; --cv K writes
 the leave-lists-out cross-validated likelihood (kind recall_cv) instead of the fits.
 
+--model cmr2 fits CMR2 (docs/cmr2.md): one network per session, lists in order, prior-list
+intrusions scored; its parameters B_distract and C_thresh may be free, fixed or bounded like
+the others. --session KEY names the variable that labels sessions (session for
+psifr:Morton2013; default: --list-keys, else one session per subject). CMR2 is localist:
+--patterns, --vectors, --similarity, --pool-size and --cv are refused with it.
+
 The output (kind recall_fit) holds, per subject and parameter, the fitted values, plus
 log-likelihood, AIC, BIC, number of scored events n, function evaluations, iterations,
 success flag, message, time and every restart. Open it with cmr.load_dataset. With
@@ -36,6 +42,7 @@ Examples:
   icl-cmr fit-recall psifr:Morton2013 --free Lfc,Lcf,P1,P2,B_enc,B_start,B_rec,T,X1,X2 -o fits.nc
   icl-cmr fit-recall psifr:Morton2013 --free B_enc,B_rec,T,Sff --patterns semantic --restarts 3 -o sem.nc
   icl-cmr fit-recall data.csv --free B_enc,T --tie B_rec=B_enc --cv 4 -o cv.nc --jobs 2
+  icl-cmr fit-recall psifr:Morton2013 --model cmr2 --session session --free B_enc,T,B_distract,C_thresh -o cmr2.nc
 """
 
 def register(sub):
@@ -63,7 +70,28 @@ def register(sub):
     p.add_argument("--subjects", default=None, metavar="S,S,...", help="fit only these subjects")
     p.add_argument("--pool-size", type=int, default=None, metavar="N", help="cymr pool size (default: list-sized context)")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    p.add_argument("--model", choices=("cmr", "cmr2"), default="cmr",
+                   help="textbook CMR (default) or CMR2: sessions of lists with prior-list intrusions")
+    p.add_argument("--session", default=None, metavar="KEY",
+                   help="--model cmr2: the variable that labels sessions (e.g. session)")
     p.set_defaults(func=run)
+
+
+def refuse_textbook_options(args, command: str) -> None:
+    """ParameterError for an option that --model cmr2 cannot honour, or --session without it."""
+    from cmr.errors import ParameterError
+
+    if args.model != "cmr2":
+        if args.session is not None:
+            raise ParameterError(f"--session labels the sessions of --model cmr2; got --session {args.session!r} "
+                                 f"with --model {args.model}")
+        return
+    given = [option for option, value in (("--patterns", args.patterns), ("--vectors", args.vectors),
+                                          ("--similarity", args.similarity), ("--pool-size", args.pool_size),
+                                          ("--cv", getattr(args, "cv", None))) if value is not None]
+    if given:
+        raise ParameterError(f"--model cmr2 is localist with a session-sized context; {command} got "
+                             f"{', '.join(given)} (leave them out, or use --model cmr)")
 
 
 def _parse_bounds(text):
@@ -99,12 +127,12 @@ def run(args) -> int:
 
     import cmr
     from cmr.errors import FitWarning, RecallDataError
-    from cmr.textbook.fit import flag_summary
     from cmr.io import result_format, write_result
     from icl_cmr.adapters.recall_data import load_recall_data
     from icl_cmr.analyses.commands.options import item_patterns_of, recall_data_options
 
     result_format(args.output)
+    refuse_textbook_options(args, "fit-recall")
     free = [name.strip() for name in args.free.split(",") if name.strip()]
     fixed = cmr.read_parameters(args.fixed) if args.fixed else {}
     events = load_recall_data(args.source, **recall_data_options(args))
@@ -115,6 +143,14 @@ def run(args) -> int:
         if not keep.any():
             raise RecallDataError(f"--subjects {args.subjects!r} matches no subject of {args.source}")
         events = events.isel(trial=np.flatnonzero(keep))
+    if args.model == "cmr2":
+        spec = cmr.CMR2FitSpec(free, fixed, _parse_bounds(args.bounds), tied=_parse_ties(args.tie))
+        with warnings.catch_warnings():  # the same counts are printed below, as one line of the summary
+            warnings.simplefilter("ignore", FitWarning)
+            fits = cmr.fit_cmr2(events, spec, session=args.session, by=None if args.pooled else "subject",
+                                n_restarts=args.restarts, rng=args.seed, n_jobs=args.jobs,
+                                progress=not args.no_progress)
+        return _report(args, fits, free, "CMR2")
     spec = cmr.FitSpec(free, fixed, _parse_bounds(args.bounds), tied=_parse_ties(args.tie),
                        patterns=item_patterns_of(args, events),
                        pool_size=args.pool_size)
@@ -130,9 +166,16 @@ def run(args) -> int:
     with warnings.catch_warnings():  # the same counts are printed below, as one line of the summary
         warnings.simplefilter("ignore", FitWarning)
         fits = cmr.fit_recall(events, spec, by=None if args.pooled else "subject", **options)
+    return _report(args, fits, free, "")
+
+
+def _report(args, fits, free, model: str) -> int:
+    from cmr.io import write_result
+    from cmr.textbook.fit import flag_summary
+
     path = write_result(fits, args.output)
     units = "pooled" if args.pooled else f"{fits.sizes['subject']} subject(s)"
-    print(f"wrote {path}: {units}, free {', '.join(free)}; "
+    print(f"wrote {path}: {model + ' ' if model else ''}{units}, free {', '.join(free)}; "
           f"total logl {float(fits['logl'].sum()):.3f}, AIC {float(fits['aic'].sum()):.1f}, "
           f"{float(fits['seconds'].sum()):.1f} s of fitting")
     flags = flag_summary(fits)

@@ -25,8 +25,15 @@ fit-recall) the pattern weights Sfc, Scf, Sff, Cfc, Ccf may be given too (defaul
 where n counts the scored events. A NaN total is printed as null with a warning, never
 replaced by a number.
 
-Example:
+--model cmr2 scores CMR2 (docs/cmr2.md: one network per session, lists in order, prior-list
+intrusions scored): PARAMS then holds the 16 CMR2 parameters (the 14 above plus B_distract and
+C_thresh), per subject or from icl-cmr fit-recall --model cmr2. --session KEY names the variable
+that labels sessions (session for psifr:Morton2013; default: --list-keys, else one session per
+subject). --patterns, --vectors, --similarity and --pool-size are refused with it.
+
+Examples:
   icl-cmr loglik cymr:Morton2013_mixed --params params.json
+  icl-cmr loglik psifr:Morton2013 --model cmr2 --session session --params cmr2.nc
 """
 
 
@@ -47,7 +54,28 @@ def register(sub):
         "--pool-size", type=int, default=None, metavar="N",
         help="cymr pool size for a pool-sized context (default: list-sized; equal when Afc = Acf = 0)",
     )
+    p.add_argument("--model", choices=("cmr", "cmr2"), default="cmr",
+                   help="textbook CMR (default) or CMR2: sessions of lists with prior-list intrusions")
+    p.add_argument("--session", default=None, metavar="KEY",
+                   help="--model cmr2: the variable that labels sessions (e.g. session)")
     p.set_defaults(func=run)
+
+
+def _refuse_textbook_options(args) -> None:
+    """ParameterError for an option --model cmr2 cannot honour, or --session without it (as fit-recall)."""
+    from cmr.errors import ParameterError
+
+    if args.model != "cmr2":
+        if args.session is not None:
+            raise ParameterError(f"--session labels the sessions of --model cmr2; got --session {args.session!r} "
+                                 f"with --model {args.model}")
+        return
+    given = [option for option, value in (("--patterns", args.patterns), ("--vectors", args.vectors),
+                                          ("--similarity", args.similarity), ("--pool-size", args.pool_size))
+             if value is not None]
+    if given:
+        raise ParameterError(f"--model cmr2 is localist with a session-sized context; loglik got "
+                             f"{', '.join(given)} (leave them out, or use --model cmr)")
 
 
 def _number(value):
@@ -65,13 +93,24 @@ def run(args) -> int:
     from cmr.textbook.parameters import read_parameters
 
     from cmr.io import load_dataset
+    from cmr.errors import ParameterError
+
+    _refuse_textbook_options(args)
     if str(args.params).endswith(".nc"):
         params = load_dataset(args.params, kind="recall_fit")
+        fitted = params.attrs.get("model", "cmr")
+        if fitted != args.model:
+            raise ParameterError(f"--params {args.params!r} is a fit of --model {fitted}; got --model {args.model}")
     else:
         params = read_parameters(args.params)
     events = load_recall_data(args.source, **recall_data_options(args))
-    patterns = item_patterns_of(args, events)
-    result = log_likelihood(events, params, by="subject", pool_size=args.pool_size, patterns=patterns)
+    if args.model == "cmr2":
+        from cmr.cmr2 import log_likelihood as cmr2_log_likelihood
+
+        result = cmr2_log_likelihood(events, params, session=args.session, by="subject")
+    else:
+        patterns = item_patterns_of(args, events)
+        result = log_likelihood(events, params, by="subject", pool_size=args.pool_size, patterns=patterns)
     per_subject = {
         str(subject): {"logl": _number(logl), "n": int(n)}
         for subject, logl, n in zip(result["subject"].values, result["logl"].values, result["n"].values)

@@ -10,16 +10,18 @@ import math
 from typing import Mapping
 
 import numpy as np
+import xarray as xr
 
 from ..checks import shown
 from ..errors import ParameterError
+from ..schema import validate
 from ..textbook.parameters import PARAMETER_NAMES as TEXTBOOK_NAMES
 from ..textbook.parameters import ParameterSpec
 from ..textbook.parameters import default_parameters as textbook_defaults
 from ..textbook.parameters import validate_parameters as validate_textbook
 
 __all__ = ["CMR2_PARAMETER_NAMES", "CMR2_PARAMETER_SPECS", "default_cmr2_parameters", "validate_cmr2_parameters",
-           "cmr2_parameter_vector", "cmr2_parameter_table"]
+           "cmr2_parameter_vector", "cmr2_parameter_table", "parameters_of_fit"]
 
 #: the two parameters CMR2 adds to textbook CMR, in the order of the kernels' vector
 CMR2_PARAMETER_SPECS = (
@@ -79,12 +81,31 @@ def cmr2_parameter_vector(params: Mapping[str, float]) -> np.ndarray:
     return np.array([clean[name] for name in CMR2_PARAMETER_NAMES], dtype=np.float64)
 
 
+def parameters_of_fit(params):
+    """A ``recall_fit`` dataset as a mapping (of subject label to set, or one pooled set); other
+    values unchanged."""
+    if not isinstance(params, xr.Dataset):
+        return params
+    validate(params, "recall_fit")
+    names = [str(p) for p in params["parameter"].values]
+    value = params["value"]
+    if value.dims == ("parameter",):
+        return dict(zip(names, map(float, value.values)))
+    if set(value.dims) != {"subject", "parameter"}:
+        raise ParameterError(f"a recall_fit used as CMR2 parameters needs dims (subject, parameter) or (parameter,); "
+                             f"got {value.dims}")
+    table = value.transpose("subject", "parameter").values
+    return {label: dict(zip(names, map(float, row))) for label, row in zip(params["subject"].values.tolist(), table)}
+
+
 def cmr2_parameter_table(params, subjects) -> tuple[np.ndarray, np.ndarray]:
     """Parameter vectors (K, 16) and the row each of ``subjects`` uses.
 
-    ``params`` is one full parameter set for everyone, or a mapping of subject label to a full
-    set (every subject in ``subjects`` needs one; labels compare as text, so 1 and "1" match).
+    ``params`` is one full parameter set for everyone, a mapping of subject label to a full
+    set (every subject in ``subjects`` needs one; labels compare as text, so 1 and "1" match),
+    or a ``recall_fit`` dataset of CMR2 (:func:`cmr.fit_cmr2`; per subject, or one pooled set).
     """
+    params = parameters_of_fit(params)
     subjects = np.asarray(subjects)
     if isinstance(params, Mapping) and params and all(isinstance(v, Mapping) for v in params.values()):
         by_text = {str(label): label for label in params}

@@ -8,31 +8,36 @@ their list lag (:func:`cmr.pli_list_lag`, :func:`cmr.intrusions.intrusion_list_l
 from __future__ import annotations
 
 import json
+from typing import Mapping
 
 import numpy as np
 import pandas as pd
 
-from ..checks import as_generator, integer
+from ..checks import as_generator, integer, shown
+from ..errors import ParameterError
 from ..events import as_events
 from . import _kernels
 from ._sessions import session_arrays
-from .parameters import cmr2_parameter_table, cmr2_parameter_vector
+from .parameters import cmr2_parameter_table, cmr2_parameter_vector, parameters_of_fit
 
 __all__ = ["simulate_sessions", "simulate_experiment"]
 
 
-def simulate_sessions(params, list_length: int, n_lists: int, *, subjects: int = 1, sessions: int = 1,
+def simulate_sessions(params, list_length: int, n_lists: int, *, subjects: int | None = None, sessions: int = 1,
                       rng=None) -> pd.DataFrame:
     """Simulate CMR2 free recall of ``n_lists`` lists in each of ``sessions`` sessions per subject.
 
     Parameters
     ----------
-    params : mapping
-        The 16 CMR2 parameters (:func:`cmr.default_cmr2_parameters`).
+    params : mapping or recall_fit dataset
+        The 16 CMR2 parameters (:func:`cmr.default_cmr2_parameters`), or each subject's own: a
+        mapping of subject label to such a set, or a fit (:func:`cmr.fit_cmr2`).
     list_length, n_lists : int
         Items per list; lists per session.
     subjects, sessions : int
-        Subjects (labelled 1..k) and sessions per subject (1..m).
+        Subjects (labelled 1..k; default 1) and sessions per subject (1..m). With each
+        subject's own parameters the subjects are those of ``params``, labelled as there, in
+        its order (``subjects`` may only repeat their number).
     rng : numpy.random.Generator or int or None
         Source of randomness (an int is a seed); the same seed gives the same table.
 
@@ -44,10 +49,23 @@ def simulate_sessions(params, list_length: int, n_lists: int, *, subjects: int =
         ``"w<session>_<list in session>_<serial position>"``. Read several sessions per subject
         back with ``session="session"`` in :func:`cmr.cmr2_log_likelihood`.
     """
-    vector = cmr2_parameter_vector(params)
+    params = parameters_of_fit(params)
+    if isinstance(params, Mapping) and params and all(isinstance(v, Mapping) for v in params.values()):
+        labels = list(params)
+        if len({str(label) for label in labels}) < len(labels):
+            raise ParameterError(f"subject labels of the CMR2 parameters must differ as text; got "
+                                 f"{', '.join(map(shown, labels[:5]))}{' ...' if len(labels) > 5 else ''}")
+        vectors, _ = cmr2_parameter_table(params, np.array([str(label) for label in labels], dtype=object))
+    else:
+        labels = None
+        vectors = cmr2_parameter_vector(params)[None, :]
     n = integer(list_length, "list_length")
     lists = integer(n_lists, "n_lists")
-    n_subjects = integer(subjects, "subjects")
+    n_subjects = integer(1 if subjects is None else subjects, "subjects")
+    if labels is not None and subjects is not None and n_subjects != len(labels):
+        raise ParameterError(f"subjects must be left out or equal the {len(labels)} subject(s) of the CMR2 "
+                             f"parameters; got {n_subjects}")
+    n_subjects = n_subjects if labels is None else len(labels)
     per_subject = integer(sessions, "sessions")
     rng = as_generator(rng)
     n_sessions = n_subjects * per_subject
@@ -57,11 +75,14 @@ def simulate_sessions(params, list_length: int, n_lists: int, *, subjects: int =
     rank = np.tile(np.arange(lists), n_sessions)
     study = (rank[:, None] * n + np.arange(n)[None, :]).astype(np.int64)
     out = np.full((n_trials, lists * n), -1, dtype=np.int64)
-    _kernels.simulate_sessions(vector[None, :], np.zeros(n_sessions, dtype=np.int64), session_first, session_units,
+    session_param = np.zeros(n_sessions, dtype=np.int64) if labels is None else \
+        np.repeat(np.arange(n_subjects, dtype=np.int64), per_subject)
+    _kernels.simulate_sessions(vectors, session_param, session_first, session_units,
                                study, np.full(n_trials, n, dtype=np.int64), rng, out)
 
     trial = np.arange(n_trials)
-    subject = trial // (lists * per_subject) + 1
+    subject_code = trial // (lists * per_subject)
+    subject = subject_code + 1 if labels is None else pd.Index(labels).to_numpy()[subject_code]
     session = (trial // lists) % per_subject + 1
     list_label = trial % (lists * per_subject) + 1
     s_trial, s_pos = np.divmod(np.arange(n_trials * n), n)
@@ -82,21 +103,25 @@ def simulate_sessions(params, list_length: int, n_lists: int, *, subjects: int =
         "item": np.concatenate([names(s_trial, rank[s_trial], s_pos), names(r_trial, r_unit // n, r_unit % n)]),
     })
     order = np.lexsort((table["position"].to_numpy(), table["trial_type"].to_numpy() == "recall",
-                        table["list"].to_numpy(), table["subject"].to_numpy()))
+                        table["list"].to_numpy(), np.concatenate([subject_code[s_trial], subject_code[r_trial]])))
     return table.iloc[order].reset_index(drop=True)
 
 
-def simulate_experiment(events, params, *, session: str | None = None, rng=None) -> pd.DataFrame:
-    """Replay the data's own sessions through CMR2: the same study lists in the same order.
+def simulate_experiment(events, params, *, session: str | None = None, n_rep: int = 1, rng=None) -> pd.DataFrame:
+    """Replay the data's own sessions through CMR2 ``n_rep`` times: the same study lists in the same order.
 
     Parameters
     ----------
     events : xarray.Dataset or pandas.DataFrame
         The data whose subjects, sessions and studied items are replayed (recalls are ignored).
-    params : mapping
-        The 16 CMR2 parameters, or a mapping of subject label to such a set.
+    params : mapping or recall_fit dataset
+        The 16 CMR2 parameters, a mapping of subject label to such a set, or a fit
+        (:func:`cmr.fit_cmr2`): each subject replayed with its own set.
     session : str, optional
         What labels sessions, as in :func:`cmr.cmr2_log_likelihood`.
+    n_rep : int
+        Replays of every session, each with a fresh network; the first is the table of
+        ``n_rep=1`` for the same seed.
     rng : numpy.random.Generator or int or None
         Source of randomness; the same seed gives the same table.
 
@@ -105,16 +130,31 @@ def simulate_experiment(events, params, *, session: str | None = None, rng=None)
     pandas.DataFrame
         Columns ``subject, list, trial_type, position, item``, the data's list keys and the
         ``session`` variable when one was named; study rows are the data's, recall rows the
-        model's (prior-list intrusions name the earlier list's item).
+        model's (prior-list intrusions name the earlier list's item). With ``n_rep > 1`` the
+        replays follow each other and a last column ``rep`` (0 .. n_rep-1) says which one a row
+        is; read the table back with ``cmr.from_table(table, list_keys=["rep", ...])`` (plus the
+        data's own list keys), so that every replay is a session of its own.
     """
     events = as_events(events)
+    reps = integer(n_rep, "n_rep")
     arrays = session_arrays(events, session)
     param_table, session_param = cmr2_parameter_table(
         params, events["subject"].values[arrays.order[arrays.session_first[:-1]]])
     rng = as_generator(rng)
-    out = np.full((arrays.order.size, max(int(arrays.session_units.max()), 1)), -1, dtype=np.int64)
-    _kernels.simulate_sessions(param_table, session_param, *arrays.kernel_study(), rng, out)
+    tables = []
+    for rep in range(reps):  # one replay after the other from the same generator: replay 0 is n_rep=1's
+        out = np.full((arrays.order.size, max(int(arrays.session_units.max()), 1)), -1, dtype=np.int64)
+        _kernels.simulate_sessions(param_table, session_param, *arrays.kernel_study(), rng, out)
+        tables.append(_replay_table(events, arrays, out, session))
+    if reps == 1:
+        return tables[0]
+    for rep, table in enumerate(tables):
+        table["rep"] = rep
+    return pd.concat(tables, ignore_index=True)
 
+
+def _replay_table(events, arrays, out, session) -> pd.DataFrame:
+    """The psifr table of one replay: the data's study rows and the model's recalls ``out``."""
     study_items = events["study_item"].transpose("trial", "study_position").values[arrays.order]
     session_of = np.repeat(np.arange(arrays.session_units.size), np.diff(arrays.session_first))
     unit_first = np.concatenate([[0], np.cumsum(arrays.session_units)])
