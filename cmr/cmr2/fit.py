@@ -11,7 +11,6 @@ default). See docs/cmr2.md.
 from __future__ import annotations
 
 import json
-import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -26,7 +25,7 @@ from ..checks import integer, seed_of, shown
 from ..checks import n_jobs as check_n_jobs
 from ..errors import FitWarning, ParameterError, RecallDataError
 from ..events import as_events
-from ..textbook._optimize import DE_DEFAULTS, run_tasks, single_threaded_blas
+from ..textbook._optimize import run_tasks, search, single_threaded_blas
 from ..textbook.fit import fit_dataset, flag_summary, unit_seeds
 from ..textbook.parameters import fit_bounds
 from ..textbook.spec import STANDARD_FREE, FitSpec
@@ -301,33 +300,6 @@ class _SessionObjective:
         return float(base), gradient
 
 
-def _search(objective: _SessionObjective, bounds, seed: int, de_options: dict, polish: bool) -> dict:
-    """One restart: textbook CMR's differential evolution (DE_DEFAULTS) and L-BFGS-B polish."""
-    from scipy import optimize
-
-    options = dict(DE_DEFAULTS)
-    options.update(de_options)
-    start = time.perf_counter()
-    nfev0, nan0, invalid0 = objective.nfev, objective.n_nan, objective.n_invalid
-    result = optimize.differential_evolution(
-        objective, bounds, rng=np.random.default_rng(seed), polish=False, vectorized=True, updating="deferred",
-        **options,
-    )
-    best_x, best_f, nit = result.x, float(result.fun), int(result.nit)
-    if polish:
-        local = optimize.minimize(objective.value_and_gradient, best_x, args=(bounds,), jac=True,
-                                  method="L-BFGS-B", bounds=bounds)
-        if np.isfinite(local.fun) and local.fun < best_f:
-            best_x = local.x
-    # C_thresh makes the likelihood a step function, where the polish can report a value that
-    # belongs to a neighbouring point: logl is always the log-likelihood of the values kept
-    best_x = np.asarray(best_x, dtype=np.float64)
-    logl = -objective(best_x)
-    return dict(x=best_x, logl=logl, nit=nit, success=bool(result.success), message=str(result.message),
-                nfev=objective.nfev - nfev0, n_nan=objective.n_nan - nan0, n_invalid=objective.n_invalid - invalid0,
-                seconds=time.perf_counter() - start, seed=int(seed))
-
-
 def fit_sessions(spec: _SessionModel, arrays: SessionArrays, seeds, de_options=None, polish: bool = True,
                  n_threads: int = 1) -> list[dict]:
     """Fit one unit's sessions from each seed (one restart per seed); every restart's result."""
@@ -335,7 +307,7 @@ def fit_sessions(spec: _SessionModel, arrays: SessionArrays, seeds, de_options=N
     try:
         objective = _SessionObjective(spec, arrays, pool, n_threads)
         with single_threaded_blas():
-            return [_search(objective, spec.bounds, seed, dict(de_options or {}), polish) for seed in seeds]
+            return [search(objective, spec.bounds, seed, dict(de_options or {}), polish, rescore=True) for seed in seeds]
     finally:
         if pool is not None:
             pool.shutdown()

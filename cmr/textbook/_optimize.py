@@ -26,7 +26,7 @@ from .parameters import (
 )
 from .tied import check_tied_range, evaluate, parse_tied
 
-__all__ = ["ModelSpec", "model_spec", "fit_unit", "score_unit", "run_tasks", "DE_DEFAULTS"]
+__all__ = ["ModelSpec", "model_spec", "fit_unit", "score_unit", "search", "run_tasks", "DE_DEFAULTS"]
 
 #: scipy's defaults, as cymr uses them, with Sobol initialisation
 DE_DEFAULTS = dict(popsize=15, tol=0.01, maxiter=1000, init="sobol")
@@ -208,7 +208,15 @@ class _Objective:
         return float(base), gradient
 
 
-def _search(objective: _Objective, bounds, seed: int, de_options: dict, polish: bool) -> dict:
+def search(objective, bounds, seed: int, de_options: dict, polish: bool, *, rescore: bool = False) -> dict:
+    """One restart: differential evolution (``DE_DEFAULTS`` updated by ``de_options``), then an
+    L-BFGS-B polish from its best point (kept where it improves).
+
+    ``objective`` is a vectorised negative log-likelihood with ``value_and_gradient`` and the
+    counters ``nfev``, ``n_nan``, ``n_invalid`` (textbook CMR's, CMR2's). ``rescore``: report
+    the log-likelihood of the values kept, scored once more, for a likelihood with steps (CMR2's
+    ``C_thresh``) where the polish's figure may belong to a neighbouring point.
+    """
     from scipy import optimize
 
     options = dict(DE_DEFAULTS)
@@ -226,8 +234,10 @@ def _search(objective: _Objective, bounds, seed: int, de_options: dict, polish: 
                                   method="L-BFGS-B", bounds=bounds)
         if np.isfinite(local.fun) and local.fun < best_f:
             best_x, best_f = local.x, float(local.fun)
+    best_x = np.asarray(best_x, dtype=np.float64)
+    logl = -objective(best_x) if rescore else -best_f
     return dict(
-        x=np.asarray(best_x, dtype=np.float64), logl=-best_f, nit=nit, success=success, message=message,
+        x=best_x, logl=logl, nit=nit, success=success, message=message,
         nfev=objective.nfev - nfev0, n_nan=objective.n_nan - nan0, n_invalid=objective.n_invalid - invalid0,
         seconds=time.perf_counter() - start, seed=int(seed),
     )
@@ -240,7 +250,7 @@ def fit_unit(spec: ModelSpec, arrays: TrialArrays, seeds, de_options=None, polis
     try:
         objective = _Objective(spec, arrays, pool, n_threads)
         with single_threaded_blas():
-            return [_search(objective, spec.bounds, seed, dict(de_options or {}), polish) for seed in seeds]
+            return [search(objective, spec.bounds, seed, dict(de_options or {}), polish) for seed in seeds]
     finally:
         if pool is not None:
             pool.shutdown()
