@@ -15,7 +15,7 @@ from cmr._deprecate import alias_moved_modules
 # modules that moved into lm/: importable under the old names for one release, with a warning
 alias_moved_modules({
     "icl_cmr.adapters.transformer_lens": ("icl_cmr.adapters.lm.loading", "icl_cmr.adapters.lm.extraction"),
-    "icl_cmr.adapters.interventions": ("icl_cmr.adapters.lm.interventions",),
+    "icl_cmr.adapters.interventions": ("icl_cmr.adapters.lm.interventions", "icl_cmr.adapters.lm.ablation_engine"),
     "icl_cmr.adapters.composition": ("icl_cmr.adapters.lm.composition",),
     "icl_cmr.adapters.causal_composition": ("icl_cmr.adapters.lm.causal_composition",),
     "icl_cmr.adapters.toy_model": ("icl_cmr.adapters.lm.toy_model",),

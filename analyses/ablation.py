@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import re
 import time
-import warnings
 
 import numpy as np
 import xarray as xr
@@ -28,7 +27,16 @@ from cmr.errors import ParameterError, SchemaError
 from cmr.schema import provenance_attrs, require_dims, require_variables, validate
 
 from icl_cmr.adapters.head_ranking import rank_heads
-from icl_cmr.adapters.lm.interventions import MODES, geometry, set_losses
+from icl_cmr.adapters.lm.ablation_engine import donor_passages, set_losses
+from icl_cmr.adapters.lm.interventions import SET_MODES as MODES, geometry
+from icl_cmr.analyses.ablation_power import holm_rank_floor, rank_family_size
+from icl_cmr.analyses.ablation_stats import COMPARISONS as COMPARISONS
+from icl_cmr.analyses.ablation_stats import MIN_BOOTSTRAP_PASSAGES as MIN_BOOTSTRAP_PASSAGES
+from icl_cmr.analyses.ablation_stats import NULL_FAMILIES, STAT_NAMES, comparison_statistics, format_interval
+from icl_cmr.analyses.ablation_stats import effect_intervals as effect_intervals
+from icl_cmr.analyses.ablation_stats import holm as holm
+from icl_cmr.analyses.ablation_stats import paired_statistics as paired_statistics
+from icl_cmr.analyses.ablation_stats import rank_pvalue as rank_pvalue
 
 __all__ = [
     "MODES",
@@ -42,6 +50,8 @@ __all__ = [
     "paired_statistics",
     "rank_pvalue",
     "holm",
+    "holm_rank_floor",
+    "rank_family_size",
     "effect_intervals",
     "COMPARISONS",
     "run_ablation",
@@ -163,158 +173,6 @@ def scored_positions(early, late, window, n_tokens):
     return np.r_[early - window: early + window + 1, late - window: late + window + 1].astype(np.int64)
 
 
-# --- statistics --------------------------------------------------------------------------------
-
-
-def paired_statistics(differences) -> dict:
-    """Paired tests of per-passage differences against 0.
-
-    Returns mean_difference, t_statistic, t_pvalue (two-sided one-sample t-test, i.e. paired),
-    wilcoxon_pvalue (two-sided signed-rank) and cohens_dz = mean / sd (ddof 1). Degenerate
-    samples (fewer than 2 passages, zero spread, all differences 0) give NaN where undefined.
-    """
-    from scipy import stats
-
-    d = np.asarray(differences, dtype=np.float64)
-    result = dict(mean_difference=float(d.mean()) if d.size else np.nan, t_statistic=np.nan, t_pvalue=np.nan,
-                  wilcoxon_pvalue=np.nan, cohens_dz=np.nan)
-    if d.size < 2:
-        return result
-    sd = d.std(ddof=1)
-    if sd > 0:
-        test = stats.ttest_1samp(d, 0.0)
-        result.update(t_statistic=float(test.statistic), t_pvalue=float(test.pvalue), cohens_dz=float(d.mean() / sd))
-    if np.any(d != 0):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # small-sample / ties notes from scipy
-            result["wilcoxon_pvalue"] = float(stats.wilcoxon(d).pvalue)
-    return result
-
-
-def rank_pvalue(value: float, null) -> float:
-    """Exact permutation p of ``value`` among ``null`` draws: (1 + #{null >= value}) / (1 + n).
-
-    Under the null that ``value`` is exchangeable with the ``n`` draws (the top set's mean
-    effect is that of one more random set), ``P(p <= k / (n + 1)) = k / (n + 1)`` exactly, for
-    every k (ties only make it conservative); the smallest possible p is ``1 / (n + 1)``.
-    """
-    null = np.asarray(null, dtype=np.float64)
-    if null.size == 0:
-        raise ParameterError("a rank test needs at least one null draw")
-    return float((1 + np.sum(null >= value)) / (1 + null.size))
-
-
-def holm(pvalues) -> np.ndarray:
-    """Holm's step-down adjusted p-values (Holm 1979); NaN entries are left out of the family."""
-    p = np.asarray(pvalues, dtype=np.float64)
-    out = np.full(p.shape, np.nan)
-    flat, keep = p.ravel(), np.flatnonzero(np.isfinite(p.ravel()))
-    order = keep[np.argsort(flat[keep], kind="stable")]
-    m = order.size
-    adjusted = np.maximum.accumulate((m - np.arange(m)) * flat[order]) if m else np.empty(0)
-    result = out.ravel()
-    result[order] = np.minimum(adjusted, 1.0)
-    return result.reshape(p.shape)
-
-
-def holm_rank_floor(n_random: int, n_matched: int = 0, n_modes: int = 1, control: bool = False) -> float:
-    """The smallest Holm-adjusted rank p-value a design can give.
-
-    The rank family holds, per mode, the top set against the random sets, against the
-    layer-matched sets (``n_matched > 0``) and the control against the random sets
-    (``control``): ``m`` tests. A rank p is at least ``1 / (n + 1)`` with ``n`` null sets, and
-    Holm multiplies the smallest p of the family by ``m``, so no adjusted p falls below
-    ``m / (max(n_random, n_matched) + 1)``. At or above 0.05, no rank test of the design can be
-    significant after correction, whatever the data.
-    """
-    if int(n_random) < 1:
-        raise ParameterError(f"n_random must be >= 1 (the rank test needs random sets); got {n_random!r}")
-    m = rank_family_size(n_matched, n_modes, control)
-    return min(1.0, m / (max(int(n_random), int(n_matched)) + 1))
-
-
-def rank_family_size(n_matched: int = 0, n_modes: int = 1, control: bool = False) -> int:
-    """Rank tests in the Holm family: per mode, top vs random, top vs layer-matched, control vs random."""
-    if int(n_matched) < 0 or int(n_modes) not in (1, 2):
-        raise ParameterError(f"n_matched must be >= 0 and n_modes 1 or 2 (zero and/or mean); "
-                             f"got n_matched={n_matched!r}, n_modes={n_modes!r}")
-    return int(n_modes) * (1 + (int(n_matched) > 0) + bool(control))
-
-
-#: fewest passages for a bootstrap interval of d_z
-MIN_BOOTSTRAP_PASSAGES = 10
-
-
-def effect_intervals(differences, n_boot: int = 2000, seed: int = 0, level: float = 0.95) -> dict:
-    """Intervals of paired differences: a t interval of the mean and a bootstrap interval of d_z.
-
-    The d_z interval is the percentile interval of ``mean / sd`` over ``n_boot`` resamples of
-    the passages (``numpy.random.default_rng(seed)``). The t interval needs 3 passages; the
-    d_z interval needs :data:`MIN_BOOTSTRAP_PASSAGES` (resamples of a few passages have tiny
-    spreads and give unbounded ratios); NaN below.
-    """
-    from scipy import stats
-
-    d = np.asarray(differences, dtype=np.float64)
-    out = dict(ci_low=np.nan, ci_high=np.nan, dz_ci_low=np.nan, dz_ci_high=np.nan)
-    if d.size < 3:
-        return out
-    half = stats.t.ppf(0.5 + level / 2, d.size - 1) * d.std(ddof=1) / np.sqrt(d.size)
-    out.update(ci_low=float(d.mean() - half), ci_high=float(d.mean() + half))
-    if d.size < MIN_BOOTSTRAP_PASSAGES:
-        return out
-    draws = d[np.random.default_rng(seed).integers(0, d.size, size=(int(n_boot), d.size))]
-    sd = draws.std(axis=1, ddof=1)
-    dz = np.divide(draws.mean(axis=1), sd, out=np.full(sd.shape, np.nan), where=sd > 0)
-    dz = dz[np.isfinite(dz)]
-    if dz.size:
-        out.update(dz_ci_low=float(np.quantile(dz, 0.5 - level / 2)), dz_ci_high=float(np.quantile(dz, 0.5 + level / 2)))
-    return out
-
-
-#: (comparison, the set, what it is compared with: "none", a null family, or another set)
-COMPARISONS = (
-    ("top_vs_none", "top", "none"),
-    ("top_vs_random", "top", "random"),
-    ("top_vs_layer_matched", "top", "layer_matched"),
-    ("induction_vs_none", "induction", "none"),
-    ("induction_vs_random", "induction", "random"),
-    ("top_vs_induction", "top", "induction"),
-)
-NULL_FAMILIES = ("random", "layer_matched")
-_STAT_NAMES = ("mean_difference", "ci_low", "ci_high", "t_statistic", "t_pvalue", "wilcoxon_pvalue", "cohens_dz",
-               "dz_ci_low", "dz_ci_high", "rank", "n_null", "rank_pvalue")
-
-
-def _comparisons(families) -> list[tuple[str, str, str]]:
-    present = set(families)
-    return [c for c in COMPARISONS if c[1] in present and (c[2] == "none" or c[2] in present)]
-
-
-def _statistics(effects: np.ndarray, families, seed: int, n_boot: int) -> tuple[list[str], np.ndarray]:
-    """effects: (mode, head_set, passage). Returns comparison names and a (mode, comparison, stat) table."""
-    families = np.asarray(families)
-    comparisons = _comparisons(families)
-    table = np.full((effects.shape[0], len(comparisons), len(_STAT_NAMES)), np.nan)
-    for m in range(effects.shape[0]):
-        per_set = {f: effects[m, families == f] for f in set(families)}
-        for c, (_, name, against) in enumerate(comparisons):
-            mine = per_set[name][0]
-            if against == "none":
-                d = mine
-            elif against in NULL_FAMILIES:
-                d = mine - per_set[against].mean(axis=0)
-            else:
-                d = mine - per_set[against][0]
-            row = paired_statistics(d) | effect_intervals(d, n_boot, seed)
-            if against in NULL_FAMILIES:
-                null = per_set[against].mean(axis=1)
-                row.update(rank=float(1 + np.sum(null > mine.mean())), n_null=float(null.size),
-                           rank_pvalue=rank_pvalue(mine.mean(), null))
-            table[m, c] = [row.get(k, np.nan) for k in _STAT_NAMES]
-    return [c[0] for c in comparisons], table
-
-
 # --- the whole test ----------------------------------------------------------------------------
 
 
@@ -346,9 +204,10 @@ def head_sets(n_layers: int, n_heads: int, top_heads, *, n_random: int = 50, n_m
     return sets, names, families
 
 
-def run_ablation(bridge, passages, top_heads, *, n_random=50, n_matched=50, control_heads=None, seed=0, modes=MODES,
-                 early=50, late=500, window=5, batch_size=8, n_boot=2000, time_budget_s=None, progress=True,
-                 info=None) -> xr.Dataset:
+def run_ablation(bridge, passages, top_heads, *, n_random=50, n_matched=50, control_heads=None, seed=0,
+                 modes=("zero", "mean"), early=50, late=500, window=5, batch_size=8, n_boot=2000, time_budget_s=None,
+                 progress=True, info=None, measures=("icl",), wide_early=(20, 100), wide_late=(400, 505),
+                 repeat_length=100) -> xr.Dataset:
     """Ablate ``top_heads``, a control set and random sets; an ``ablation`` dataset with the test.
 
     Parameters
@@ -363,9 +222,18 @@ def run_ablation(bridge, passages, top_heads, *, n_random=50, n_matched=50, cont
         A control set of the same size, e.g. the top induction heads.
     seed : int
         Seed of the random sets (``seed``, ``seed + 1``) and of the bootstrap intervals.
-    modes : sequence of {"zero", "mean"}
+    modes : sequence of {"zero", "mean", "resample"}
+        ``resample``: each ablated head's output is taken from another passage at the same
+        positions, passage ``p`` from ``donor_passages(n, seed + 3)[p]`` (a seeded derangement).
     early, late, window : int
         ICL score positions and half-window.
+    measures : sequence of str
+        :data:`icl_cmr.analyses.ablation_measures.MEASURES` to report beside the ICL score
+        (``icl`` always), with their statistics on a ``measure`` dim; the natural-text ones come
+        from the same passes, ``repeated_tokens`` from passages of ``repeat_length`` random
+        ids repeated once (seed ``seed + 2``), as many as the natural-text passages done.
+    wide_early, wide_late : (int, int)
+        Inclusive text positions of the ``wide_icl`` windows.
     batch_size : int
         Ablated conditions per forward pass.
     n_boot : int
@@ -384,23 +252,33 @@ def run_ablation(bridge, passages, top_heads, *, n_random=50, n_matched=50, cont
     """
     from tqdm.auto import tqdm
 
+    from icl_cmr.analyses import ablation_measures as am
+
     modes = tuple(modes)
     if not modes or any(m not in MODES for m in modes):
         raise ParameterError(f"modes must be a non-empty subset of {MODES}; got {modes}")
+    measures = am.check_measures(measures)
     if n_random < 1:
         raise ParameterError(f"the rank test needs random sets; got n_random={n_random}")
     passages = np.ascontiguousarray(passages, dtype=np.int64)
     if passages.ndim != 2 or passages.shape[0] < 2:
         raise ParameterError(f"passages must be (n_passage >= 2, n_token); got shape {passages.shape}")
     targets = scored_positions(int(early), int(late), int(window), passages.shape[1])
+    last = int(late) + int(window)
+    wide = dict(wide_early=tuple(wide_early), wide_late=tuple(wide_late))
+    if "wide_icl" in measures:
+        wide = {k: am.check_window(v, passages.shape[1], k) for k, v in wide.items()}
+    extra_targets = am.natural_positions(measures, last, **wide)
+    donors = donor_passages(passages.shape[0], int(seed) + 3) if "resample" in modes else None
     n_layers, n_heads = geometry(bridge)
     sets, names, families = head_sets(n_layers, n_heads, top_heads, n_random=int(n_random), n_matched=int(n_matched),
                                       seed=int(seed), control_heads=control_heads)
     with tqdm(total=passages.shape[0], desc=f"ablation ({len(sets)} sets x {len(modes)} modes)", unit="passage",
               disable=not progress) as bar:
         deadline = None if time_budget_s is None else time.monotonic() + float(time_budget_s)
-        base_losses, losses, _ = set_losses(bridge, passages, targets, sets, modes, batch_size=batch_size, progress=bar,
-                                            deadline=deadline)
+        base_losses, losses, _, *extra = set_losses(bridge, passages, targets, sets, modes, batch_size=batch_size,
+                                                    progress=bar, deadline=deadline, donors=donors,
+                                                    extra_targets=extra_targets)
     requested, done = passages.shape[0], losses.shape[2]
     if done < 2:
         raise ParameterError(f"the time budget of {time_budget_s} s allowed {done} passages; the test needs at least 2")
@@ -410,13 +288,17 @@ def run_ablation(bridge, passages, top_heads, *, n_random=50, n_matched=50, cont
     for m in range(len(modes)):
         for s in range(len(sets)):
             scores[:, m, s] = icl_scores(losses[m, s], targets, early, late, window)
+    block = None
+    if len(measures) > 1:
+        block = am.run_measures(bridge, passages, sets, modes, measures, scores, base, extra, last, wide, families,
+                                int(seed), int(n_boot), int(repeat_length), int(batch_size), progress)
     return _assemble(scores, base, sets, names, families, modes, passages, int(seed), int(n_boot), dict(
         n_random=int(n_random), n_matched=int(n_matched), seed=int(seed), early_token=int(early),
         late_token=int(late), window=int(window), batch_size=int(batch_size), n_boot=int(n_boot),
-        n_passages_requested=int(requested), n_passages_done=int(done), **(info or {})))
+        n_passages_requested=int(requested), n_passages_done=int(done), **(info or {})), block)
 
 
-def _assemble(scores, base, sets, names, families, modes, passages, seed, n_boot, info) -> xr.Dataset:
+def _assemble(scores, base, sets, names, families, modes, passages, seed, n_boot, info, block=None) -> xr.Dataset:
     size = len(sets[0])
     dims = ("mode", "head_set", "passage")
     ds = xr.Dataset(coords={"mode": list(modes), "head_set": names, "family": ("head_set", families),
@@ -432,25 +314,24 @@ def _assemble(scores, base, sets, names, families, modes, passages, seed, n_boot
     ds["set_head"] = (("head_set", "member"), np.array([[h for _, h in s] for s in sets], dtype=np.int64))
     effects = scores[0] - base[0][None, None, :]
     ds["mean_effect"] = (("mode", "head_set"), effects.mean(axis=2))
-    comparisons, table = _statistics(effects, families, seed, n_boot)
+    comparisons, table = comparison_statistics(effects, families, seed, n_boot)
     ds = ds.assign_coords(comparison=comparisons)
-    for k, name in enumerate(_STAT_NAMES):
+    for k, name in enumerate(STAT_NAMES):
         ds[name] = (("mode", "comparison"), table[:, :, k])
     ds["holm_rank_pvalue"] = (("mode", "comparison"), holm(ds["rank_pvalue"].values))
     ds["holm_t_pvalue"] = (("mode", "comparison"), holm(ds["t_pvalue"].values))
     ds["empirical_pvalue"] = ds["rank_pvalue"].sel(comparison="top_vs_random", drop=True)
     _describe(ds)
+    if block is not None:
+        from icl_cmr.analyses.ablation_measures import describe
+
+        ds = ds.assign_coords(block["coords"]).assign(block["variables"])
+        describe(ds)
+        info = {**info, **block["attrs"]}
     ds.attrs.update(provenance_attrs("ablation", "icl_cmr.analyses.ablation.run_ablation", **info))
     ds.attrs.update({k: v for k, v in info.items() if isinstance(v, (int, float, str))})
     ds.attrs["n_tokens"] = int(passages.shape[1])
     return validate(ds, "ablation")
-
-
-def _interval(low: float, high: float, digits: int, needs: int) -> str:
-    """``[low, high]``, or why there is none (too few passages for it)."""
-    if np.isfinite(low) and np.isfinite(high):
-        return f"[{low:+.{digits}f}, {high:+.{digits}f}]"
-    return f"[no interval: needs {needs} passages]"
 
 
 def summary_lines(result: xr.Dataset) -> list[str]:
@@ -462,10 +343,10 @@ def summary_lines(result: xr.Dataset) -> list[str]:
     for mode in result["mode"].values:
         for comparison in result["comparison"].values:
             row = result.sel(mode=mode, comparison=comparison)
-            v = {name: float(row[name]) for name in (*_STAT_NAMES, "holm_rank_pvalue", "holm_t_pvalue")}
+            v = {name: float(row[name]) for name in (*STAT_NAMES, "holm_rank_pvalue", "holm_t_pvalue")}
             text = (f"{mode} {comparison}: {v['mean_difference']:+.3f} nats "
-                    f"{_interval(v['ci_low'], v['ci_high'], 3, 3)}, "
-                    f"d_z {v['cohens_dz']:+.2f} {_interval(v['dz_ci_low'], v['dz_ci_high'], 2, MIN_BOOTSTRAP_PASSAGES)}, "
+                    f"{format_interval(v['ci_low'], v['ci_high'], 3, 3)}, "
+                    f"d_z {v['cohens_dz']:+.2f} {format_interval(v['dz_ci_low'], v['dz_ci_high'], 2, MIN_BOOTSTRAP_PASSAGES)}, "
                     f"t p {v['t_pvalue']:.2g} (Holm {v['holm_t_pvalue']:.2g})")
             if np.isfinite(v["rank_pvalue"]):
                 text += (f"; rank {v['rank']:.0f} of {v['n_null'] + 1:.0f}, p {v['rank_pvalue']:.3f} "
@@ -486,7 +367,7 @@ def validate_ablation(ds: xr.Dataset) -> None:
         raise SchemaError("ablation dataset: coord 'head_set' must contain 'top'")
     bad = sorted({str(v) for v in ds["mode"].values} - set(MODES))
     if bad:
-        raise SchemaError(f"ablation dataset: modes must be 'zero' or 'mean'; got {', '.join(bad)}")
+        raise SchemaError(f"ablation dataset: modes must be among {', '.join(MODES)}; got {', '.join(bad)}")
     if "family" in ds.coords:
         bad = sorted({str(v) for v in ds["family"].values} - {"top", "induction", *NULL_FAMILIES})
         if bad:

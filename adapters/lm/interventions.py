@@ -4,7 +4,8 @@ Heads are ablated at their output before the output projection: the hook
 ``blocks.{layer}.attn.hook_z`` (shape batch x position x query head x d_head; grouped-query
 models expose one slice per query head, so query heads are ablated). Zero ablation sets the
 head's slice to 0; mean ablation sets it to the head's mean output over every text position of
-the same passages (measured in the unablated pass). Only the logits at the scored positions are
+the same passages (measured in the unablated pass); resample ablation (:func:`set_losses`) sets
+it to the head's output on a donor passage at the same positions. Only the logits at the scored positions are
 computed (the body of the Hugging Face model runs under the bridge's hooks, then the output
 embedding is applied to those positions), which saves the vocabulary projection elsewhere.
 
@@ -16,18 +17,19 @@ importing this module is cheap.
 from __future__ import annotations
 
 import contextlib
-import time
 
 import numpy as np
 
 from cmr.errors import ParameterError
 
 __all__ = ["MODES", "DIRECT_FAMILIES", "geometry", "placement", "bos_id", "ablation_hooks", "scored_logits", "passage_losses",
-           "plain_model", "output_projections", "zeroed_heads", "set_losses",
-           "full_logit_losses"]
+           "plain_model", "output_projections", "zeroed_heads", "host_logprob",
+           "full_logit_losses", "SET_MODES"]
 
-#: ablation modes: replace a head's output by zeros or by its mean output
+#: ablation modes of one pass: replace a head's output by zeros or by its mean output
 MODES = ("zero", "mean")
+#: modes of :func:`set_losses`: also ``resample``, each head's output taken from a donor passage
+SET_MODES = (*MODES, "resample")
 
 
 def geometry(bridge) -> tuple[int, int]:
@@ -44,7 +46,7 @@ def placement(bridge):
     return torch.device("cpu"), torch.float32
 
 
-def _host_logprob(logits, gold):
+def host_logprob(logits, gold):
     """Log-probability of ``gold`` (host int64) in float64 on the host, from float32 copies of ``logits``."""
     import torch
 
@@ -169,7 +171,7 @@ def passage_losses(bridge, passages, targets, *, heads=(), mode="zero", means=No
                 text = torch.cat([torch.full((chunk.shape[0], 1), int(bos), dtype=torch.long), text], dim=1)
             logits = scored_logits(bridge, text.to(device), predict_index)
             gold = chunk[:, torch.as_tensor(targets)]
-            out[start:start + chunk.shape[0]] = (-_host_logprob(logits, gold)).numpy()
+            out[start:start + chunk.shape[0]] = (-host_logprob(logits, gold)).numpy()
             count += chunk.shape[0] * (length - offset)
             if progress is not None:
                 progress.update(1)
@@ -200,7 +202,7 @@ def full_logit_losses(bridge, passages, targets, *, heads=(), mode="zero", means
     with torch.inference_mode():
         logits = bridge.run_with_hooks(ids.to(device), fwd_hooks=hooks)
         gold = torch.as_tensor(passages[:, targets])
-        return (-_host_logprob(logits[:, torch.as_tensor(targets + offset - 1, device=device)], gold)).numpy()
+        return (-host_logprob(logits[:, torch.as_tensor(targets + offset - 1, device=device)], gold)).numpy()
 
 
 # --- many head sets per passage: the ablation test's engine ------------------------------------
@@ -333,194 +335,14 @@ def zeroed_heads(bridge, plain, heads):
             handle.remove()
 
 
-def _head_width(config) -> int:
-    return int(getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads)
+def __getattr__(name: str):
+    """``set_losses`` under its former home, for one release (it lives in ``ablation_engine``)."""
+    if name == "set_losses":
+        import importlib
 
+        from cmr._deprecate import warn
 
-def _row_masks(rows, n_layers, n_heads, width, means, device, dtype):
-    """Per layer: (keep, fill) of shape (n_row, 1, n_heads * width) or None when no row ablates it."""
-    import torch
-
-    keep = np.ones((len(rows), n_layers, n_heads, width), dtype=np.float32)
-    fill = np.zeros_like(keep)
-    for r, (heads, mode) in enumerate(rows):
-        for layer, head in heads:
-            keep[r, layer, head] = 0.0
-            if mode == "mean":
-                fill[r, layer, head] = means[layer, head]
-    out = []
-    for layer in range(n_layers):
-        if keep[:, layer].all():
-            out.append(None)
-            continue
-        shape = (len(rows), 1, n_heads * width)
-        out.append((torch.as_tensor(keep[:, layer].reshape(shape), device=device, dtype=dtype),
-                    torch.as_tensor(fill[:, layer].reshape(shape), device=device, dtype=dtype)))
-    return out
-
-
-def _decoder_pass(plain, hidden, start, masks, predict_index, *, keep_states=False, stop=None, capture=None):
-    """Run decoder layers ``start..`` on ``hidden`` (rows, position, d_model) with row-wise ablation.
-
-    Returns (logits at ``predict_index`` or None when ``stop`` ends early, layer inputs when asked).
-    """
-    import torch
-    from transformers.masking_utils import create_causal_mask
-
-    body = plain.model
-    position_ids = torch.arange(hidden.shape[1], device=hidden.device).unsqueeze(0)
-    # no cache: passed by position, since its keyword was renamed (past_key_values -> cache, transformers 5.24)
-    mask = create_causal_mask(plain.config, hidden, None, None, position_ids=position_ids)
-    rotary = body.rotary_emb(hidden, position_ids=position_ids)
-    handles, states = [], []
-    try:
-        for layer in range(start, len(body.layers)):
-            entry = masks[layer] if masks is not None else None
-            o_proj = body.layers[layer].self_attn.o_proj
-            if entry is not None:
-                def ablate(module, args, entry=entry):
-                    return (args[0] * entry[0] + entry[1],)
-                handles.append(o_proj.register_forward_pre_hook(ablate))
-            if capture is not None:
-                def measure(module, args, layer=layer):
-                    capture(layer, args[0])
-                handles.append(o_proj.register_forward_pre_hook(measure))
-        end = len(body.layers) if stop is None else stop
-        for layer in range(start, end):
-            if keep_states:
-                states.append(hidden)
-            hidden = body.layers[layer](hidden, attention_mask=mask, position_ids=position_ids,
-                                        position_embeddings=rotary)
-    finally:
-        for handle in handles:
-            handle.remove()
-    if stop is not None:
-        return None, states
-    logits = plain.lm_head(body.norm(hidden[:, predict_index]))
-    cap = float(getattr(plain.config, "final_logit_softcapping", None) or -1.0)
-    if cap > 0:
-        logits = cap * torch.tanh(logits / cap)
-    return logits, states
-
-
-def set_losses(bridge, passages, targets, head_sets, modes=("zero",), *, batch_size=8, progress=None, deadline=None):
-    """Losses at ``targets`` of every passage, unablated and with every head set ablated in every mode.
-
-    The unablated pass runs once per passage and keeps the residual stream at the input of
-    every layer; each ablated condition resumes there at its set's first ablated layer (layers
-    before it are the same as unablated). With mean ablation the unablated pass first runs over
-    every passage (the mean head outputs need them all), and a partial pass up to the deepest
-    first-ablated layer then gives each passage's states. Conditions of one passage are batched, each
-    row with its own heads zeroed or set to their mean at the input of ``o_proj``. Only the
-    scored positions are projected onto the vocabulary. Models outside
-    :data:`DIRECT_FAMILIES` run every condition through the bridge (:func:`passage_losses`).
-
-    Parameters
-    ----------
-    bridge : TransformerBridge
-    passages : ndarray of int, shape (n_passage, n_token)
-    targets : sequence of int
-        0-based text positions whose loss is wanted.
-    head_sets : sequence of sequences of (layer, head)
-    modes : sequence of {"zero", "mean"}
-    batch_size : int
-        Conditions (head set x mode rows) per forward pass.
-    progress : tqdm bar, optional
-        Advanced by one per passage.
-    deadline : float, optional
-        A ``time.monotonic()`` value: no passage starts after it (with mean ablation the mean
-        outputs still come from every passage).
-
-    Returns
-    -------
-    base : ndarray, shape (n_done, n_target)
-        Unablated losses (nats) of the first ``n_done`` passages (all unless ``deadline`` passed).
-    losses : ndarray, shape (n_mode, n_set, n_done, n_target)
-    means : ndarray, shape (n_layer, n_head, d_head), or None without mean ablation
-        Mean head outputs over every text position of the passages (float64).
-    """
-    import torch
-
-    modes = tuple(modes)
-    if not modes or any(m not in MODES for m in modes):
-        raise ParameterError(f"modes must be a non-empty subset of {MODES}; got {modes}")
-    passages = np.ascontiguousarray(passages, dtype=np.int64)
-    targets = np.asarray(targets, dtype=np.int64)
-    head_sets = [[(int(l), int(h)) for l, h in heads] for heads in head_sets]
-    if any(not heads for heads in head_sets):
-        raise ParameterError("every head set needs at least one head")
-    plain = plain_model(bridge)
-    if plain is None or plain.config.model_type not in DIRECT_FAMILIES or not hasattr(plain.model, "rotary_emb"):
-        return _bridge_set_losses(bridge, passages, targets, head_sets, modes, progress)
-    bos = bos_id(bridge)
-    offset = 1 if bos is not None else 0
-    if targets.min() + offset < 1 or targets.max() >= passages.shape[1]:
-        raise ParameterError(
-            f"scored positions must lie in {1 - offset}..{passages.shape[1] - 1}; got {targets.min()}..{targets.max()}"
-        )
-    length = int(targets.max()) + offset
-    device, dtype = placement(bridge)
-    n_layers, n_heads = geometry(bridge)
-    width = _head_width(plain.config)
-    predict_index = torch.as_tensor(targets + offset - 1, device=device)
-
-    def inputs(rows):
-        ids = torch.as_tensor(passages[rows, : length - offset])
-        if offset:
-            ids = torch.cat([torch.full((ids.shape[0], 1), int(bos), dtype=torch.long), ids], dim=1)
-        return ids.to(device)
-
-    sums = torch.zeros((n_layers, n_heads * width), dtype=torch.float64)
-
-    def add_sums(layer, z):  # float32 on the device, float64 on the host (as passage_losses)
-        sums[layer] += z[:, offset:].sum(dim=(0, 1), dtype=torch.float32).cpu().double()
-
-    base = np.full((passages.shape[0], targets.size), np.nan)
-    losses = np.empty((len(modes), len(head_sets), passages.shape[0], targets.size))
-    conditions = [(m, s) for m in range(len(modes)) for s in range(len(head_sets))]
-    first = {c: min(l for l, _ in head_sets[c[1]]) for c in conditions}
-    conditions.sort(key=lambda c: first[c])
-    deepest = max(first.values())
-    with torch.inference_mode():
-        means = None
-        if "mean" in modes:  # mean outputs over every passage before any mean ablation
-            for start in range(0, passages.shape[0], 4):
-                rows = np.arange(start, min(start + 4, passages.shape[0]))
-                logits, _ = _decoder_pass(plain, plain.model.embed_tokens(inputs(rows)), 0, None, predict_index,
-                                          capture=add_sums)
-                base[rows] = (-_host_logprob(logits, torch.as_tensor(passages[rows][:, targets]))).numpy()
-            means = (sums / (passages.shape[0] * (length - offset))).numpy().reshape(n_layers, n_heads, width)
-        for p in range(passages.shape[0]):
-            if deadline is not None and time.monotonic() > deadline:
-                return base[:p], losses[:, :, :p], means
-            gold = torch.as_tensor(passages[p, targets])
-            embedded = plain.model.embed_tokens(inputs([p]))
-            if means is None:  # zero ablation only: one unablated pass gives the losses and the states
-                logits, states = _decoder_pass(plain, embedded, 0, None, predict_index, keep_states=True)
-                base[p] = (-_host_logprob(logits, gold[None])).numpy()[0]
-            else:
-                _, states = _decoder_pass(plain, embedded, 0, None, predict_index, keep_states=True, stop=deepest + 1)
-            for at in range(0, len(conditions), int(batch_size)):
-                chunk = conditions[at: at + int(batch_size)]
-                begin = first[chunk[0]]
-                masks = _row_masks([(head_sets[s], modes[m]) for m, s in chunk], n_layers, n_heads, width, means,
-                                   device, dtype)
-                hidden = states[begin].expand(len(chunk), -1, -1)
-                logits, _ = _decoder_pass(plain, hidden, begin, masks, predict_index)
-                values = (-_host_logprob(logits, gold.expand(len(chunk), -1))).numpy()
-                for row, (m, s) in enumerate(chunk):
-                    losses[m, s, p] = values[row]
-            if progress is not None:
-                progress.update(1)
-    return base, losses, means
-
-
-def _bridge_set_losses(bridge, passages, targets, head_sets, modes, progress):
-    base, means = passage_losses(bridge, passages, targets, capture_means=True)
-    losses = np.empty((len(modes), len(head_sets), passages.shape[0], len(targets)))
-    for m, mode in enumerate(modes):
-        for s, heads in enumerate(head_sets):
-            losses[m, s], _ = passage_losses(bridge, passages, targets, heads=heads, mode=mode, means=means)
-    if progress is not None:
-        progress.update(passages.shape[0])
-    return base, losses, means
+        warn("icl_cmr.adapters.lm.interventions.set_losses is deprecated and will be removed in the next release; "
+             "use icl_cmr.adapters.lm.ablation_engine.set_losses", skip=1)
+        return importlib.import_module("icl_cmr.adapters.lm.ablation_engine").set_losses
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -5,7 +5,7 @@ Both sides run SmolLM2-135M on the same passages (506 input tokens: BOS + text u
 every head set zero-ablated: a top set of 27 heads (layers 7-26), ``N_RANDOM`` random sets and
 ``N_MATCHED`` layer-matched sets. The reference is the per-condition procedure: one unablated pass
 with mean capture, then one bridge pass per set (``passage_losses``, logits only at the scored
-positions). Ours: :func:`icl_cmr.adapters.lm.interventions.set_losses` (plain SDPA model,
+positions). Ours: :func:`icl_cmr.adapters.lm.ablation_engine.set_losses` (plain SDPA model,
 resumed at each set's first ablated layer, conditions batched). Extras: seconds per passage
 per condition, and the study size and a 2-hour budget at that rate.
 """
@@ -24,7 +24,7 @@ N_MATCHED = 4
 
 
 def bench_ablation(repeats: int = 3) -> dict:
-    from icl_cmr.adapters.lm import interventions
+    from icl_cmr.adapters.lm import ablation_engine, interventions
     from icl_cmr.adapters.text_corpus import load_passages
     from icl_cmr.adapters.lm.loading import load_model, set_threads
     from icl_cmr.analyses import ablation
@@ -39,7 +39,7 @@ def bench_ablation(repeats: int = 3) -> dict:
     sets = ablation.head_sets(30, 9, TOP, n_random=N_RANDOM, n_matched=N_MATCHED, seed=0)[0]
 
     def ours():
-        base, losses, _ = interventions.set_losses(model.bridge, passages, targets, sets, ("zero",))
+        base, losses, _ = ablation_engine.set_losses(model.bridge, passages, targets, sets, ("zero",))
         return np.concatenate([base[None], losses[0]])
 
     def reference():

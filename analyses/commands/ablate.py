@@ -42,7 +42,64 @@ Full size, held-out top set and induction control:
 A 7-8B model on a 24 GB GPU (passages run in bfloat16, losses in float64 on the host):
   icl-cmr ablate ./Meta-Llama-3-8B --device cuda --dtype bfloat16 --heads-from fits.nc -o abl.nc
 The peak memory (GPU, or the process on the CPU) is printed and stored in the file's attrs.
+
+Measures with power (--measures, default all; icl, the study's score, always): wide_icl (mean
+loss over tokens --wide-late 400:505 minus over --wide-early 20:100), bigram (on the same
+passes: loss on tokens that complete a bigram seen earlier in the passage minus loss on the
+other tokens 1..late+window) and repeated_tokens (loss over the second copy, tokens 101..199,
+of --repeat-length 100 random token ids repeated once, own passes). Each measure's effect is
+ablated - intact, > 0: ablation hurts ICL; every measure gets the same rank test, paired tests
+and d_z intervals, and Holm's correction runs over measures x modes x comparisons. Token
+indices are 0-based text positions, BOS not counted. Modes: zero, mean, resample (each
+ablated head's output, hook_z, from another passage at the same positions: passage p takes
+the next passage of a random cyclic order seeded --seed + 3), both (zero + mean), all. The
+default, all measures, leaves out with a note those that cannot fit (the wide windows in short
+passages, repeated tokens beyond the model's context); named ones that cannot fit are an error.
+
+Designs (--design; explicit options override a preset):
+  cpu    chosen from the power calculation (docs/ablation.md) for >= 80% power of the
+         bigram and repeated_tokens measures within 2 hours on 2 CPU cores (SmolLM2-135M):
+         {cpu}
+  study  the study's size, meant for --device cuda --dtype bfloat16:
+         {study}
 """
+
+
+def _description():
+    from icl_cmr.analyses.ablation_power import DESIGNS
+
+    text = DESCRIPTION
+    for name, preset in DESIGNS.items():
+        text = text.replace("{" + name + "}", " ".join(f"--{k.replace('_', '-')} {v}" for k, v in preset.items()))
+    return text
+
+
+#: defaults of the options a --design preset may set
+_DEFAULTS = dict(n_passages=300, n_random=120, n_matched=50, mode="both", measures="all", dtype="float32")
+#: --mode values -> ablation modes
+MODE_CHOICES = {"zero": ("zero",), "mean": ("mean",), "resample": ("resample",), "both": ("zero", "mean"),
+                "all": ("zero", "mean", "resample")}
+
+
+def apply_design(args):
+    """Fill the options left unset from ``--design`` (then from the defaults); explicit options win."""
+    from icl_cmr.analyses.ablation_power import DESIGNS
+
+    preset = DESIGNS[args.design] if args.design else {}
+    for key, default in _DEFAULTS.items():
+        if getattr(args, key, None) is None:
+            setattr(args, key, preset.get(key, default))
+    return args
+
+
+def _window(text):
+    import argparse
+
+    try:
+        first, last = (int(v) for v in str(text).split(":"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a window must be FIRST:LAST token positions, e.g. 20:100; got {text!r}") from None
+    return first, last
 
 
 def register(sub):
@@ -50,7 +107,8 @@ def register(sub):
 
     from icl_cmr.analyses.commands.options import add_device, add_output
 
-    p = sub.add_parser("ablate", help=HELP, description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser("ablate", help=HELP, description=_description(),
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("model", nargs="?", default="smollm2-135m",
                    help="model name or local directory (default smollm2-135m, embedded)")
     which = p.add_mutually_exclusive_group(required=True)
@@ -60,13 +118,24 @@ def register(sub):
                    help="variable of --heads-from to rank by (default distance, smallest first; "
                         "induction_score and other *_score variables: largest first)")
     p.add_argument("--top-fraction", type=float, default=0.1, help="share of all heads in the top set (default 0.1)")
-    p.add_argument("--n-random", type=int, default=120,
+    p.add_argument("--design", choices=("cpu", "study"), default=None,
+                   help="a preset of sizes, modes, measures and dtype (see above); explicit options override it")
+    p.add_argument("--n-random", type=int, default=None,
                    help="random head sets (default 120: enough for Holm's correction over both modes)")
-    p.add_argument("--n-matched", type=int, default=50, help="layer-matched random head sets (default 50; 0: none)")
+    p.add_argument("--n-matched", type=int, default=None, help="layer-matched random head sets (default 50; 0: none)")
     p.add_argument("--control-from", metavar="HEADS.nc",
                    help="heads file (icl-cmr heads) whose top induction_score heads form a control set")
-    p.add_argument("--mode", choices=("zero", "mean", "both"), default="both", help="ablation (default both)")
-    p.add_argument("--n-passages", type=int, default=300, help="text passages (default 300)")
+    p.add_argument("--mode", choices=tuple(MODE_CHOICES), default=None,
+                   help="ablation: zero, mean, resample, both (zero + mean) or all (default both)")
+    p.add_argument("--measures", default=None, metavar="M[,M]",
+                   help="measures beside the study's icl score: wide_icl, bigram, repeated_tokens, or all (default all)")
+    p.add_argument("--wide-early", type=_window, default=None, metavar="FIRST:LAST",
+                   help="tokens of the wide_icl early window, inclusive (default 20:100)")
+    p.add_argument("--wide-late", type=_window, default=None, metavar="FIRST:LAST",
+                   help="tokens of the wide_icl late window, inclusive (default 400:505)")
+    p.add_argument("--repeat-length", type=int, default=100,
+                   help="random tokens repeated once in each repeated_tokens passage (default 100)")
+    p.add_argument("--n-passages", type=int, default=None, help="text passages (default 300)")
     p.add_argument("--n-tokens", type=int, default=512, help="tokens per passage (default 512)")
     p.add_argument("--text", default="wikipedia",
                    help="text source: wikipedia (default), kjv, a text file, a directory or a MediaWiki dump")
@@ -80,6 +149,7 @@ def register(sub):
                    help="start no passage's ablations after this many minutes; test the passages done")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
     add_device(p)
+    p.set_defaults(dtype=None)  # float32 unless a --design sets it
     add_output(p, "ABLATION.nc")
     p.set_defaults(func=run)
 
@@ -124,12 +194,32 @@ def run(args) -> int:
     from cmr.io import load_dataset, result_format, write_result
     from icl_cmr.analyses.commands.options import check_counts, check_fraction
 
+    from icl_cmr.analyses.ablation_measures import check_measures, check_window
+    from icl_cmr.analyses.ablation_power import DESIGNS
+
+    # measures the user named (or a preset did) must fit; the default, all, leaves out those that cannot
+    chosen = args.measures is not None or "measures" in DESIGNS.get(args.design, {})
+    windows_given = args.wide_early is not None or args.wide_late is not None
+    args.wide_early, args.wide_late = args.wide_early or (20, 100), args.wide_late or (400, 505)
+    apply_design(args)
     result_format(args.output)
+    measures = check_measures(args.measures)
+    try:
+        if "wide_icl" in measures:
+            check_window(args.wide_early, args.n_tokens, "--wide-early")
+            check_window(args.wide_late, args.n_tokens, "--wide-late")
+    except ParameterError:
+        if chosen or windows_given:
+            raise
+        measures = tuple(m for m in measures if m != "wide_icl")
+        print(f"note: wide_icl left out: its windows {args.wide_early[0]}:{args.wide_early[1]} and "
+              f"{args.wide_late[0]}:{args.wide_late[1]} do not fit passages of {args.n_tokens} tokens "
+              "(--wide-early, --wide-late)", flush=True)
     if args.n_random < 1 or args.n_passages < 2 or args.n_matched < 0:
         raise ParameterError(f"--n-random must be >= 1, --n-matched >= 0 and --n-passages >= 2; "
                              f"got {args.n_random}, {args.n_matched}, {args.n_passages}")
     check_fraction(args.top_fraction, "--top-fraction")
-    check_counts(args, n_tokens=2, early=0, late=1, window=0, batch_size=1, seed=0)
+    check_counts(args, n_tokens=2, early=0, late=1, window=0, batch_size=1, seed=0, repeat_length=2)
     ablation.scored_positions(args.early, args.late, args.window, args.n_tokens)  # before the model loads
     if args.time_budget is not None and not args.time_budget > 0:
         raise ParameterError(f"--time-budget must be a positive number of minutes; got {args.time_budget:g}")
@@ -157,18 +247,27 @@ def run(args) -> int:
             print(f"note: the top set was ranked on head profiles of prompt seed {shared}, {shared_with(args)}; it is "
                   "not held out, so the test also measures how the set was chosen: rank on profiles of another seed "
                   "(icl-cmr heads --seed 1, then icl-cmr fit)", flush=True)
-    n_modes = 2 if args.mode == "both" else 1
-    floor = ablation.holm_rank_floor(args.n_random, args.n_matched, n_modes, control is not None)
+    modes = MODE_CHOICES[args.mode]
+    family = (args.n_matched, len(modes), control is not None, len(measures))
+    floor = ablation.holm_rank_floor(args.n_random, *family)
     if floor >= 0.05:
         print(f"note: with {args.n_random} random and {args.n_matched} layer-matched sets, no rank test can reach "
-              f"p < 0.05 after Holm's correction (smallest adjusted p {floor:.3f}); "
-              f"--n-random {20 * ablation.rank_family_size(args.n_matched, n_modes, control is not None)} or more lifts it",
+              f"p < 0.05 after Holm's correction over {len(measures)} measures x {len(modes)} modes "
+              f"(smallest adjusted p {floor:.3f}); --n-random {20 * ablation.rank_family_size(*family)} or more lifts it",
               flush=True)
     model = load_model(args.model, device=args.device, dtype=args.dtype)
+    context = getattr(model.bridge.cfg, "n_ctx", None)
+    if "repeated_tokens" in measures and context is not None and 2 * args.repeat_length + 1 > int(context):
+        if chosen:
+            raise ParameterError(f"repeated_tokens passages of 2 x {args.repeat_length} tokens and a BOS exceed the "
+                                 f"model's context of {int(context)} tokens; give a smaller --repeat-length")
+        measures = tuple(m for m in measures if m != "repeated_tokens")
+        print(f"note: repeated_tokens left out: 2 x {args.repeat_length} tokens and a BOS exceed the model's context "
+              f"of {int(context)} tokens (--repeat-length)", flush=True)
     passages = load_passages(args.text, model.tokenizer, args.n_passages, args.n_tokens, seed=args.seed)
-    modes = ("zero", "mean") if args.mode == "both" else (args.mode,)
     info = model.provenance()
-    info.update(text_source=str(args.text), top_heads_source=source, top_heads=listed, n_passages=int(args.n_passages))
+    info.update(text_source=str(args.text), top_heads_source=source, top_heads=listed, n_passages=int(args.n_passages),
+                design=str(args.design or "none"))
     if control is not None:
         info.update(control_heads=",".join(f"L{l}.H{h}" for l, h in control),
                     control_heads_source=f"{args.control_from}: largest induction_score")
@@ -176,7 +275,8 @@ def run(args) -> int:
         result = ablation.run_ablation(
             model.bridge, passages, top, n_random=args.n_random, n_matched=args.n_matched, control_heads=control,
             seed=args.seed, modes=modes, early=args.early, late=args.late, window=args.window,
-            batch_size=args.batch_size, info=info,
+            batch_size=args.batch_size, info=info, measures=measures, wide_early=args.wide_early,
+            wide_late=args.wide_late, repeat_length=args.repeat_length,
             time_budget_s=None if args.time_budget is None else 60.0 * args.time_budget)
     result = with_run_record(result, **memory)
     path = write_result(result, args.output)
@@ -185,5 +285,10 @@ def run(args) -> int:
     print(f"unablated ICL score {float(result['baseline_icl_score'].mean()):+.3f} nats "
           f"({result.sizes['passage']} of {args.n_passages} passages)")
     for line in ablation.summary_lines(result):
+        print(line)
+    from icl_cmr.analyses.ablation_measures import measure_summary_lines
+    from icl_cmr.analyses.ablation_power import power_lines
+
+    for line in [*measure_summary_lines(result), *power_lines(result)]:
         print(line)
     return 0

@@ -8,7 +8,7 @@ import pytest
 
 MOVED = {
     "icl_cmr.adapters.transformer_lens": ("icl_cmr.adapters.lm.loading", "load_model"),
-    "icl_cmr.adapters.interventions": ("icl_cmr.adapters.lm.interventions", "set_losses"),
+    "icl_cmr.adapters.interventions": ("icl_cmr.adapters.lm.ablation_engine", "set_losses"),
     "icl_cmr.adapters.composition": ("icl_cmr.adapters.lm.composition", "composition_scores"),
     "icl_cmr.adapters.causal_composition": ("icl_cmr.adapters.lm.causal_composition", "path_ablation"),
     "icl_cmr.adapters.toy_model": ("icl_cmr.adapters.lm.toy_model", "train_toy"),
@@ -44,3 +44,13 @@ def test_the_old_transformer_lens_module_has_both_halves():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.stdout.strip() == "True", done.stdout + done.stderr
+
+
+def test_set_losses_under_its_former_module_warns_and_is_the_engine():
+    from icl_cmr.adapters.lm import ablation_engine, interventions
+
+    with pytest.warns(DeprecationWarning, match=r"interventions\.set_losses is deprecated .*ablation_engine\.set_losses"):
+        old = interventions.set_losses
+    assert old is ablation_engine.set_losses
+    with pytest.raises(AttributeError, match="no attribute 'no_such_name'"):
+        interventions.no_such_name  # noqa: B018

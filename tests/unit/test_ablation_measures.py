@@ -1,0 +1,227 @@
+"""Measures with power beside the ICL score, resample ablation and the power calculation.
+
+Oracles: a plain TransformerLens implementation of resample ablation (``run_with_hooks`` with
+a hook that puts the donor passage's cached ``hook_z`` into the ablated heads' slices), the
+bridge's own losses for the extra positions, hand-worked bigram and repeated-token cases, and
+SciPy / a simulation for the power of the paired t-test.
+"""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from cmr.errors import ParameterError
+from cmr.io import load_dataset, save_dataset
+from icl_cmr.adapters.lm import ablation_engine, interventions
+from icl_cmr.analyses import ablation, ablation_measures, ablation_power
+
+EARLY, LATE, WINDOW = 5, 40, 2
+
+
+@pytest.fixture(scope="module")
+def passages():
+    return np.random.default_rng(4).integers(3, 40, size=(4, 60))
+
+
+def _resample_by_hooks(bridge, passages, targets, heads, donors):
+    """Resample ablation the plain TransformerLens way: cache the donor's hook_z, overwrite the heads' slices."""
+    import torch
+
+    ids = torch.cat([torch.full((len(passages), 1), int(bridge.tokenizer.bos_token_id)), torch.as_tensor(passages)], 1)
+    with torch.inference_mode():
+        _, cache = bridge.run_with_cache(ids, names_filter=lambda name: name.endswith("attn.hook_z"))
+        out = np.empty((len(passages), len(targets)))
+        for p in range(len(passages)):
+            def make(layer, p=p):
+                def hook(z, hook):
+                    z = z.clone()
+                    for h in sorted(h for l, h in heads if l == layer):
+                        z[:, :, h] = cache[f"blocks.{layer}.attn.hook_z"][int(donors[p]), :, h]
+                    return z
+                return hook
+            layers = sorted({l for l, _ in heads})
+            logits = bridge.run_with_hooks(ids[p:p + 1], fwd_hooks=[(f"blocks.{l}.attn.hook_z", make(l)) for l in layers])
+            logp = torch.log_softmax(logits[0].double(), -1)
+            out[p] = [-logp[t, passages[p, t]].item() for t in targets]  # BOS first: row t predicts text token t
+    return out
+
+
+def test_resample_equals_transformer_lens_hooks(tiny, passages):
+    targets = np.arange(1, 60)
+    donors = ablation_engine.donor_passages(len(passages), seed=3)
+    sets = [[(1, 1), (0, 3)], [(1, 2)]]
+    base, losses, _ = ablation_engine.set_losses(tiny.bridge, passages, targets, sets, ("zero", "resample"),
+                                               batch_size=3, donors=donors)
+    for s, heads in enumerate(sets):
+        expected = _resample_by_hooks(tiny.bridge, passages, targets, heads, donors)
+        np.testing.assert_allclose(losses[1, s], expected, rtol=0, atol=2e-5)
+        assert np.abs(losses[1, s] - base).max() > 1e-3 and np.abs(losses[1, s] - losses[0, s]).max() > 1e-3
+    # a zero row batched beside resample rows computes as without them
+    zero_only = ablation_engine.set_losses(tiny.bridge, passages, targets, sets, ("zero",), batch_size=3)
+    np.testing.assert_array_equal(zero_only[1][0], losses[0])
+
+
+def test_resample_through_the_bridge_equals_the_engine(tiny, passages, monkeypatch):
+    targets = np.arange(1, 60)
+    donors = ablation_engine.donor_passages(len(passages), seed=0)
+    direct = ablation_engine.set_losses(tiny.bridge, passages, targets, [[(1, 1), (0, 2)]], ("resample",), donors=donors)
+    monkeypatch.setattr(interventions, "plain_model", lambda bridge: None)  # models outside the direct families
+    bridged = ablation_engine.set_losses(tiny.bridge, passages, targets, [[(1, 1), (0, 2)]], ("resample",), donors=donors)
+    np.testing.assert_allclose(bridged[1], direct[1], rtol=0, atol=2e-5)
+
+
+def test_donors_are_a_seeded_derangement():
+    donors = ablation_engine.donor_passages(7, seed=5)
+    assert sorted(donors.tolist()) == list(range(7)) and not np.any(donors == np.arange(7))
+    np.testing.assert_array_equal(donors, ablation_engine.donor_passages(7, seed=5))
+    with pytest.raises(ParameterError, match="at least 2 passages"):
+        ablation_engine.donor_passages(1, seed=0)
+
+
+def test_bad_donors_are_one_typed_line(tiny, passages):
+    for donors in (None, np.arange(4), np.array([1, 2, 3])):
+        with pytest.raises(ParameterError) as caught:
+            ablation_engine.set_losses(tiny.bridge, passages, [1, 2], [[(0, 1)]], ("resample",), donors=donors)
+        assert "\n" not in str(caught.value) and "donor" in str(caught.value)
+
+
+def test_extra_targets_leave_the_scored_losses_bit_for_bit(tiny, passages):
+    targets = ablation.scored_positions(EARLY, LATE, WINDOW, 60)
+    extra = np.arange(1, LATE + WINDOW + 1)
+    sets = [[(1, 1), (0, 3)], [(0, 0)]]
+    plain = ablation_engine.set_losses(tiny.bridge, passages, targets, sets, ("zero", "mean"))
+    base, losses, means, more = ablation_engine.set_losses(tiny.bridge, passages, targets, sets, ("zero", "mean"),
+                                                         extra_targets=extra)
+    np.testing.assert_array_equal(base, plain[0])
+    np.testing.assert_array_equal(losses, plain[1])
+    reference, _ = interventions.passage_losses(tiny.bridge, passages, extra)
+    np.testing.assert_allclose(more["base"], reference, rtol=0, atol=2e-5)
+    ablated, _ = interventions.passage_losses(tiny.bridge, passages, extra, heads=sets[0], mode="mean", means=means)
+    np.testing.assert_allclose(more["losses"][1, 0], ablated, rtol=0, atol=2e-5)
+
+
+def test_bigram_completions_by_hand():
+    #          t: 0  1  2  3  4  5  6
+    passage = [[7, 8, 9, 7, 8, 9, 8]]
+    # (7, 8) first at t=1, again at t=4; (8, 9) at t=2, again at t=5; (9, 8) only at t=6
+    mask = ablation_measures.bigram_completions(passage, np.arange(1, 7))
+    assert mask.tolist() == [[False, False, False, True, True, False]]
+    losses = np.array([[1.0, 1.0, 1.0, 3.0, 5.0, 2.0]])
+    # completing tokens (t = 4, 5): mean 4; the others (t = 1, 2, 3, 6): mean 1.25
+    score = ablation_measures.measure_scores("bigram", losses, np.arange(1, 7), passages=passage)
+    assert score.tolist() == [4.0 - 1.25]
+    assert np.isnan(ablation_measures.measure_scores("bigram", losses[:, :2], [1, 2], passages=passage)).all()
+
+
+def test_repeated_token_passages():
+    rep = ablation_measures.repeated_token_passages(20, [0, 3], 50, repeat_length=6, seed=2)
+    assert rep.shape == (50, 12) and rep.dtype == np.int64
+    np.testing.assert_array_equal(rep[:, :6], rep[:, 6:])
+    assert not np.isin(rep, [0, 3]).any() and rep.max() < 20
+    np.testing.assert_array_equal(rep, ablation_measures.repeated_token_passages(20, [0, 3], 50, 6, seed=2))
+
+
+def test_wide_icl_scores():
+    positions = np.arange(1, 11)
+    losses = np.arange(1.0, 11.0)[None]  # loss(t) = t
+    score = ablation_measures.measure_scores("wide_icl", losses, positions, wide_early=(2, 4), wide_late=(8, 10))
+    assert score.tolist() == [9.0 - 3.0]
+
+
+def test_run_ablation_measures_keep_the_icl_score(tiny, passages, tmp_path):
+    kw = dict(n_random=3, n_matched=2, control_heads=[(0, 0), (0, 1)], early=EARLY, late=LATE, window=WINDOW,
+              seed=1, n_boot=50, progress=False)
+    plain = ablation.run_ablation(tiny.bridge, passages, [(1, 0), (1, 3)], modes=("zero", "mean"), **kw)
+    assert "measure" not in plain.dims
+    full = ablation.run_ablation(tiny.bridge, passages, [(1, 0), (1, 3)], modes=("zero", "mean", "resample"),
+                                 measures="all", wide_early=(3, 10), wide_late=(30, 42), repeat_length=12, **kw)
+    for name in ("icl_score", "baseline_icl_score", "rank_pvalue", "t_pvalue"):
+        np.testing.assert_array_equal(full[name].sel(mode=["zero", "mean"]).values if "mode" in full[name].dims
+                                      else full[name].values, plain[name].values)
+    assert full["measure"].values.tolist() == list(ablation_measures.MEASURES)
+    np.testing.assert_array_equal(full["measure_score"].sel(measure="icl").values, full["icl_score"].values)
+    np.testing.assert_array_equal(full["measure_rank_pvalue"].sel(measure="icl").values, full["rank_pvalue"].values)
+    conventions = json.loads(full.attrs["measure_conventions"])
+    assert "> 0: ablation hurts" in conventions["bigram"] and "BOS not counted" in conventions["repeated_tokens"]
+    assert "0-based" in str(full["measure_definition"].sel(measure="wide_icl").values)
+    # Holm over measures x modes x comparisons: 4 x 3 x (top, matched, control) rank tests
+    ranks = full["measure_rank_pvalue"].values
+    assert np.isfinite(ranks).sum() == 4 * 3 * 3
+    np.testing.assert_allclose(full["measure_holm_rank_pvalue"].values, ablation.holm(ranks), equal_nan=True)
+    effects = full["measure_score"] - full["baseline_measure_score"]
+    np.testing.assert_allclose(full["measure_mean_effect"].values, effects.mean("passage").values)
+    lines = ablation_power.power_lines(full)
+    assert lines and all("power for 80% power" not in line and "passages for 80% power at alpha 0.05/" in line
+                         for line in lines)
+    path = save_dataset(full, tmp_path / "abl.nc")
+    back = load_dataset(path, "ablation")
+    np.testing.assert_array_equal(back["measure_score"].values, full["measure_score"].values)
+    assert back.attrs["measure_conventions"] == full.attrs["measure_conventions"]
+
+
+def test_power_of_the_paired_t_test():
+    from scipy import stats
+
+    # G*Power's classic: d_z 0.5 at alpha 0.05 two-sided needs 34 pairs for 80%
+    assert ablation_power.passages_for_power(0.5, 1.0) == 34
+    n = ablation_power.passages_for_power(0.18, 0.1, alpha=0.05, m=12)
+    assert ablation_power.paired_t_power(n, 0.18, 0.1, 0.05 / 12) >= 0.8 > ablation_power.paired_t_power(
+        n - 1, 0.18, 0.1, 0.05 / 12)
+    # a simulation agrees with the noncentral t
+    rng = np.random.default_rng(0)
+    draws = rng.normal(0.3, 1.0, size=(4000, 25))
+    hits = np.mean(stats.ttest_1samp(draws, 0.0, axis=1).pvalue < 0.05)
+    assert abs(hits - ablation_power.paired_t_power(25, 0.3, 1.0)) < 0.03
+
+
+def test_random_sets_for_the_holm_floor():
+    for m in (1, 3, 6, 24):
+        n = ablation_power.random_sets_for_holm(m)
+        assert ablation_power.holm_rank_floor(n, n_measures=m) < 0.05 <= ablation_power.holm_rank_floor(n - 1, n_measures=m)
+    assert ablation_power.rank_family_size(0, 1, True, 3) == 6 and ablation_power.random_sets_for_holm(6) == 120
+
+
+def test_cli_designs_and_measures(tmp_path, capsys):
+    from icl_cmr.analyses.cli import build_parser, main
+    from icl_cmr.analyses.commands.ablate import apply_design
+
+    parse = build_parser().parse_args
+    cpu = apply_design(parse(["ablate", "--design", "cpu", "--heads", "L1.H0", "-o", "a.nc"]))
+    assert (cpu.mode, cpu.n_matched, cpu.dtype) == ("zero", 0, "float32")
+    assert cpu.n_passages == ablation_power.DESIGNS["cpu"]["n_passages"]
+    mine = apply_design(parse(["ablate", "--design", "study", "--n-passages", "9", "--heads", "L1.H0", "-o", "a.nc"]))
+    assert (mine.n_passages, mine.n_random, mine.n_matched) == (9, 120, 50)
+    plain = apply_design(parse(["ablate", "--heads", "L1.H0", "-o", "a.nc"]))
+    assert (plain.mode, plain.measures, plain.dtype, plain.n_passages) == ("both", "all", "float32", 300)
+    for argv, expected in ((["--measures", "bigram,induction"], "measures must be among"),
+                           (["--wide-late", "400:600"], "--wide-late must satisfy")):
+        assert main(["ablate", "--heads", "L1.H0", *argv, "-o", str(tmp_path / "a.nc")]) == 1
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith("icl-cmr ablate: error: ") and expected in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_cli_default_measures_leave_out_what_cannot_fit(tl, tmp_path, capsys):
+    from icl_cmr.analyses.cli import main
+
+    model_dir = tmp_path / "tiny"
+    hf_model, tokenizer = tl.tiny_hf_model(seed=0)
+    hf_model.save_pretrained(model_dir)
+    tokenizer.save_pretrained(model_dir)
+    words = [w.lstrip("Ġ") for w in tokenizer.get_vocab() if w.startswith("Ġ") and w[1:].isalpha()]
+    text = tmp_path / "text.txt"
+    text.write_text("".join(" " + w for w in np.random.default_rng(0).choice(sorted(words), 400)))
+    common = [str(model_dir), "--heads", "L1.H2", "--text", str(text), "--n-passages", "3", "--n-tokens", "32",
+              "--early", "5", "--late", "20", "--window", "2", "--n-random", "2", "--n-matched", "0", "--mode", "zero"]
+    assert main(["ablate", *common, "--repeat-length", "200", "-o", str(tmp_path / "a.nc")]) == 0
+    out = capsys.readouterr().out
+    assert "note: wide_icl left out" in out and "note: repeated_tokens left out" in out  # the tiny context is 256
+    result = load_dataset(tmp_path / "a.nc", "ablation")
+    assert result["measure"].values.tolist() == ["icl", "bigram"]
+    assert main(["ablate", *common, "--measures", "repeated_tokens", "--repeat-length", "200",
+                 "-o", str(tmp_path / "b.nc")]) == 1
+    line = capsys.readouterr().err.split("\n")[-2]  # the weights' loading bar comes first
+    assert line.startswith("icl-cmr ablate: error: repeated_tokens") and "exceed the model's context of 256" in line
+    assert not (tmp_path / "b.nc").exists()
