@@ -25,7 +25,7 @@ from ..checks import integer, seed_of, shown
 from ..checks import n_jobs as check_n_jobs
 from ..errors import FitWarning, ParameterError, RecallDataError
 from ..events import as_events
-from ..textbook._optimize import run_tasks, search, single_threaded_blas
+from ..textbook._optimize import VectorisedObjective, run_tasks, search, single_threaded_blas
 from ..textbook.fit import fit_dataset, flag_summary, unit_seeds
 from ..textbook.parameters import fit_bounds
 from ..textbook.spec import STANDARD_FREE, FitSpec
@@ -223,7 +223,7 @@ def as_cmr2_spec(spec) -> CMR2FitSpec:
     raise ParameterError(f"spec must be a cmr.CMR2FitSpec, a cmr.FitSpec or None; got {type(spec).__name__}")
 
 
-class _SessionObjective:
+class _SessionObjective(VectorisedObjective):
     """Negative log-likelihood of one unit's sessions, vectorised over a population.
 
     The interface of textbook CMR's objective (:mod:`cmr.textbook._optimize`): a population
@@ -253,51 +253,6 @@ class _SessionObjective:
                                              logl, count, event_p)
             totals[i] = logl.sum()
         return totals
-
-    def totals(self, sets: np.ndarray) -> np.ndarray:
-        """Log-likelihood of each row of ``sets`` (S, 16), chunks in parallel threads."""
-        if self.pool is None or self.n_chunks < 2 or sets.shape[0] < 2:
-            return self._score(sets)
-        bounds = np.linspace(0, sets.shape[0], min(self.n_chunks, sets.shape[0]) + 1).astype(int)
-        futures = [self.pool.submit(self._score, np.ascontiguousarray(sets[a:b])) for a, b in zip(bounds[:-1], bounds[1:])]
-        return np.concatenate([f.result() for f in futures])
-
-    def __call__(self, x):
-        x = np.asarray(x, dtype=np.float64)
-        population = x.T if x.ndim == 2 else x[None, :]
-        sets, ok = self.spec.vectors(population)
-        values = np.full(sets.shape[0], np.inf)
-        if ok.any():
-            totals = self.totals(np.ascontiguousarray(sets[ok]))
-            nan = np.isnan(totals)
-            self.n_nan += int(nan.sum())  # counted and reported in the fit dataset, never hidden
-            values[ok] = np.where(nan, np.inf, -totals)
-        self.n_invalid += int((~ok).sum())
-        self.nfev += sets.shape[0]
-        return values if x.ndim == 2 else float(values[0])
-
-    def value_and_gradient(self, x, bounds):
-        """Value and forward-difference gradient at ``x`` (textbook CMR's steps), k + 1 points in one call."""
-        x = np.asarray(x, dtype=np.float64)
-        upper = np.array([b[1] for b in bounds])
-        step = np.sqrt(np.finfo(np.float64).eps) * np.maximum(1.0, np.abs(x))
-        step = np.where(x + step > upper, -step, step)
-        points = np.repeat(x[:, None], x.size + 1, axis=1)
-        points[np.arange(x.size), np.arange(1, x.size + 1)] += step
-        values = self(points)
-        base, near = values[0], values[1:]
-        if not np.isfinite(base):
-            return float(base), np.zeros(x.size)
-        bad = ~np.isfinite(near)
-        if bad.any():
-            step[bad] = -step[bad]
-            back = np.repeat(x[:, None], int(bad.sum()), axis=1)
-            back[np.flatnonzero(bad), np.arange(int(bad.sum()))] += step[bad]
-            near[bad] = self(back)
-        gradient = np.zeros(x.size)
-        ok = np.isfinite(near)
-        gradient[ok] = (near[ok] - base) / step[ok]
-        return float(base), gradient
 
 
 def fit_sessions(spec: _SessionModel, arrays: SessionArrays, seeds, de_options=None, polish: bool = True,

@@ -26,7 +26,7 @@ from .parameters import (
 )
 from .tied import check_tied_range, evaluate, parse_tied
 
-__all__ = ["ModelSpec", "model_spec", "fit_unit", "score_unit", "search", "run_tasks", "DE_DEFAULTS"]
+__all__ = ["ModelSpec", "model_spec", "VectorisedObjective", "fit_unit", "score_unit", "search", "run_tasks", "DE_DEFAULTS"]
 
 #: scipy's defaults, as cymr uses them, with Sobol initialisation
 DE_DEFAULTS = dict(popsize=15, tol=0.01, maxiter=1000, init="sobol")
@@ -139,26 +139,16 @@ def single_threaded_blas():
                 _BLAS_USERS[1] = None
 
 
-class _Objective:
-    """Negative log-likelihood of one unit's trials, vectorised over a population."""
+class VectorisedObjective:
+    """Negative log-likelihood of one unit, vectorised over a population of parameter vectors.
 
-    def __init__(self, spec: ModelSpec, arrays: TrialArrays, pool: ThreadPoolExecutor | None, n_chunks: int):
-        self.spec = spec
-        self.arrays = arrays
-        self.order = arrays.order(np.zeros(arrays.n_trials, dtype=np.int64))
-        self.groups = arrays.kernel_groups()
-        self.pool = pool
-        self.n_chunks = n_chunks
-        self.nfev = 0
-        self.n_nan = 0
-        self.n_invalid = 0
-
-    def _score(self, sets):
-        return _lanes.population_log_likelihood(sets, self.arrays.trial_group, self.order, *self.groups,
-                                                  self.arrays.recalls)
+    A subclass sets ``spec`` (``vectors(population) -> (sets, admissible)``), ``pool``,
+    ``n_chunks`` and the counters ``nfev``, ``n_nan``, ``n_invalid``, and scores full parameter
+    sets in ``_score(sets) -> totals`` (textbook CMR's lanes kernel, CMR2's session kernel).
+    """
 
     def totals(self, sets: np.ndarray) -> np.ndarray:
-        """Log-likelihood of each row of ``sets`` (S, 19), chunks in parallel threads."""
+        """Log-likelihood of each row of ``sets`` (one full parameter set per row), chunks in parallel threads."""
         if self.pool is None or self.n_chunks < 2 or sets.shape[0] < 2:
             return self._score(sets)
         bounds = np.linspace(0, sets.shape[0], min(self.n_chunks, sets.shape[0]) + 1).astype(int)
@@ -206,6 +196,25 @@ class _Objective:
         ok = np.isfinite(near)
         gradient[ok] = (near[ok] - base) / step[ok]
         return float(base), gradient
+
+
+class _Objective(VectorisedObjective):
+    """Negative log-likelihood of one unit's trials, vectorised over a population."""
+
+    def __init__(self, spec: ModelSpec, arrays: TrialArrays, pool: ThreadPoolExecutor | None, n_chunks: int):
+        self.spec = spec
+        self.arrays = arrays
+        self.order = arrays.order(np.zeros(arrays.n_trials, dtype=np.int64))
+        self.groups = arrays.kernel_groups()
+        self.pool = pool
+        self.n_chunks = n_chunks
+        self.nfev = 0
+        self.n_nan = 0
+        self.n_invalid = 0
+
+    def _score(self, sets):
+        return _lanes.population_log_likelihood(sets, self.arrays.trial_group, self.order, *self.groups,
+                                                  self.arrays.recalls)
 
 
 def search(objective, bounds, seed: int, de_options: dict, polish: bool, *, rescore: bool = False) -> dict:
