@@ -69,32 +69,6 @@ def register(sub):
     p.set_defaults(func=run, output_args=("output", "check"))
 
 
-def _parse_bounds(text):
-    from cmr.errors import ParameterError
-
-    bounds = {}
-    for part in filter(None, (text or "").split(",")):
-        try:
-            name, rng = part.split("=")
-            low, high = rng.split(":")
-            bounds[name.strip()] = (float(low), float(high))
-        except ValueError:
-            raise ParameterError(f"--bounds entries must look like NAME=LOW:HIGH; got {part!r}") from None
-    return bounds
-
-
-def _parse_ties(entries):
-    from cmr.errors import ParameterError
-
-    tied = {}
-    for entry in entries:
-        name, sep, expression = entry.partition("=")
-        if not sep or not name.strip():
-            raise ParameterError(f"--tie must look like NAME=EXPRESSION; got {entry!r}")
-        tied[name.strip()] = expression.strip()
-    return tied or None
-
-
 def _parse_counts(text):
     from cmr.errors import ParameterError
 
@@ -147,7 +121,8 @@ def run(args) -> int:
     from cmr.io import result_format, save_dataset, write_result
     from cmr.textbook.fit import flag_summary
     from icl_cmr.adapters.recall_data import load_recall_data
-    from icl_cmr.analyses.commands.options import check_counts, item_patterns_of, recall_data_options
+    from icl_cmr.analyses.commands.options import (check_counts, item_patterns_of, parse_bounds, parse_ties,
+                                                   recall_data_options)
 
     result_format(args.output)
     if args.check is not None:
@@ -156,7 +131,7 @@ def run(args) -> int:
     free = [name.strip() for name in args.free.split(",") if name.strip()]
     fixed = cmr.read_parameters(args.fixed) if args.fixed else {}
     if args.recovery is not None:
-        spec = cmr.FitSpec(free, fixed, _parse_bounds(args.bounds), tied=_parse_ties(args.tie),
+        spec = cmr.FitSpec(free, fixed, parse_bounds(args.bounds), tied=parse_ties(args.tie),
                            pool_size=args.pool_size)
         return _recovery(args, spec)
     if args.source is None:
@@ -169,7 +144,7 @@ def run(args) -> int:
             raise RecallDataError(f"--subjects {args.subjects!r} matches no subject of {args.source}")
         events = events.isel(trial=np.flatnonzero(keep))
     patterns = item_patterns_of(args, events)
-    spec = cmr.FitSpec(free, fixed, _parse_bounds(args.bounds), tied=_parse_ties(args.tie), patterns=patterns,
+    spec = cmr.FitSpec(free, fixed, parse_bounds(args.bounds), tied=parse_ties(args.tie), patterns=patterns,
                        pool_size=args.pool_size)
     with warnings.catch_warnings():  # the same facts are printed below, one line each
         warnings.simplefilter("ignore", FitWarning)

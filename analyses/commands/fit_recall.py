@@ -77,49 +77,6 @@ def register(sub):
     p.set_defaults(func=run)
 
 
-def refuse_textbook_options(args, command: str) -> None:
-    """ParameterError for an option that --model cmr2 cannot honour, or --session without it."""
-    from cmr.errors import ParameterError
-
-    if args.model != "cmr2":
-        if args.session is not None:
-            raise ParameterError(f"--session labels the sessions of --model cmr2; got --session {args.session!r} "
-                                 f"with --model {args.model}")
-        return
-    given = [option for option, value in (("--patterns", args.patterns), ("--vectors", args.vectors),
-                                          ("--similarity", args.similarity), ("--pool-size", args.pool_size),
-                                          ("--cv", getattr(args, "cv", None))) if value is not None]
-    if given:
-        raise ParameterError(f"--model cmr2 is localist with a session-sized context; {command} got "
-                             f"{', '.join(given)} (leave them out, or use --model cmr)")
-
-
-def _parse_bounds(text):
-    from cmr.errors import ParameterError
-
-    bounds = {}
-    for part in filter(None, (text or "").split(",")):
-        try:
-            name, rng = part.split("=")
-            low, high = rng.split(":")
-            bounds[name.strip()] = (float(low), float(high))
-        except ValueError:
-            raise ParameterError(f"--bounds entries must look like NAME=LOW:HIGH; got {part!r}") from None
-    return bounds
-
-
-def _parse_ties(entries):
-    from cmr.errors import ParameterError
-
-    tied = {}
-    for entry in entries:
-        name, sep, expression = entry.partition("=")
-        if not sep or not name.strip():
-            raise ParameterError(f"--tie must look like NAME=EXPRESSION; got {entry!r}")
-        tied[name.strip()] = expression.strip()
-    return tied or None
-
-
 def run(args) -> int:
     import warnings
 
@@ -129,7 +86,8 @@ def run(args) -> int:
     from cmr.errors import FitWarning, RecallDataError
     from cmr.io import result_format, write_result
     from icl_cmr.adapters.recall_data import load_recall_data
-    from icl_cmr.analyses.commands.options import item_patterns_of, recall_data_options
+    from icl_cmr.analyses.commands.options import (item_patterns_of, parse_bounds, parse_ties, recall_data_options,
+                                                   refuse_textbook_options)
 
     result_format(args.output)
     refuse_textbook_options(args, "fit-recall")
@@ -144,14 +102,14 @@ def run(args) -> int:
             raise RecallDataError(f"--subjects {args.subjects!r} matches no subject of {args.source}")
         events = events.isel(trial=np.flatnonzero(keep))
     if args.model == "cmr2":
-        spec = cmr.CMR2FitSpec(free, fixed, _parse_bounds(args.bounds), tied=_parse_ties(args.tie))
+        spec = cmr.CMR2FitSpec(free, fixed, parse_bounds(args.bounds), tied=parse_ties(args.tie))
         with warnings.catch_warnings():  # the same counts are printed below, as one line of the summary
             warnings.simplefilter("ignore", FitWarning)
             fits = cmr.fit_cmr2(events, spec, session=args.session, by=None if args.pooled else "subject",
                                 n_restarts=args.restarts, rng=args.seed, n_jobs=args.jobs,
                                 progress=not args.no_progress)
         return _report(args, fits, free, "CMR2")
-    spec = cmr.FitSpec(free, fixed, _parse_bounds(args.bounds), tied=_parse_ties(args.tie),
+    spec = cmr.FitSpec(free, fixed, parse_bounds(args.bounds), tied=parse_ties(args.tie),
                        patterns=item_patterns_of(args, events),
                        pool_size=args.pool_size)
     options = dict(n_restarts=args.restarts, rng=args.seed, n_jobs=args.jobs, progress=not args.no_progress)

@@ -61,23 +61,6 @@ def register(sub):
     p.set_defaults(func=run)
 
 
-def _refuse_textbook_options(args) -> None:
-    """ParameterError for an option --model cmr2 cannot honour, or --session without it (as fit-recall)."""
-    from cmr.errors import ParameterError
-
-    if args.model != "cmr2":
-        if args.session is not None:
-            raise ParameterError(f"--session labels the sessions of --model cmr2; got --session {args.session!r} "
-                                 f"with --model {args.model}")
-        return
-    given = [option for option, value in (("--patterns", args.patterns), ("--vectors", args.vectors),
-                                          ("--similarity", args.similarity), ("--pool-size", args.pool_size))
-             if value is not None]
-    if given:
-        raise ParameterError(f"--model cmr2 is localist with a session-sized context; loglik got "
-                             f"{', '.join(given)} (leave them out, or use --model cmr)")
-
-
 def _number(value):
     import math
 
@@ -88,14 +71,14 @@ def run(args) -> int:
     import json
 
     from icl_cmr.adapters.recall_data import load_recall_data
-    from icl_cmr.analyses.commands.options import item_patterns_of, recall_data_options
+    from icl_cmr.analyses.commands.options import item_patterns_of, recall_data_options, refuse_textbook_options
     from cmr.textbook.likelihood import log_likelihood
     from cmr.textbook.parameters import read_parameters
 
     from cmr.io import load_dataset
     from cmr.errors import ParameterError
 
-    _refuse_textbook_options(args)
+    refuse_textbook_options(args, "loglik")
     if str(args.params).endswith(".nc"):
         params = load_dataset(args.params, kind="recall_fit")
         fitted = params.attrs.get("model", "cmr")

@@ -307,3 +307,48 @@ def check_fraction(value, option: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not (math.isfinite(value) and 0 < value <= 1):
         raise ParameterError(f"{option} must be a share in (0, 1]; got {shown(value)}")
     return float(value)
+
+
+def parse_bounds(text):
+    """``--bounds NAME=LOW:HIGH,...`` -> {name: (low, high)}."""
+    from cmr.errors import ParameterError
+
+    bounds = {}
+    for part in filter(None, (text or "").split(",")):
+        try:
+            name, rng = part.split("=")
+            low, high = rng.split(":")
+            bounds[name.strip()] = (float(low), float(high))
+        except ValueError:
+            raise ParameterError(f"--bounds entries must look like NAME=LOW:HIGH; got {part!r}") from None
+    return bounds
+
+
+def parse_ties(entries):
+    """``--tie NAME=EXPRESSION`` entries -> {name: expression}, or None without any."""
+    from cmr.errors import ParameterError
+
+    tied = {}
+    for entry in entries:
+        name, sep, expression = entry.partition("=")
+        if not sep or not name.strip():
+            raise ParameterError(f"--tie must look like NAME=EXPRESSION; got {entry!r}")
+        tied[name.strip()] = expression.strip()
+    return tied or None
+
+
+def refuse_textbook_options(args, command: str) -> None:
+    """ParameterError for an option that --model cmr2 cannot honour, or --session without it."""
+    from cmr.errors import ParameterError
+
+    if args.model != "cmr2":
+        if args.session is not None:
+            raise ParameterError(f"--session labels the sessions of --model cmr2; got --session {args.session!r} "
+                                 f"with --model {args.model}")
+        return
+    given = [option for option, value in (("--patterns", args.patterns), ("--vectors", args.vectors),
+                                          ("--similarity", args.similarity), ("--pool-size", args.pool_size),
+                                          ("--cv", getattr(args, "cv", None))) if value is not None]
+    if given:
+        raise ParameterError(f"--model cmr2 is localist with a session-sized context; {command} got "
+                             f"{', '.join(given)} (leave them out, or use --model cmr)")
