@@ -16,7 +16,8 @@ outside the data. The output's extension picks the format:
 Results and the figure function of icl_cmr.analyses.plots that draws them:
 {table}
 
-Other kinds ({refused}) have no standard figure and are refused in one line.
+Every kind of result of cmr is drawn{refused}; a kind registered by another package, or a
+variant without a figure (a recall_stat of stat_kind pnr), is refused in one line.
 
 Examples:
   icl-cmr lag-crp psifr:Morton2013 -o crp.nc && icl-cmr plot crp.nc -o crp.pdf
@@ -25,6 +26,8 @@ Examples:
   icl-cmr plot irt.nc --time-unit s -o irt.png
   icl-cmr plot events.nc --units 1,2 -o recall.png      # events: lag-CRP, SPC and PFR
   icl-cmr plot grid.nc -o grid.pdf                      # a CMR grid: profiles along each parameter
+  icl-cmr plot comparison.nc -o comparison.pdf          # per-subject differences to the best model
+  icl-cmr plot states.nc --units 1 -o states.png        # CMR's states on subject 1's first list
 """
 
 
@@ -35,7 +38,8 @@ def _description() -> str:
     rows = [f"  {(kind + (f' ({which})' if which else '')).ljust(width)} {function}: {what}"
             for kind, which, function, what in STANDARD_FIGURES]
     formats = "\n".join(f"  {ext}  {what}" for ext, what in FIGURE_FORMATS.items())
-    return DESCRIPTION.format(formats=formats, table="\n".join(rows), refused=", ".join(NO_STANDARD_FIGURE))
+    refused = f" (kept as tables: {', '.join(NO_STANDARD_FIGURE)})" if NO_STANDARD_FIGURE else ""
+    return DESCRIPTION.format(formats=formats, table="\n".join(rows), refused=refused)
 
 
 def register(sub):

@@ -26,6 +26,12 @@ Composition (:mod:`.composition`)
     :func:`composition_matrix`, :func:`causal_composition`, :func:`composition_against_cmr`
 Training dynamics (:mod:`.dynamics`)
     :func:`training_dynamics`
+Comparing models (:mod:`.comparison`)
+    :func:`model_comparison`, :func:`recall_cv`
+Nulls of "CMR-like" (:mod:`.nulls`)
+    :func:`profile_null`
+CMR's states step by step (:mod:`.states`)
+    :func:`cmr_states`, :func:`circuit_trace`
 Posterior predictive check (:mod:`.predictive`)
     :func:`predictive_check`
 The language model as a recall subject (:mod:`.llm_recall`)
@@ -34,17 +40,20 @@ The standard figure of any result (:mod:`.standard`, ``icl-cmr plot``)
     :func:`standard_figure`
 """
 from .ablation import ablation_result
+from .comparison import model_comparison, recall_cv
 from .composition import causal_composition, composition_against_cmr, composition_matrix
 from .dynamics import training_dynamics
 from .predictive import predictive_check
 from .fits import parameter_recovery, parameters_heads_vs_humans, subject_parameters
 from .grids import grid_profiles
 from .llm_recall import recall_ablation_effects, recall_vs_humans
+from .nulls import profile_null
 from .heads import attention_pattern, distance_vs_induction, head_profiles, share_cmr_like_by_depth, soft_crp_vs_humans
 from .organisation import (category_chance, category_clustering, category_crp, distance_crp, distance_rank, distance_rank_shifted,
                            distance_rank_window, input_crp, irt, lag_crl, pli_list_lag, stop_probability)
 from .recall import lag_crp, pfr, recall_curves, spc
 from .standard import standard_figure
+from .states import circuit_trace, cmr_states
 from .style import PALETTE, house_style, new_figure, save_figure
 
 __all__ = [
@@ -95,6 +104,12 @@ __all__ = [
     # the language model as a recall subject
     "recall_vs_humans",
     "recall_ablation_effects",
+    # comparing models, nulls of CMR-like, CMR's states
+    "model_comparison",
+    "recall_cv",
+    "profile_null",
+    "cmr_states",
+    "circuit_trace",
     # the standard figure of any result
     "standard_figure",
 ]

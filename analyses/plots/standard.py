@@ -6,7 +6,8 @@ import xarray as xr
 from cmr.errors import ParameterError, SchemaError
 from cmr.schema import KIND_ATTR
 
-from . import ablation, composition, fits, grids, heads, llm_recall, organisation, predictive, recall
+from . import (ablation, comparison, composition, fits, grids, heads, llm_recall, nulls, organisation, predictive, recall,
+               states)
 
 __all__ = ["STANDARD_FIGURES", "NO_STANDARD_FIGURE", "standard_figure", "figure_function"]
 
@@ -40,17 +41,18 @@ STANDARD_FIGURES = (
     ("ablation", "", "ablation_result", "ICL-score change of the top head set against random sets"),
     ("llm_recall_ablation", "", "recall_ablation_effects", "recall change per ablated head set, 95% CI"),
     ("predictive_check", "", "predictive_check", "data against fitted CMR: lag-CRP, SPC, PFR"),
+    ("model_comparison", "", "model_comparison", "each subject's difference to the best model, sums and Akaike weights"),
+    ("recall_cv", "", "recall_cv", "held-out log-likelihood per event per subject, folds' range"),
+    ("profile_null", "", "profile_null", "CMR distance against the null threshold per unit, shares beyond chance"),
+    ("cmr_states", "", "cmr_states", "one list's study and cue context and recall probabilities"),
+    ("circuit_trace", "", "circuit_trace", "the circuit's context and recall probabilities at each cue"),
 )
 
-#: the dataset kinds without a standard figure (tables more than pictures) and what they hold, as the refusal
-#: says; every kind of :func:`cmr.schema.known_kinds` is here or in :data:`STANDARD_FIGURES` (a test walks them)
-NO_STANDARD_FIGURE = {
-    "circuit_trace": "scores and context of one forced recall, step by step",
-    "cmr_states": "network states at every study and recall event",
-    "model_comparison": "information criteria per model and subject",
-    "profile_null": "null distances and p-values per unit",
-    "recall_cv": "held-out log-likelihoods per subject and fold",
-}
+#: the dataset kinds without a standard figure and what they hold, as the refusal says (empty: every kind of
+#: cmr is drawn; a kind registered by another package through ``cmr.dataset_kinds`` is refused, and a kind
+#: kept as a table would be listed here); every kind of :func:`cmr.schema.known_kinds` is here or in
+#: :data:`STANDARD_FIGURES` (a test walks them)
+NO_STANDARD_FIGURE: dict[str, str] = {}
 
 
 #: the module of each figure function of the table
@@ -61,6 +63,8 @@ _MODULES = {
     "parameter_recovery": fits, "subject_parameters": fits, "grid_profiles": grids,
     "recall_ablation_effects": llm_recall, "composition_matrix": composition, "causal_composition": composition,
     "ablation_result": ablation, "predictive_check": predictive,
+    "model_comparison": comparison, "recall_cv": comparison, "profile_null": nulls,
+    "cmr_states": states, "circuit_trace": states,
 }
 
 

@@ -108,8 +108,9 @@ def _ablation(model):
 
 def test_every_function_of_the_table_has_a_case():
     from tests.unit.test_plot_every_kind import BUILDERS as EVERY_KIND  # events, grids, subject fits, recall ablation
+    from tests.unit.test_plot_result_figures import KINDS as RESULT_KINDS  # comparisons, nulls, CMR's states
 
-    assert {function for _, _, function, _ in STANDARD_FIGURES} == set(BUILDERS) | set(EVERY_KIND)
+    assert {function for _, _, function, _ in STANDARD_FIGURES} == set(BUILDERS) | set(EVERY_KIND) | set(RESULT_KINDS)
 
 
 @pytest.mark.parametrize("function", sorted(BUILDERS))
@@ -146,15 +147,12 @@ def _one_error_line(capsys) -> str:
 
 
 def test_plot_refuses_a_kind_without_a_figure_in_one_line(events, tmp_path, capsys):
-    source = cmr.save_dataset(cmr.attention_circuit(list_length=4), tmp_path / "trace.nc")
-    assert main(["plot", str(source), "-o", str(tmp_path / "trace.png")]) == 1
-    line = _one_error_line(capsys)
-    assert "no standard figure for a dataset of kind 'circuit_trace'" in line
-    assert "lag_profile (profile_kind lag_crp)" in line and "attention_pattern" in line
     pnr = cmr.save_dataset(cmr.pnr(events), tmp_path / "pnr.nc")
     assert main(["plot", str(pnr), "-o", str(tmp_path / "pnr.png")]) == 1
-    assert "stat_kind 'pnr'" in _one_error_line(capsys)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["pnr.nc", "trace.nc"]
+    line = _one_error_line(capsys)
+    assert "no standard figure for a dataset of kind 'recall_stat' with stat_kind 'pnr'" in line
+    assert "lag_profile (profile_kind lag_crp)" in line and "attention_pattern" in line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pnr.nc"]
 
 
 def test_plot_refuses_bad_outputs_and_inputs_in_one_line(events, tmp_path, capsys):

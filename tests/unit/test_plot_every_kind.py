@@ -1,7 +1,8 @@
 """``icl-cmr plot`` draws every kind of result or refuses it in one line; the category CRP stores its chance level.
 
 The kinds drawn here (events, CMR grids, recall fits by subject, the language model's recall
-ablation) come from small real runs; the other figures are tested in test_plot_command.py.
+ablation) come from small real runs; the other figures are tested in test_plot_command.py and
+test_plot_result_figures.py.
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import xarray as xr
 
 import cmr
 from cmr.errors import SchemaError
-from cmr.schema import KIND_ATTR, known_kinds
+from cmr.schema import KIND_ATTR, known_kinds, provenance_attrs
 from icl_cmr.analyses import plots
 from icl_cmr.analyses.cli import main
 from icl_cmr.analyses.plots.standard import NO_STANDARD_FIGURE, STANDARD_FIGURES, figure_function
@@ -78,30 +79,38 @@ def test_every_registered_kind_is_drawn_or_refused():
     assert registered - _drawn_kinds() - set(NO_STANDARD_FIGURE) == set()
     assert _drawn_kinds() & set(NO_STANDARD_FIGURE) == set()
     assert set(NO_STANDARD_FIGURE) <= registered  # no stale entry
-    for kind in ("events", "llm_recall_ablation", "lag_profile", "recall_fit"):
+    for kind in ("events", "llm_recall_ablation", "lag_profile", "recall_fit", "model_comparison", "recall_cv",
+                 "profile_null", "cmr_states", "circuit_trace"):
         assert kind in _drawn_kinds()
 
 
-@pytest.mark.parametrize("kind", sorted(NO_STANDARD_FIGURE))
-def test_refused_kind_names_the_kinds_drawn_in_one_line(kind):
+@pytest.mark.parametrize("held", [None, "traces of a plug-in"])
+def test_refused_kind_names_the_kinds_drawn_in_one_line(held, monkeypatch):
+    """A kind registered by another package (or listed in NO_STANDARD_FIGURE) is refused in one line."""
+    if held is not None:
+        monkeypatch.setitem(NO_STANDARD_FIGURE, "plugin_trace", held)
     with pytest.raises(SchemaError) as caught:
-        plots.standard_figure(xr.Dataset(attrs={KIND_ATTR: kind}))
+        plots.standard_figure(xr.Dataset(attrs={KIND_ATTR: "plugin_trace"}))
     message = str(caught.value)
     assert "\n" not in message
-    assert message.startswith(f"no standard figure for a dataset of kind {kind!r} "
-                              f"({NO_STANDARD_FIGURE[kind]}: cmr.to_dataframe gives its table)")
+    table = f" ({held}: cmr.to_dataframe gives its table)" if held else ""
+    assert message.startswith(f"no standard figure for a dataset of kind 'plugin_trace'{table}; figures exist for: ")
     for drawn in ("events", "llm_recall_ablation", "lag_profile (a CMR grid: unit_kind cmr_parameters)",
-                  "recall_fit (fits by subject or pooled)", "predictive_check"):
+                  "recall_fit (fits by subject or pooled)", "predictive_check", "circuit_trace", "profile_null"):
         assert drawn in message
 
 
-def test_plot_command_refuses_a_real_result_in_one_line(tmp_path, capsys):
-    source = cmr.save_dataset(cmr.attention_circuit(list_length=4), tmp_path / "trace.nc")
+def test_plot_command_refuses_a_plugin_kind_in_one_line(tmp_path, capsys, monkeypatch):
+    from cmr import schema
+
+    monkeypatch.setattr(schema, "_VALIDATORS", dict(schema._VALIDATORS))  # the registration ends with the test
+    schema.register_kind("plugin_trace", lambda ds: None)
+    made = xr.Dataset({"score": ("step", [0.5, 0.25])}, attrs=provenance_attrs("plugin_trace", "a plug-in"))
+    source = cmr.save_dataset(made, tmp_path / "trace.nc")
     assert main(["plot", str(source), "-o", str(tmp_path / "trace.png")]) == 1
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(
-        "icl-cmr plot: error: no standard figure for a dataset of kind 'circuit_trace' (scores and context of one "
-        "forced recall, step by step: cmr.to_dataframe gives its table); figures exist for: events; ")
+        "icl-cmr plot: error: no standard figure for a dataset of kind 'plugin_trace'; figures exist for: events; ")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["trace.nc"]
 
 
