@@ -3,11 +3,12 @@
 A subject's free parameters live on an unbounded scale: ``z = logit((x - low) / (high - low))``
 per free parameter, with ``(low, high)`` its search bounds. Under a population prior
 ``z ~ N(mean, diag(sd**2))`` the subject's log posterior is its CMR log-likelihood (scored by
-the population kernel of ``cmr.textbook._lanes``, many parameter sets per call) plus the log
-prior. :func:`subject_mode` finds its maximum by L-BFGS (central-difference gradients, all
-2k + 1 points in one kernel call) and the Hessian there by central second differences, so
-the Laplace approximation ``N(mode, inv(H))`` of the posterior is known. It is a module-level
-function of picklable arguments: it runs unchanged in a thread, a process or on a dask worker.
+the population kernel of ``cmr.textbook._lanes``, many parameter sets per call; CMR2's by its
+sessions kernel) plus the log prior. :func:`subject_mode` finds its maximum by L-BFGS
+(central-difference gradients, all 2k + 1 points in one kernel call) and the Hessian there by
+central second differences, so the Laplace approximation ``N(mode, inv(H))`` of the posterior
+is known. It is a module-level function of picklable arguments: it runs unchanged in a thread,
+a process or on a dask worker.
 """
 from __future__ import annotations
 
@@ -45,13 +46,22 @@ def to_latent(x: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:
 
 
 class SubjectPosterior:
-    """Log-likelihood and log prior of one subject's trials on the latent scale, vectorised."""
+    """Log-likelihood and log prior of one subject's trials on the latent scale, vectorised.
 
-    def __init__(self, spec: ModelSpec, arrays: TrialArrays, mean: np.ndarray, sd: np.ndarray):
+    ``arrays`` is the subject's textbook trials (scored by the lanes kernel) or an objective of
+    another model that scores full parameter sets itself, ``arrays.totals(sets) -> logl`` (CMR2's
+    sessions: :func:`cmr.cmr2.fit.session_objective`).
+    """
+
+    def __init__(self, spec: ModelSpec, arrays, mean: np.ndarray, sd: np.ndarray):
         self.spec = spec
         self.arrays = arrays
-        self.order = arrays.order(np.zeros(arrays.n_trials, dtype=np.int64))
-        self.groups = arrays.kernel_groups()
+        if isinstance(arrays, TrialArrays):
+            self.order = arrays.order(np.zeros(arrays.n_trials, dtype=np.int64))
+            self.groups = arrays.kernel_groups()
+            self.totals = self._lanes_totals
+        else:
+            self.totals = arrays.totals
         self.low = np.array([b[0] for b in spec.bounds])
         self.high = np.array([b[1] for b in spec.bounds])
         self.mean = np.asarray(mean, dtype=np.float64)
@@ -65,18 +75,21 @@ class SubjectPosterior:
         sets, ok = self.spec.vectors(to_natural(z, self.low, self.high))
         out = np.full(sets.shape[0], -np.inf)
         if ok.any():
-            good = np.ascontiguousarray(sets[ok])
-            totals = np.concatenate([
-                _lanes.population_log_likelihood(np.ascontiguousarray(good[a:a + _lanes.LANES]), self.arrays.trial_group,
-                                                 self.order, *self.groups, self.arrays.recalls)
-                for a in range(0, good.shape[0], _lanes.LANES)
-            ])
+            totals = self.totals(np.ascontiguousarray(sets[ok]))
             nan = np.isnan(totals)
             self.n_nan += int(nan.sum())  # reported in the fit, never hidden
             out[ok] = np.where(nan, -np.inf, totals)
         self.n_invalid += int((~ok).sum())
         self.nfev += sets.shape[0]
         return out
+
+    def _lanes_totals(self, good: np.ndarray) -> np.ndarray:
+        """Textbook log-likelihood of each row of ``good`` (S, 19), one lanes kernel call per ``LANES`` rows."""
+        return np.concatenate([
+            _lanes.population_log_likelihood(np.ascontiguousarray(good[a:a + _lanes.LANES]), self.arrays.trial_group,
+                                             self.order, *self.groups, self.arrays.recalls)
+            for a in range(0, good.shape[0], _lanes.LANES)
+        ])
 
     def log_prior(self, z: np.ndarray) -> np.ndarray:
         """Log density of the population prior at each row of ``z`` (S, k), up to its constant."""
@@ -123,7 +136,7 @@ class SubjectPosterior:
         return np.where(np.isfinite(hessian), hessian, 0.0)
 
 
-def log_posterior_terms(spec: ModelSpec, arrays: TrialArrays, z: np.ndarray, mean, sd) -> tuple[float, float]:
+def log_posterior_terms(spec: ModelSpec, arrays, z: np.ndarray, mean, sd) -> tuple[float, float]:
     """Log-likelihood and log prior (up to its constant) of one subject at latent ``z`` (k,)."""
     post = SubjectPosterior(spec, arrays, mean, sd)
     z = np.asarray(z, dtype=np.float64)[None, :]
@@ -159,14 +172,15 @@ def _newton(post: SubjectPosterior, z: np.ndarray, curvature: np.ndarray, max_st
     return z, max_steps, False
 
 
-def subject_mode(spec: ModelSpec, arrays: TrialArrays, mean: np.ndarray, sd: np.ndarray, starts: np.ndarray,
+def subject_mode(spec: ModelSpec, arrays, mean: np.ndarray, sd: np.ndarray, starts: np.ndarray,
                  curvature: np.ndarray | None = None) -> dict:
     """Posterior mode of one subject under the prior ``N(mean, sd**2)`` and its Laplace approximation.
 
     Parameters
     ----------
     spec, arrays
-        The model and the subject's trials.
+        The model and the subject's trials (textbook ``TrialArrays``), or CMR2's model and the
+        subject's session objective.
     mean, sd : ndarray, shape (k,)
         The population prior on the latent scale.
     starts : ndarray, shape (n_starts, k)

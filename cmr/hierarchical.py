@@ -17,7 +17,9 @@ Laplace step (expectation-maximisation):
 
 until neither ``mean`` nor ``sd`` moves by more than ``tol``. Subjects with few lists have flat
 likelihoods, so their modes are pulled toward the population (shrinkage); subjects with many
-lists keep their own estimates. See docs/fitting-recall.md, "Population-level fits".
+lists keep their own estimates. A :class:`cmr.CMR2FitSpec` fits CMR2 the same way, each
+subject's sessions scored by CMR2's kernel (:func:`cmr.cmr2.fit.session_objective`). See
+docs/fitting-recall.md, "Population-level fits".
 """
 from __future__ import annotations
 
@@ -33,6 +35,8 @@ import xarray as xr
 from ._hierarchical import subject_mode, to_latent, to_natural
 from .checks import integer, seed_of, shown
 from .checks import n_jobs as check_n_jobs
+from .cmr2._sessions import session_labels
+from .cmr2.fit import CMR2FitSpec, session_objective
 from .errors import FitWarning, ParameterError, RecallDataError
 from .events import as_events, from_recall_matrix
 from .textbook._optimize import run_tasks
@@ -55,12 +59,13 @@ RECOVERY_POPULATION = {"Lfc": 0.5, "Lcf": 0.5, "P1": 2.0, "P2": 1.5, "B_enc": 0.
 RECOVERY_SD = 0.5
 
 
-def _check_spec(spec, caller: str) -> FitSpec:
+def _check_spec(spec, caller: str, cmr2: bool = False) -> FitSpec | CMR2FitSpec:
     if spec is None:
         return FitSpec()
-    if not isinstance(spec, FitSpec):
-        raise ParameterError(f"{caller} takes the model as one cmr.FitSpec; got {type(spec).__name__}")
-    return spec
+    if isinstance(spec, FitSpec) or (cmr2 and isinstance(spec, CMR2FitSpec)):
+        return spec
+    wanted = "one cmr.FitSpec or cmr.CMR2FitSpec" if cmr2 else "one cmr.FitSpec"
+    raise ParameterError(f"{caller} takes the model as {wanted}; got {type(spec).__name__}")
 
 
 def _positive(value, what: str) -> float:
@@ -82,8 +87,9 @@ def _interval_level(value) -> float:
 
 def fit_population(
     events,
-    spec: FitSpec | None = None,
+    spec: FitSpec | CMR2FitSpec | None = None,
     *,
+    session: str | None = None,
     max_iter: int = 200,
     tol: float = 1e-3,
     n_starts: int = 4,
@@ -93,14 +99,19 @@ def fit_population(
     executor=None,
     progress: bool = True,
 ) -> xr.Dataset:
-    """Fit CMR to all subjects at once: population mean and spread, and shrunk subject estimates.
+    """Fit CMR (or CMR2) to all subjects at once: population mean and spread, and shrunk subject estimates.
 
     Parameters
     ----------
     events : xarray.Dataset or pandas.DataFrame
         Events dataset or psifr long table with at least two subjects.
-    spec : FitSpec, optional
-        The model (default ``FitSpec()``, the ten free parameters of Morton & Polyn 2016).
+    spec : FitSpec or CMR2FitSpec, optional
+        The model (default ``FitSpec()``, the ten free parameters of Morton & Polyn 2016). A
+        :class:`cmr.CMR2FitSpec` fits CMR2 over sessions of lists (as :func:`cmr.fit_cmr2`:
+        prior-list intrusions scored, ``n`` counting recalls, intrusions and stops).
+    session : str, optional
+        CMR2 only: the variable that labels sessions, as in :func:`cmr.fit_cmr2` (default: the
+        events' list keys, else one session per subject).
     max_iter : int
         Most EM iterations.
     tol : float
@@ -137,7 +148,9 @@ def fit_population(
           (iteration; the Laplace approximation of the data's log marginal likelihood under the
           prior of that iteration): the convergence history; ``n_clipped`` (subject) negative
           likelihood curvatures set to 0; attrs ``converged`` (1/0), ``n_iter``, ``tol``,
-          ``interval``, ``estimation = "hierarchical"``.
+          ``interval``, ``estimation = "hierarchical"``; a CMR2 fit also ``model = "cmr2"`` and
+          ``session`` (as :func:`cmr.fit_cmr2`'s, so it is a parameter set of
+          :func:`cmr.cmr2_log_likelihood` and the CMR2 simulators).
 
         Parameters that are not free have NaN population variables.
 
@@ -151,7 +164,11 @@ def fit_population(
     from scipy import stats
     from tqdm.auto import tqdm
 
-    fit_spec = _check_spec(spec, "fit_population")
+    fit_spec = _check_spec(spec, "fit_population", cmr2=True)
+    is_cmr2 = isinstance(fit_spec, CMR2FitSpec)
+    if session is not None and not is_cmr2:
+        raise ParameterError(f"fit_population: session labels the sessions of CMR2 and needs a cmr.CMR2FitSpec; "
+                             f"got session {shown(session)} with a cmr.FitSpec (textbook CMR scores each list alone)")
     events = as_events(events)
     max_iter = integer(max_iter, "max_iter")
     n_starts = integer(n_starts, "n_starts")
@@ -159,12 +176,22 @@ def fit_population(
     level = _interval_level(interval)
     n_jobs = check_n_jobs(n_jobs)
     model = fit_spec._model
-    arrays = trial_arrays(events, fit_spec.patterns, fit_spec.pool_size)
+    if is_cmr2:  # the session variable checked once, for every subject
+        session_labels(events, session)
+    else:
+        arrays = trial_arrays(events, fit_spec.patterns, fit_spec.pool_size)
     index, labels = pd.factorize(np.asarray(events["subject"].values), sort=False)
     if len(labels) < 2:
         raise RecallDataError(f"fit_population needs at least 2 subjects to estimate a population; got {len(labels)}")
     units = [np.flatnonzero(index == i) for i in range(len(labels))]
-    subsets = [arrays.subset(rows) for rows in units]
+    if is_cmr2:
+        subsets = [session_objective(events.isel(trial=rows), fit_spec, session=session) for rows in units]
+        counts = [int((subset.arrays.n_scored + 1).sum()) for subset in subsets]
+        model_info = dict(model="cmr2", session=session or "")
+    else:
+        subsets = [arrays.subset(rows) for rows in units]
+        counts = [int(event_counts(arrays.recalls[rows]).sum()) for rows in units]
+        model_info = dict(pool_size=fit_spec.pool_size, patterns=fit_spec.patterns is not None)
     seed = seed_of(rng)
     k = model.k
     low = np.array([b[0] for b in model.bounds])
@@ -218,12 +245,10 @@ def fit_population(
                      success=int(mode["success"] and converged), message=mode["message"], nfev=int(total[0]),
                      n_nan=int(total[1]), n_invalid=int(total[2]), seconds=float(total[3]), seed=int(seed))]
                for mode, total in zip(modes, totals)]
-    counts = [int(event_counts(arrays.recalls[rows]).sum()) for rows in units]
     info = dict(free=list(model.free), fixed=model.fixed, bounds=dict(zip(model.free, model.bounds)),
-                tied={t.name: t.expression for t in model.tied}, seed=int(seed), pool_size=fit_spec.pool_size,
-                patterns=fit_spec.patterns is not None, n_starts=n_starts, max_iter=max_iter, tol=tol,
-                interval=level, by="subject", estimation="hierarchical", covariance="diagonal",
-                transform="logit of (value - lower) / (upper - lower)", seconds=time.perf_counter() - start_time)
+                tied={t.name: t.expression for t in model.tied}, seed=int(seed), **model_info, n_starts=n_starts,
+                max_iter=max_iter, tol=tol, interval=level, by="subject", estimation="hierarchical",
+                covariance="diagonal", transform="logit of (value - lower) / (upper - lower)", seconds=time.perf_counter() - start_time)
     fits = fit_dataset(model, labels, results, counts, "cmr.fit_population", info)
     names = list(model.names)
     where = np.array([names.index(name) for name in model.free])
@@ -259,6 +284,8 @@ def fit_population(
     fits["em_marginal_logl"] = ("iteration", np.array(history["marginal"]))
     fits = fits.assign_coords(iteration=iteration)
     fits.attrs.update(estimation="hierarchical", converged=int(converged), n_iter=n_iter, tol=tol, interval=level)
+    if is_cmr2:
+        fits.attrs.update(model="cmr2", session=session or "")
     if not converged:
         warnings.warn(f"fit_population: the population estimates did not converge in {max_iter} iterations (last "
                       f"change {history['change'][-1]:.3g}, tol {tol:g}); raise max_iter", FitWarning, stacklevel=2)

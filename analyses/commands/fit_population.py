@@ -23,6 +23,13 @@ convergence history (em_mean, em_sd, em_change, em_marginal_logl). --check CHECK
 the posterior predictive check (data against the fitted model: lag-CRP, SPC, PFR; kind
 predictive_check) with --check-reps simulated recalls per studied list.
 
+--model cmr2 fits CMR2 (docs/cmr2.md) the same way: one network per session, lists in
+order, prior-list intrusions scored, B_distract and C_thresh free, fixed or bounded like the
+others. --session KEY names the variable that labels sessions (session for psifr:Morton2013;
+default: --list-keys, else one session per subject). CMR2 is localist: --patterns, --vectors,
+--similarity and --pool-size are refused with it, and so are --recovery and --check (they
+simulate textbook CMR; cmr.simulate_cmr2_experiment replays a CMR2 fit).
+
 --recovery N runs the recovery study instead of reading SOURCE: N simulated subjects from a
 known population, fitted independently (fit-recall) and hierarchically with their first
 --lists counts of lists; prints the error of the subject estimates of both and writes every
@@ -31,6 +38,7 @@ estimate to -o.
 Examples:
   icl-cmr fit-population psifr:peers_notask --free Lfc,Lcf,P1,P2,B_enc,B_start,B_rec,T,X1,X2 --jobs 2 -o pop.nc
   icl-cmr fit-population psifr:Morton2013 --free B_enc,B_rec,T --check check.nc -o pop.nc
+  icl-cmr fit-population psifr:Morton2013 --model cmr2 --session session --free B_enc,B_rec,T,B_distract -o pop2.nc
   icl-cmr fit-population --recovery 40 --lists 4,8,24 --free B_enc,B_rec,T,X1,X2 --jobs 2 -o recovery.nc
 """
 
@@ -66,6 +74,10 @@ def register(sub):
                    help="run the recovery study with N simulated subjects instead of fitting SOURCE")
     p.add_argument("--lists", default="4,8,24", metavar="N,N,...", help="list counts of --recovery (default 4,8,24)")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    p.add_argument("--model", choices=("cmr", "cmr2"), default="cmr",
+                   help="textbook CMR (default) or CMR2: sessions of lists with prior-list intrusions")
+    p.add_argument("--session", default=None, metavar="KEY",
+                   help="--model cmr2: the variable that labels sessions (e.g. session)")
     p.set_defaults(func=run, output_args=("output", "check"))
 
 
@@ -122,12 +134,19 @@ def run(args) -> int:
     from cmr.textbook.fit import flag_summary
     from icl_cmr.adapters.recall_data import load_recall_data
     from icl_cmr.analyses.commands.options import (check_counts, item_patterns_of, parse_bounds, parse_ties,
-                                                   recall_data_options)
+                                                   recall_data_options, refuse_textbook_options)
 
     result_format(args.output)
     if args.check is not None:
         result_format(args.check)
     check_counts(args, jobs=1, max_iter=1, check_reps=1)  # before a fit of minutes, not after it
+    refuse_textbook_options(args, "fit-population")
+    simulated = [option for option, value in (("--recovery", args.recovery), ("--check", args.check))
+                 if value is not None]
+    if args.model == "cmr2" and simulated:
+        one = len(simulated) == 1
+        raise ParameterError(f"{' and '.join(simulated)} simulate{'s' if one else ''} textbook CMR, not --model cmr2; "
+                             f"leave {'it' if one else 'them'} out")
     free = [name.strip() for name in args.free.split(",") if name.strip()]
     fixed = cmr.read_parameters(args.fixed) if args.fixed else {}
     if args.recovery is not None:
@@ -143,20 +162,25 @@ def run(args) -> int:
         if not keep.any():
             raise RecallDataError(f"--subjects {args.subjects!r} matches no subject of {args.source}")
         events = events.isel(trial=np.flatnonzero(keep))
-    patterns = item_patterns_of(args, events)
-    spec = cmr.FitSpec(free, fixed, parse_bounds(args.bounds), tied=parse_ties(args.tie), patterns=patterns,
-                       pool_size=args.pool_size)
+    if args.model == "cmr2":
+        patterns, options = None, dict(session=args.session)
+        spec = cmr.CMR2FitSpec(free, fixed, parse_bounds(args.bounds), tied=parse_ties(args.tie))
+    else:
+        patterns, options = item_patterns_of(args, events), {}
+        spec = cmr.FitSpec(free, fixed, parse_bounds(args.bounds), tied=parse_ties(args.tie), patterns=patterns,
+                           pool_size=args.pool_size)
     with warnings.catch_warnings():  # the same facts are printed below, one line each
         warnings.simplefilter("ignore", FitWarning)
         fits = cmr.fit_population(events, spec, rng=args.seed, n_jobs=args.jobs, max_iter=args.max_iter,
-                                  tol=args.tol, progress=not args.no_progress)
+                                  tol=args.tol, progress=not args.no_progress, **options)
     path = write_result(fits, args.output)
     median = fits["population_median"]
     shown = ", ".join(f"{name} {float(median.sel(parameter=name)):.3g} "
                       f"[{float(fits['population_median_lower'].sel(parameter=name)):.3g}, "
                       f"{float(fits['population_median_upper'].sel(parameter=name)):.3g}]" for name in spec.free)
     state = "converged" if fits.attrs["converged"] else "NOT converged"
-    print(f"wrote {path}: {fits.sizes['subject']} subject(s), {state} in {fits.attrs['n_iter']} iterations, "
+    model = "CMR2, " if args.model == "cmr2" else ""
+    print(f"wrote {path}: {model}{fits.sizes['subject']} subject(s), {state} in {fits.attrs['n_iter']} iterations, "
           f"total logl {float(fits['logl'].sum()):.3f}; population medians {shown}")
     if not fits.attrs["converged"]:
         print(f"check: no convergence in {args.max_iter} iterations; raise --max-iter")

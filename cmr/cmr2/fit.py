@@ -34,7 +34,7 @@ from . import _kernels
 from ._sessions import SessionArrays, session_arrays
 from .parameters import CMR2_PARAMETER_NAMES, CMR2_PARAMETER_SPECS, default_cmr2_parameters, validate_cmr2_parameters
 
-__all__ = ["CMR2FitSpec", "CMR2_STANDARD_FREE", "fit_cmr2"]
+__all__ = ["CMR2FitSpec", "CMR2_STANDARD_FREE", "fit_cmr2", "session_objective"]
 
 #: the ten usually fitted textbook parameters plus CMR2's two
 CMR2_STANDARD_FREE = STANDARD_FREE + ("B_distract", "C_thresh")
@@ -358,3 +358,17 @@ def fit_cmr2(
         warnings.warn(f"fit_cmr2: {summary}; see the fit's at_bound and few_events", FitWarning, stacklevel=2)
     return fits
 
+
+def session_objective(events, spec: CMR2FitSpec | FitSpec | None = None, *, session: str | None = None):
+    """The CMR2 objective of all sessions of ``events`` as one unit (e.g. one subject's), for other fitters.
+
+    What :func:`fit_cmr2` minimises for each unit, for fitters that search on their own
+    (:func:`cmr.fit_population`). The result has ``spec`` (the checked model: ``free``,
+    ``bounds``, ``vectors(x) -> (sets, admissible)`` over the 16 parameters), ``arrays`` (the
+    sessions; ``arrays.n_scored`` recalls scored per list, plus one stop each) and
+    ``totals(sets)``: the log-likelihood of each row of full parameter sets ``sets`` (S, 16),
+    as :func:`cmr.cmr2_log_likelihood` gives it. ``spec`` and ``session`` are those of
+    :func:`fit_cmr2`. It pickles, so it can be sent to a process or a dask worker.
+    """
+    fit_spec = as_cmr2_spec(spec)
+    return _SessionObjective(fit_spec._model, session_arrays(as_events(events), session), None, 1)

@@ -119,7 +119,7 @@ def test_saved_fit_round_trips(tmp_path, population_fit):
     (lambda ev: cmr.fit_population(ev.isel(trial=slice(0, 3)), SPEC, progress=False), errors.RecallDataError,
      "needs at least 2 subjects to estimate a population; got 1"),
     (lambda ev: cmr.fit_population(ev, ["B_enc"], progress=False), errors.ParameterError,
-     "takes the model as one cmr.FitSpec; got list"),
+     "takes the model as one cmr.FitSpec or cmr.CMR2FitSpec; got list"),
     (lambda ev: cmr.fit_population(ev, SPEC, tol=0, progress=False), errors.ParameterError,
      "tol must be a finite number > 0; got 0"),
     (lambda ev: cmr.fit_population(ev, SPEC, interval=np.float64(1.5), progress=False), errors.ParameterError,
