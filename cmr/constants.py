@@ -19,6 +19,8 @@ __all__ = [
     "INTRUSION_CHECK_MIN_RECALLS",
     "AT_BOUND_TOLERANCE",
     "MIN_EVENTS_PER_PARAMETER",
+    "STRICT_MASS_RATIO",
+    "STRICT_FORWARD_EFFECT",
 ]
 
 #: The study's threshold on the CMR distance below which a unit is called "CMR-like". A
@@ -73,3 +75,15 @@ AT_BOUND_TOLERANCE = 1e-3
 #: al., 1996, J Clin Epidemiol 49:1373), below which maximum-likelihood estimates are biased and
 #: AIC/BIC's large-sample approximations do not hold.
 MIN_EVENTS_PER_PARAMETER = 10
+
+#: Strict "CMR-like", attention floor: a head's attention probability mass on lags -5..5
+#: (:data:`PAPER_LAGS`) must be at least this many times the mass uniform attention over the
+#: visible keys puts there (about 0.075 for 100-word lists, so the floor is about 0.23). A head
+#: that looks nowhere near the list fits CMR as well as one that follows it: the distance
+#: divides by the profile's own variance.
+STRICT_MASS_RATIO = 3.0
+
+#: Strict "CMR-like", effect-size floor of forward asymmetry: ``(y(+1) - y(-1))`` divided by the
+#: profile's range over the fitting window (offset- and gain-free, like the fit) must be at least
+#: this, beside being significant; a 3% lean is significant with a small SEM but is no asymmetry.
+STRICT_FORWARD_EFFECT = 0.1
