@@ -33,7 +33,8 @@ import xarray as xr
 
 from cmr import lag_window
 from cmr.checks import is_integer
-from cmr.constants import HEAD_DIMS
+from cmr.cmr_like import MASS_APPLIED, attention_mass
+from cmr.constants import HEAD_DIMS, PAPER_LAGS
 from cmr.errors import RecallDataError, SchemaError
 from cmr.schema import provenance_attrs, require_dims, require_variables, validate
 
@@ -53,6 +54,7 @@ __all__ = [
     "block_summary",
     "pool_summaries",
     "head_profile_dataset",
+    "with_attention_mass",
     "select_profile",
     "attention_pattern_dataset",
     "validate_attention_pattern",
@@ -469,9 +471,34 @@ def head_profile_dataset(pooled: dict, *, lags, n_words: int, model: str, checkp
     info["soft_crp_rule"] = soft_rule
     attrs = provenance_attrs("lag_profile", "icl_cmr.adapters.head_profiles.head_profile_dataset", **info)
     attrs.update(profile_kind="attention_score", unit_kind="heads")
-    ds = xr.Dataset(data, coords=coords, attrs=attrs)
+    ds = with_attention_mass(xr.Dataset(data, coords=coords, attrs=attrs))
     _describe(ds, soft_rule)
     return validate(ds, "lag_profile")
+
+
+def with_attention_mass(heads: xr.Dataset) -> xr.Dataset:
+    """A copy of a head dataset with ``attention_mass``, ``uniform_mass`` and ``amplitude`` per head.
+
+    ``attention_mass``: the head's attention probability mass on lags -5..5 (``prob_profile``
+    summed); ``uniform_mass``: what uniform attention over the visible keys puts there
+    (:func:`cmr.cmr_like.uniform_attention_prob`, from the list length recorded in the
+    provenance); ``amplitude``: the range (max - min) of the score ``profile`` over lags -5..5,
+    the size the CMR distance cannot see. A variable that cannot be computed (no probabilities,
+    no list length, a window narrower than -5..5) is left out; variables already present are kept.
+    The strict "CMR-like" definition (:mod:`cmr.cmr_like`) reads the first two.
+    """
+    out = heads.copy()
+    lags = list(PAPER_LAGS)
+    if "amplitude" not in out and "profile" in out and set(lags) <= set(out["lag"].values.tolist()):
+        window = out["profile"].sel(lag=lags)
+        out["amplitude"] = window.max("lag", skipna=False) - window.min("lag", skipna=False)
+    mass, uniform, status = attention_mass(out, lags)
+    if status == MASS_APPLIED and "attention_mass" not in out:
+        out["attention_mass"], out["uniform_mass"] = mass, uniform
+    for name in ("amplitude", "attention_mass", "uniform_mass"):
+        if name in out:
+            out[name].attrs.setdefault("description", _DESCRIPTIONS[name][1])
+    return out
 
 
 _DESCRIPTIONS = {
@@ -486,6 +513,9 @@ _DESCRIPTIONS = {
     "induction_score": ("", "attention probability on the induction target (lag +1), mean over the second copy"),
     "duplicate_token_score": ("", "attention probability on the earlier copy of the same word (lag 0)"),
     "previous_token_score": ("", "attention probability on the previous token, mean over positions 1..2N"),
+    "attention_mass": ("", "attention probability mass on lags -5..5 (sum of prob_profile)"),
+    "uniform_mass": ("", "the mass uniform attention over the visible keys puts on lags -5..5"),
+    "amplitude": ("", "range (max - min) of the score profile over lags -5..5"),
     "copying_score": ("", "OV-circuit eigenvalue ratio sum(lambda)/sum(|lambda|), see docs/heads.md"),
     "position_loss": ("", "mean next-token cross-entropy (nats) for the token at this position"),
     "loss_first_copy": ("", "mean position_loss over first-copy words 2..N"),

@@ -18,6 +18,10 @@ permutation null has little power on a profile whose structure is one value (a s
 peak): about one permutation in ``n_lag`` puts the peak back, so ``p_permuted`` stays near
 ``1 / n_lag``; read ``p_smooth`` for such units.
 
+Beside the study's definition (``d < 0.5`` beyond both nulls) the result gives the strict one of
+:mod:`cmr.cmr_like` (attention mass, a forward effect size, and the mirrored profile fitting worse
+beyond the same nulls), unit by unit and as shares.
+
 Neither null tests forward asymmetry: both are symmetric under lag reversal, and a symmetric
 peak at lag 0 is CMR-like beyond chance. The result therefore also gives each unit's forward
 asymmetry and its p-value against a symmetric profile with the unit's own sampling error (the
@@ -32,7 +36,8 @@ from scipy.special import ndtr
 
 from . import _profile_fit as kernels
 from .checks import as_generator, integer, probability, seed_of
-from .constants import CMR_LIKE_DISTANCE
+from .cmr_like import MASS_APPLIED, attention_mass, forward_effect, mirror_order, profile_amplitude
+from .constants import CMR_LIKE_DISTANCE, STRICT_FORWARD_EFFECT, STRICT_MASS_RATIO
 from .errors import ParameterError
 from .profile_fit import fit_window, fitting_lags, grid_window, profiles_window, wants_renormalize
 from .schema import batch_dims, provenance_attrs, validate
@@ -129,7 +134,15 @@ def cmr_like_null(
         ``p_asymmetry_smooth`` (the asymmetry of the CMR-like test's own null profiles), and
         ``forward_beyond_chance`` / ``backward_beyond_chance`` (0/1: ``p_asymmetry <= alpha`` with
         that sign); attrs ``share_forward_beyond_chance``, ``share_backward_beyond_chance`` and
-        ``share_cmr_like_and_forward``.
+        ``share_cmr_like_and_forward``. Then the two definitions of CMR-like (:mod:`cmr.cmr_like`):
+        ``cmr_like_study`` (0/1: ``d < 0.5`` and ``p_value <= alpha``) and ``cmr_like_strict``
+        (0/1: also the strict criteria), with the criteria's own columns: ``amplitude`` (the
+        profile's range), ``attention_mass``, ``uniform_mass``, ``mass_ratio``, ``passes_mass``,
+        ``forward_effect``, ``passes_forward``, ``mirror_distance``, ``mirror_gap``,
+        ``p_mirror_permuted``, ``p_mirror_smooth``, ``p_mirror`` and ``passes_mirror``
+        (``passes_*`` are NaN where the criterion does not apply); attrs ``strict_criteria``,
+        ``mass_criterion``, ``mirror_criterion``, ``forward_significance`` (what applied),
+        ``share_cmr_like_study``, ``share_cmr_like_strict`` and ``share_passes_*``.
     """
     if objective not in ("paper", "lsq"):
         raise ParameterError(f"objective must be 'paper' or 'lsq'; got {objective!r}")
@@ -185,6 +198,17 @@ def cmr_like_null(
     sem = _sem_rows(profiles, variable, window, unit_dims, good)
     asymmetry, k_sum = _asymmetry_results(y, sem, window, permuted, bank, nearest)
     results.update(asymmetry)
+    order = mirror_order(window)
+    if order is not None:  # the mirror criterion: fit every profile, and every null profile, with its lags reversed
+        # the mirror has the unit's values and roughness, so the unit's own null profiles are its null too
+        mirrored = distances(y[:, order]) if n_unit else np.empty(0)
+        results["mirror_distance"] = mirrored
+        results["mirror_gap"] = mirrored - observed
+        results["p_mirror_permuted"] = _p_values(mirrored, null_perm)
+        results["p_mirror_smooth"] = _p_values(mirrored, null_smooth)
+        results["p_mirror"] = np.maximum(results["p_mirror_permuted"], results["p_mirror_smooth"])
+    mass_status, study, strict = _strict_columns(results, profiles, values, unit_dims, good, y, window,
+                                                 sem is not None, alpha)
     shape = values.shape[:-1]
     coords = {d: values[d] for d in unit_dims if d in values.coords}
     out = xr.Dataset(coords=coords)
@@ -192,16 +216,19 @@ def cmr_like_null(
         full = np.full(flat.shape[0], np.nan)
         full[good] = column
         out[name] = (unit_dims, full.reshape(shape))
-    beyond = np.zeros(flat.shape[0], dtype=np.int64)
-    beyond[good] = results["p_value"] <= alpha
-    out["beyond_chance"] = (unit_dims, beyond.reshape(shape))
+    flags = {"beyond_chance": results["p_value"] <= alpha, "cmr_like_study": study, "cmr_like_strict": strict}
+    for name, column in flags.items():
+        flag = np.zeros(flat.shape[0], dtype=np.int64)
+        flag[good] = column
+        out[name] = (unit_dims, flag.reshape(shape))
     signed = np.sign(results["asymmetry"]) * (results["p_asymmetry"] <= alpha)  # NaN p compares False
     for name, sign in (("forward_beyond_chance", 1), ("backward_beyond_chance", -1)):
         flag = np.zeros(flat.shape[0], dtype=np.int64)
         flag[good] = signed == sign
         out[name] = (unit_dims, flag.reshape(shape))
     for name, text in _DESCRIPTIONS.items():
-        out[name].attrs["long_name"] = text
+        if name in out:
+            out[name].attrs["long_name"] = text
     pooled = (np.quantile(null_perm, alpha) if n_unit else np.nan, np.quantile(null_smooth, alpha) if n_unit else np.nan)
     summary = dict(
         objective=objective, refine=int(bool(refine)), alpha=float(alpha), n_null=n_null, n_bank=n_bank,
@@ -225,10 +252,75 @@ def cmr_like_null(
         share_cmr_like_and_forward=(float(np.mean((results["p_value"] <= alpha) & (signed == 1))) if n_unit
                                     else float("nan")),
     )
+    out.attrs.update(_strict_attrs(results, study, strict, mass_status, sem is not None, order is not None, n_unit))
     for key in ("unit_kind", "profile_kind"):
         if key in profiles.attrs:
             out.attrs[key] = profiles.attrs[key]
     return validate(out, "profile_null")
+
+
+def _strict_columns(results, profiles, values, unit_dims, good, y, window, has_sem, alpha):
+    """Add the strict definition's columns to ``results`` (good units only).
+
+    Returns (mass status, study's verdict, strict verdict), the verdicts as bool arrays.
+    """
+    n_unit = y.shape[0]
+    results["amplitude"] = profile_amplitude(y) if n_unit else np.empty(0)
+    mass, uniform, status = attention_mass(profiles)
+    if status == MASS_APPLIED:
+        template = values.isel(lag=0, drop=True)
+        rows = [np.asarray(xr.broadcast(v, template)[0].transpose(*unit_dims).values, dtype=np.float64).ravel()[good]
+                for v in (mass, uniform)]
+        results["attention_mass"], results["uniform_mass"] = rows
+        with np.errstate(invalid="ignore", divide="ignore"):
+            results["mass_ratio"] = rows[0] / rows[1]
+        results["passes_mass"] = (results["mass_ratio"] >= STRICT_MASS_RATIO).astype(np.float64)
+    else:
+        for name in ("attention_mass", "uniform_mass", "mass_ratio", "passes_mass"):
+            results[name] = np.full(n_unit, np.nan)
+    if 1 in window and -1 in window and n_unit:
+        results["forward_effect"] = forward_effect(y, window)
+    else:
+        results["forward_effect"] = np.full(n_unit, np.nan)
+    forward = results["forward_effect"] >= STRICT_FORWARD_EFFECT
+    if has_sem:
+        forward &= (results["p_asymmetry"] <= alpha) & (results["asymmetry"] > 0)
+    results["passes_forward"] = forward.astype(np.float64)
+    if "p_mirror" in results:
+        results["passes_mirror"] = (results["p_mirror"] > alpha).astype(np.float64)
+    study = (results["distance"] < CMR_LIKE_DISTANCE) & (results["p_value"] <= alpha)
+    strict = study & forward
+    for name in ("passes_mass", "passes_mirror"):
+        if name in results and np.isfinite(results[name]).all():
+            strict &= results[name] == 1
+    return status, study, strict
+
+
+def _strict_attrs(results, study, strict, mass_status, has_sem, has_mirror, n_unit) -> dict:
+    """Attrs of the strict definition: its rules, which of them applied, shares under both definitions."""
+
+    def share(mask):
+        return float(np.mean(mask)) if n_unit else float("nan")
+
+    rules = ["d < 0.5", "beyond both nulls", f"forward effect >= {STRICT_FORWARD_EFFECT:g}"
+             + (" and p_asymmetry <= alpha" if has_sem else "")]
+    if mass_status == MASS_APPLIED:
+        rules.append(f"attention mass on lags -5..5 >= {STRICT_MASS_RATIO:g} x uniform")
+    if has_mirror:
+        rules.append("p_mirror > alpha (the mirrored profile is not CMR-like beyond chance)")
+    attrs = dict(
+        strict_criteria="; ".join(rules), mass_criterion=mass_status,
+        mirror_criterion="applied" if has_mirror else "not available: the lag window is not symmetric about 0",
+        forward_significance="applied (sampling error)" if has_sem else "not available: no sem variable",
+        strict_mass_ratio=float(STRICT_MASS_RATIO), strict_forward_effect=float(STRICT_FORWARD_EFFECT),
+        share_cmr_like_study=share(study), share_cmr_like_strict=share(strict),
+        share_passes_forward=share(results["passes_forward"] == 1),
+    )
+    for name in ("mass", "mirror"):
+        column = results.get(f"passes_{name}")
+        available = column is not None and n_unit and np.isfinite(column).all()
+        attrs[f"share_passes_{name}"] = share(column == 1) if available else float("nan")
+    return attrs
 
 
 def _p_values(observed, null):
@@ -338,4 +430,19 @@ _DESCRIPTIONS = {
     "p_asymmetry_smooth": "two-sided p of asymmetry against the CMR-like test's smooth null profiles",
     "forward_beyond_chance": "1 if p_asymmetry <= alpha and asymmetry > 0",
     "backward_beyond_chance": "1 if p_asymmetry <= alpha and asymmetry < 0",
+    "amplitude": "range (max - min) of the profile over the fitting window, in the profile's units",
+    "attention_mass": "attention probability mass on lags -5..5 (NaN: not applicable or not available)",
+    "uniform_mass": "the mass uniform attention over the visible keys puts on lags -5..5",
+    "mass_ratio": "attention_mass / uniform_mass",
+    "passes_mass": "1 if mass_ratio >= strict_mass_ratio (NaN: criterion not applied, see mass_criterion)",
+    "forward_effect": "(profile(+1) - profile(-1)) / amplitude",
+    "passes_forward": "1 if forward_effect >= strict_forward_effect (and p_asymmetry <= alpha with a sem)",
+    "mirror_distance": "CMR distance of the profile with its lags reversed",
+    "mirror_gap": "mirror_distance - distance",
+    "p_mirror_permuted": "p of mirror_distance against the unit's permuted-lag null (as p_permuted)",
+    "p_mirror_smooth": "p of mirror_distance against the unit's smooth null (as p_smooth)",
+    "p_mirror": "max(p_mirror_permuted, p_mirror_smooth): the mirrored profile's p_value",
+    "passes_mirror": "1 if p_mirror > alpha: the mirrored profile is not CMR-like beyond chance",
+    "cmr_like_study": "1 if distance < 0.5 and p_value <= alpha: the study's CMR-like, beyond both nulls",
+    "cmr_like_strict": "1 if cmr_like_study and every strict criterion that applies passes (strict_criteria)",
 }
