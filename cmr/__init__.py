@@ -36,6 +36,8 @@ _numba_cache.ensure_cache_location()  # before any kernel is defined: a read-onl
 from . import checks as checks  # noqa: E402
 from . import errors as errors  # noqa: E402
 from .constants import CMR_LIKE_DISTANCE as CMR_LIKE_DISTANCE
+from .constants import STRICT_FORWARD_EFFECT as STRICT_FORWARD_EFFECT
+from .constants import STRICT_MASS_RATIO as STRICT_MASS_RATIO
 from .constants import PAPER_LAGS as PAPER_LAGS
 from .constants import RECALL_LAGS as RECALL_LAGS
 from .crp import lag_counts as lag_counts
@@ -84,6 +86,9 @@ from .beta_scales import recall_drift as recall_drift
 from .beta_scales import textbook_beta_rec as textbook_beta_rec
 from .null_models import profile_roughness as profile_roughness
 from .null_models import structureless_profiles as structureless_profiles
+from .cmr_like import forward_effect as forward_effect
+from .cmr_like import mirrored_profiles as mirrored_profiles
+from .cmr_like import uniform_attention_prob as uniform_attention_prob
 from .recall_stats import lag_rank as lag_rank
 from .recall_stats import pfr as pfr
 from .recall_stats import pnr as pnr
@@ -228,6 +233,10 @@ __all__ = [
     "cmr_like_null",
     "profile_roughness",
     "structureless_profiles",
+    # the strict definition of CMR-like (docs/null-models.md)
+    "uniform_attention_prob",
+    "forward_effect",
+    "mirrored_profiles",
     # one beta scale for both models (decay-matched)
     "textbook_beta",
     "paper_beta",
@@ -255,6 +264,8 @@ __all__ = [
     "context_decay",
     # constants
     "CMR_LIKE_DISTANCE",
+    "STRICT_MASS_RATIO",
+    "STRICT_FORWARD_EFFECT",
     "PAPER_LAGS",
     "RECALL_LAGS",
 ]
