@@ -40,6 +40,7 @@ __all__ = [
     "clean_wiki_markup",
     "tokenize_documents",
     "load_passages",
+    "MAX_PER_DOCUMENT",
 ]
 
 WIKIPEDIA_SAMPLE = "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
@@ -327,19 +328,28 @@ def tokenize_documents(documents: list[str], tokenizer) -> list[np.ndarray]:
     return [np.asarray(_encode(tokenizer, doc), dtype=np.int64) for doc in documents]
 
 
+#: windows taken from one document at most, by default: the sample is of articles, not of windows
+MAX_PER_DOCUMENT = 4
+
+
 def load_passages(
     source: str | Path = "wikipedia",
     tokenizer=None,
     n_passages: int = 300,
     n_tokens: int = 512,
     seed: int = 0,
-    max_per_document: int | None = None,
-) -> np.ndarray:
-    """Seeded sample of natural-text passages of exactly ``n_tokens`` tokens each.
+    max_per_document: int | None = MAX_PER_DOCUMENT,
+    return_articles: bool = False,
+):
+    """Seeded sample of natural-text passages of exactly ``n_tokens`` tokens each, in random order.
 
-    Every document is cut into non-overlapping windows of ``n_tokens`` tokens (a remainder
-    shorter than ``n_tokens`` is dropped); ``n_passages`` windows are drawn without replacement
-    with ``np.random.default_rng(seed)`` and returned in a fixed (sorted) order.
+    Every document (a Wikipedia article) is cut into non-overlapping windows of ``n_tokens``
+    tokens (a remainder shorter than ``n_tokens`` is dropped). At most ``max_per_document``
+    windows of a document can be drawn, chosen at random among its windows; ``n_passages``
+    windows are then drawn without replacement from that pool, all with
+    ``np.random.default_rng(seed)``, and returned in the order drawn. Any first ``k`` passages
+    are thus a uniform random sample of the pool (a run cut short keeps a random subset, not
+    the first articles of the source), and no article fills more than ``max_per_document`` rows.
 
     Parameters
     ----------
@@ -352,41 +362,52 @@ def load_passages(
         Number of passages and tokens per passage.
     seed : int
         Seed of the sample.
-    max_per_document : int, optional
-        Take at most this many windows from any one document (more variety of topics).
+    max_per_document : int or None
+        Windows of any one document at most (default :data:`MAX_PER_DOCUMENT`, 4: the
+        Wikipedia sample's 96 articles with a 512-token window give 337 windows, room for the
+        study's 300; 3 would give 264); None: no cap.
+    return_articles : bool
+        Also return the document index of each passage (its position among the source's
+        documents): the unit of article-level inference.
 
     Returns
     -------
     numpy.ndarray of int64, shape (n_passages, n_tokens)
+        and, with ``return_articles``, an int64 array (n_passages,) of document indices.
 
     Raises
     ------
     DataSourceError
-        The source yields fewer than ``n_passages`` windows (the message says how many).
+        The source yields fewer than ``n_passages`` windows under the cap (the message says how many).
     """
     if tokenizer is None:
         raise ParameterError("load_passages needs a tokenizer (e.g. the model's tokenizer)")
     if int(n_passages) < 1 or int(n_tokens) < 1:
         raise ParameterError(f"n_passages and n_tokens must be >= 1; got {n_passages}, {n_tokens}")
+    if max_per_document is not None and int(max_per_document) < 1:
+        raise ParameterError(f"max_per_document must be >= 1 or None; got {max_per_document!r}")
     n_passages, n_tokens = int(n_passages), int(n_tokens)
     token_docs = tokenize_documents(read_documents(source), tokenizer)
+    rng = np.random.default_rng(seed)
     windows = []  # (document index, start)
     for index, ids in enumerate(token_docs):
-        starts = range(0, len(ids) - n_tokens + 1, n_tokens)
-        if max_per_document is not None:
-            starts = starts[: int(max_per_document)]
-        windows.extend((index, start) for start in starts)
+        starts = np.arange(0, len(ids) - n_tokens + 1, n_tokens)
+        if max_per_document is not None and starts.size > int(max_per_document):
+            starts = np.sort(rng.choice(starts, size=int(max_per_document), replace=False))
+        windows.extend((index, int(start)) for start in starts)
     if len(windows) < n_passages:
         longest = max((len(ids) for ids in token_docs), default=0)
+        cap = "" if max_per_document is None else f", at most {int(max_per_document)} per document"
         raise DataSourceError(
-            f"text source {str(source)!r} gives {len(windows)} passages of {n_tokens} tokens "
+            f"text source {str(source)!r} gives {len(windows)} passages of {n_tokens} tokens{cap} "
             f"({len(token_docs)} documents, the longest {longest} tokens); {n_passages} were asked. "
-            "Ask for fewer or shorter passages, or pass a larger text source"
+            "Ask for fewer or shorter passages, allow more per document, or pass a larger text source"
         )
-    rng = np.random.default_rng(seed)
-    chosen = np.sort(rng.choice(len(windows), size=n_passages, replace=False))
+    chosen = rng.choice(len(windows), size=n_passages, replace=False)  # in the order drawn: a random order
     passages = np.empty((n_passages, n_tokens), dtype=np.int64)
+    articles = np.empty(n_passages, dtype=np.int64)
     for row, pick in enumerate(chosen):
         index, start = windows[pick]
         passages[row] = token_docs[index][start : start + n_tokens]
-    return passages
+        articles[row] = index
+    return (passages, articles) if return_articles else passages

@@ -77,7 +77,8 @@ def test_too_few_passages_says_how_many(tmp_path):
     tokenizer = WordTokenizer()
     passages = text_corpus.load_passages(tmp_path, tokenizer, n_passages=3, n_tokens=100, seed=0)
     assert passages.shape == (3, 100)
-    with pytest.raises(DataSourceError, match=r"gives 4 passages of 100 tokens \(2 documents, the longest 300"):
+    with pytest.raises(DataSourceError, match=r"gives 4 passages of 100 tokens, at most 4 per document \(2 documents, "
+                                              r"the longest 300"):
         text_corpus.load_passages(tmp_path, tokenizer, n_passages=5, n_tokens=100)
     with pytest.raises(DataSourceError, match="gives 1 passages"):
         text_corpus.load_passages(tmp_path / "a.txt", tokenizer, n_passages=2, n_tokens=200)
@@ -101,3 +102,41 @@ def test_mediawiki_dump_and_bad_sources(tmp_path):
         text_corpus.read_documents(tmp_path / "empty")
     with pytest.raises(ParameterError, match="tokenizer"):
         text_corpus.load_passages(dump, None)
+
+
+def test_passages_are_a_shuffled_capped_sample_of_articles(tmp_path):
+    # 6 documents of 1,000 distinct words: 10 windows of 100 tokens each, 60 windows in all
+    for d in range(6):
+        (tmp_path / f"d{d}.txt").write_text(" ".join(f"d{d}w{i}" for i in range(1000)))
+    tokenizer = WordTokenizer()
+    docs = text_corpus.tokenize_documents(text_corpus.read_documents(tmp_path), tokenizer)
+    passages, articles = text_corpus.load_passages(tmp_path, tokenizer, n_passages=18, n_tokens=100, seed=1,
+                                                   max_per_document=3, return_articles=True)
+    assert passages.shape == (18, 100) and articles.dtype == np.int64
+    # each passage is a window of the document its article names; at most 3 windows per document
+    for row, article in zip(passages, articles):
+        ids = docs[article]
+        assert any(np.array_equal(ids[s:s + 100], row) for s in range(0, 901, 100))
+    assert np.bincount(articles, minlength=6).tolist() == [3] * 6
+    # in the order drawn, not sorted: a run cut after k passages keeps a random subset, not the first articles
+    keys = [(int(a), int(row[0])) for a, row in zip(articles, passages)]
+    assert keys != sorted(keys)
+    np.testing.assert_array_equal(passages, text_corpus.load_passages(tmp_path, tokenizer, 18, 100, seed=1,
+                                                                      max_per_document=3))
+    # without a cap the sample may take more windows of one document; with it too few windows is an error
+    assert text_corpus.load_passages(tmp_path, tokenizer, 40, 100, max_per_document=None).shape == (40, 100)
+    with pytest.raises(DataSourceError, match="gives 18 passages of 100 tokens, at most 3 per document"):
+        text_corpus.load_passages(tmp_path, tokenizer, 19, 100, max_per_document=3)
+    with pytest.raises(ParameterError, match="max_per_document"):
+        text_corpus.load_passages(tmp_path, tokenizer, 2, 100, max_per_document=0)
+
+
+def test_the_first_passages_of_a_draw_cover_articles_at_random(tmp_path):
+    # over seeds, the first passage's article is spread over the documents (a sorted draw would favour the first ones)
+    for d in range(4):
+        (tmp_path / f"d{d}.txt").write_text(" ".join(f"d{d}w{i}" for i in range(400)))
+    tokenizer = WordTokenizer()
+    firsts = [int(text_corpus.load_passages(tmp_path, tokenizer, 8, 100, seed=seed, max_per_document=2,
+                                            return_articles=True)[1][0]) for seed in range(200)]
+    counts = np.bincount(firsts, minlength=4)
+    assert counts.min() > 30  # each of the 4 documents about 50 times in 200
