@@ -9,11 +9,14 @@ Heads are ablated at their output, set to zero or to their mean output
 (:mod:`icl_cmr.adapters.lm.interventions`, where every torch call of the test lives).
 
 The test (per mode) works on per-passage effects ``icl_ablated - icl_unablated``. Primary: the
-rank of the top set's mean effect among at least 50 seeded random sets of the same size, with
-the exact permutation p ``(1 + #{random >= top}) / (1 + n_random)``. Beside it: the rank among
-layer-matched random sets, a control set of top induction heads ranked the same way, paired
-tests by passage (t-test, Wilcoxon, Cohen's d_z with intervals), and Holm's correction across
-modes and comparisons. See docs/ablation.md.
+place of the top set's mean effect among seeded random sets of the same size, drawn uniformly
+among all heads (so the top set is exchangeable with them under the null): the exact
+permutation p ``(1 + #{random >= top}) / (1 + n_random)`` and z against the random sets' mean
+and sd. Beside it: the same among layer-matched random sets, a control set of top induction
+heads ranked the same way, the contrast with the random sets' mean with set and article as
+crossed random effects, paired tests over articles between fixed sets (t-test, Wilcoxon,
+Cohen's d_z with intervals), and Holm's correction across modes and comparisons. See
+docs/ablation.md.
 """
 from __future__ import annotations
 
@@ -32,7 +35,8 @@ from icl_cmr.adapters.lm.interventions import SET_MODES as MODES, geometry
 from icl_cmr.analyses.ablation_power import holm_rank_floor, rank_family_size
 from icl_cmr.analyses.ablation_stats import COMPARISONS as COMPARISONS
 from icl_cmr.analyses.ablation_stats import MIN_BOOTSTRAP_PASSAGES as MIN_BOOTSTRAP_PASSAGES
-from icl_cmr.analyses.ablation_stats import NULL_FAMILIES, STAT_NAMES, comparison_statistics, format_interval
+from icl_cmr.analyses.ablation_stats import HOLM_FAMILIES, NULL_FAMILIES, STAT_NAMES, comparison_statistics, unit_name
+from icl_cmr.analyses.ablation_stats import comparison_text as comparison_text
 from icl_cmr.analyses.ablation_stats import effect_intervals as effect_intervals
 from icl_cmr.analyses.ablation_stats import holm as holm
 from icl_cmr.analyses.ablation_stats import paired_statistics as paired_statistics
@@ -56,6 +60,7 @@ __all__ = [
     "COMPARISONS",
     "run_ablation",
     "summary_lines",
+    "comparison_text",
 ]
 
 _HEAD_PATTERN = re.compile(r"^\s*L(\d+)\.?H(\d+)\s*$", re.I)
@@ -121,10 +126,13 @@ def check_heads(heads, n_layers: int, n_heads: int) -> list[tuple[int, int]]:
 
 
 def random_head_sets(n_layers: int, n_heads: int, target, n_sets: int, seed: int,
-                     layer_matched: bool = False) -> list[list[tuple[int, int]]]:
+                     layer_matched: bool = False, exclude_target: bool = True) -> list[list[tuple[int, int]]]:
     """``n_sets`` seeded random head sets of the size of ``target``.
 
-    Plain sets are drawn among the heads outside ``target``. With ``layer_matched`` each set
+    Plain sets are drawn among the heads outside ``target`` (``exclude_target``, the default),
+    or, with ``exclude_target=False``, uniformly among all heads, each set independently: then
+    ``target`` is exchangeable with the sets if it was chosen at random, which makes a rank
+    test's p exact (a set may repeat another or share heads with ``target``). With ``layer_matched`` each set
     has as many heads in every layer as ``target``, drawn uniformly among all heads of that
     layer (the top set's own heads included: a layer may hold more top heads than others, and
     the top set is then one possible draw, which is what the rank test's null says). Sets are
@@ -143,7 +151,7 @@ def random_head_sets(n_layers: int, n_heads: int, target, n_sets: int, seed: int
                 chosen.extend((layer, int(h)) for h in rng.choice(n_heads, size=per_layer[layer], replace=False))
             sets.append(sorted(chosen))
         return sets
-    taken = set(target)
+    taken = set(target) if exclude_target else set()
     pool = [(l, h) for l in range(n_layers) for h in range(n_heads) if (l, h) not in taken]
     if len(pool) < len(target):
         raise ParameterError(f"random sets of {len(target)} heads need that many heads outside the top set; {len(pool)} remain")
@@ -181,8 +189,10 @@ def head_sets(n_layers: int, n_heads: int, top_heads, *, n_random: int = 50, n_m
     """The sets of the test: (sets, names, families), the top set first.
 
     ``control_heads`` (e.g. the top induction heads) form the set ``induction``; ``n_random``
-    random sets (family ``random``) and ``n_matched`` layer-matched sets (``layer_matched``)
-    are drawn from heads outside the top set with seeds ``seed`` and ``seed + 1``.
+    random sets (family ``random``) drawn uniformly among all heads and ``n_matched``
+    layer-matched sets (``layer_matched``), with seeds ``seed`` and ``seed + 1``
+    (:func:`random_head_sets`): each set is an independent draw from the design the top set's
+    null describes, so the rank p is exact.
     """
     top_heads = [(int(l), int(h)) for l, h in top_heads]
     if not top_heads:
@@ -194,7 +204,7 @@ def head_sets(n_layers: int, n_heads: int, top_heads, *, n_random: int = 50, n_m
             raise ParameterError(f"the control set has {len(control)} heads; the top set has {len(top_heads)}")
         sets.append(control), names.append("induction"), families.append("induction")
     if n_random > 0:
-        sets += random_head_sets(n_layers, n_heads, top_heads, n_random, seed)
+        sets += random_head_sets(n_layers, n_heads, top_heads, n_random, seed, exclude_target=False)
         names += [f"random_{i:03d}" for i in range(n_random)]
         families += ["random"] * n_random
     if n_matched > 0:
@@ -207,7 +217,7 @@ def head_sets(n_layers: int, n_heads: int, top_heads, *, n_random: int = 50, n_m
 def run_ablation(bridge, passages, top_heads, *, n_random=50, n_matched=50, control_heads=None, seed=0,
                  modes=("zero", "mean"), early=50, late=500, window=5, batch_size=8, n_boot=2000, time_budget_s=None,
                  progress=True, info=None, measures=("icl",), wide_early=(20, 100), wide_late=(400, 505),
-                 repeat_length=100) -> xr.Dataset:
+                 repeat_length=100, articles=None) -> xr.Dataset:
     """Ablate ``top_heads``, a control set and random sets; an ``ablation`` dataset with the test.
 
     Parameters
@@ -245,6 +255,11 @@ def run_ablation(bridge, passages, top_heads, *, n_random=50, n_matched=50, cont
         Show a tqdm progress bar over passages.
     info : dict, optional
         Extra provenance (model name, text source, where the top heads came from).
+    articles : sequence of int, shape (n_passage,), optional
+        The article (source document) of each passage
+        (:func:`icl_cmr.adapters.text_corpus.load_passages` with ``return_articles=True``):
+        contrasts and intervals then use article means as their unit. Without it each passage
+        is its own unit.
 
     Returns
     -------
@@ -263,6 +278,13 @@ def run_ablation(bridge, passages, top_heads, *, n_random=50, n_matched=50, cont
     passages = np.ascontiguousarray(passages, dtype=np.int64)
     if passages.ndim != 2 or passages.shape[0] < 2:
         raise ParameterError(f"passages must be (n_passage >= 2, n_token); got shape {passages.shape}")
+    if articles is None:
+        articles, article_source = np.arange(passages.shape[0], dtype=np.int64), "none given: each passage its own unit"
+    else:
+        articles, article_source = np.asarray(articles, dtype=np.int64), "source documents of the passages"
+        if articles.shape != passages.shape[:1]:
+            raise ParameterError(f"articles must give one article per passage ({passages.shape[0]}); "
+                                 f"got shape {articles.shape}")
     targets = scored_positions(int(early), int(late), int(window), passages.shape[1])
     last = int(late) + int(window)
     wide = dict(wide_early=tuple(wide_early), wide_late=tuple(wide_late))
@@ -282,7 +304,7 @@ def run_ablation(bridge, passages, top_heads, *, n_random=50, n_matched=50, cont
     requested, done = passages.shape[0], losses.shape[2]
     if done < 2:
         raise ParameterError(f"the time budget of {time_budget_s} s allowed {done} passages; the test needs at least 2")
-    passages, base_losses = passages[:done], base_losses[:done]
+    passages, base_losses, articles = passages[:done], base_losses[:done], articles[:done]
     base = icl_scores(base_losses, targets, early, late, window)
     scores = np.empty((3, len(modes), len(sets), passages.shape[0]))
     for m in range(len(modes)):
@@ -291,18 +313,22 @@ def run_ablation(bridge, passages, top_heads, *, n_random=50, n_matched=50, cont
     block = None
     if len(measures) > 1:
         block = am.run_measures(bridge, passages, sets, modes, measures, scores, base, extra, last, wide, families,
-                                int(seed), int(n_boot), int(repeat_length), int(batch_size), progress)
-    return _assemble(scores, base, sets, names, families, modes, passages, int(seed), int(n_boot), dict(
+                                int(seed), int(n_boot), int(repeat_length), int(batch_size), progress, articles)
+    return _assemble(scores, base, sets, names, families, modes, passages, articles, int(seed), int(n_boot), dict(
         n_random=int(n_random), n_matched=int(n_matched), seed=int(seed), early_token=int(early),
         late_token=int(late), window=int(window), batch_size=int(batch_size), n_boot=int(n_boot),
-        n_passages_requested=int(requested), n_passages_done=int(done), **(info or {})), block)
+        n_passages_requested=int(requested), n_passages_done=int(done), article_source=article_source,
+        random_sets="drawn uniformly among all heads, independently (the top set exchangeable with them under the null)",
+        **(info or {})), block)
 
 
-def _assemble(scores, base, sets, names, families, modes, passages, seed, n_boot, info, block=None) -> xr.Dataset:
+def _assemble(scores, base, sets, names, families, modes, passages, articles, seed, n_boot, info,
+              block=None) -> xr.Dataset:
     size = len(sets[0])
     dims = ("mode", "head_set", "passage")
     ds = xr.Dataset(coords={"mode": list(modes), "head_set": names, "family": ("head_set", families),
                             "passage": np.arange(passages.shape[0], dtype=np.int64),
+                            "article": ("passage", np.asarray(articles, dtype=np.int64)),
                             "member": np.arange(size, dtype=np.int64)})
     ds["icl_score"] = (dims, scores[0])
     ds["loss_early"] = (dims, scores[1])
@@ -314,13 +340,14 @@ def _assemble(scores, base, sets, names, families, modes, passages, seed, n_boot
     ds["set_head"] = (("head_set", "member"), np.array([[h for _, h in s] for s in sets], dtype=np.int64))
     effects = scores[0] - base[0][None, None, :]
     ds["mean_effect"] = (("mode", "head_set"), effects.mean(axis=2))
-    comparisons, table = comparison_statistics(effects, families, seed, n_boot)
+    comparisons, table = comparison_statistics(effects, families, seed, n_boot, articles)
     ds = ds.assign_coords(comparison=comparisons)
     for k, name in enumerate(STAT_NAMES):
         ds[name] = (("mode", "comparison"), table[:, :, k])
     ds["holm_rank_pvalue"] = (("mode", "comparison"), holm(ds["rank_pvalue"].values))
     ds["holm_t_pvalue"] = (("mode", "comparison"), holm(ds["t_pvalue"].values))
     ds["empirical_pvalue"] = ds["rank_pvalue"].sel(comparison="top_vs_random", drop=True)
+    ds.attrs["holm_family_primary"] = HOLM_FAMILIES["primary"]
     _describe(ds)
     if block is not None:
         from icl_cmr.analyses.ablation_measures import describe
@@ -331,27 +358,23 @@ def _assemble(scores, base, sets, names, families, modes, passages, seed, n_boot
     ds.attrs.update(provenance_attrs("ablation", "icl_cmr.analyses.ablation.run_ablation", **info))
     ds.attrs.update({k: v for k, v in info.items() if isinstance(v, (int, float, str))})
     ds.attrs["n_tokens"] = int(passages.shape[1])
+    ds.attrs["n_articles"] = int(np.unique(articles).size)
     return validate(ds, "ablation")
 
 
 def summary_lines(result: xr.Dataset) -> list[str]:
-    """One plain-text line per mode and comparison of an ``ablation`` dataset.
+    """One plain-text line per mode and comparison of an ``ablation`` dataset, each test with its
+    Holm value and family (``primary``: the ICL score's modes x comparisons).
 
-    An interval that :func:`effect_intervals` leaves NaN (the t interval below 3 passages, the
+    An interval that :func:`effect_intervals` leaves NaN (the t interval below 3 units, the
     bootstrap d_z interval below :data:`MIN_BOOTSTRAP_PASSAGES`) is printed as the reason."""
     lines = []
     for mode in result["mode"].values:
         for comparison in result["comparison"].values:
             row = result.sel(mode=mode, comparison=comparison)
-            v = {name: float(row[name]) for name in (*STAT_NAMES, "holm_rank_pvalue", "holm_t_pvalue")}
-            text = (f"{mode} {comparison}: {v['mean_difference']:+.3f} nats "
-                    f"{format_interval(v['ci_low'], v['ci_high'], 3, 3)}, "
-                    f"d_z {v['cohens_dz']:+.2f} {format_interval(v['dz_ci_low'], v['dz_ci_high'], 2, MIN_BOOTSTRAP_PASSAGES)}, "
-                    f"t p {v['t_pvalue']:.2g} (Holm {v['holm_t_pvalue']:.2g})")
-            if np.isfinite(v["rank_pvalue"]):
-                text += (f"; rank {v['rank']:.0f} of {v['n_null'] + 1:.0f}, p {v['rank_pvalue']:.3f} "
-                         f"(Holm {v['holm_rank_pvalue']:.3f})")
-            lines.append(text)
+            values = {name: float(row[name]) for name in (*STAT_NAMES, "holm_rank_pvalue", "holm_t_pvalue")
+                      if name in row}
+            lines.append(f"{mode} {comparison}: " + comparison_text(values, "primary", units=unit_name(result)))
     return lines
 
 
@@ -384,21 +407,30 @@ _DESCRIPTIONS = {
     "set_layer": "layer of each head of each set",
     "set_head": "head index (query head) of each head of each set",
     "mean_effect": "mean over passages of icl_score - baseline_icl_score (> 0: ablation hurts ICL)",
-    "mean_difference": "mean over passages of the set's effect minus the compared effect (none: 0; a null "
-                       "family: the family's mean effect; a set: its effect)",
-    "ci_low": "lower end of the 95% t interval of mean_difference",
-    "ci_high": "upper end of the 95% t interval of mean_difference",
-    "t_statistic": "paired t statistic over passages",
-    "t_pvalue": "two-sided p-value of the paired t-test",
-    "wilcoxon_pvalue": "two-sided p-value of the Wilcoxon signed-rank test",
-    "cohens_dz": "Cohen's d_z: mean paired difference / its standard deviation",
-    "dz_ci_low": "lower end of the 95% bootstrap (passages) percentile interval of d_z",
-    "dz_ci_high": "upper end of the 95% bootstrap (passages) percentile interval of d_z",
+    "mean_difference": "the set's effect minus the compared effect, mean over units (articles, or passages when no "
+                       "article is given): none: 0; a null family: the family's mean effect; a set: its effect",
+    "ci_low": "lower end of the 95% interval of mean_difference (t over units; crossed-effects t for a null family)",
+    "ci_high": "upper end of the 95% interval of mean_difference (t over units; crossed-effects t for a null family)",
+    "t_statistic": "fixed sets: paired t over units; a null family: the crossed set x unit random-effects t",
+    "t_pvalue": "two-sided p of t_statistic (a null family: Satterthwaite df, see df)",
+    "wilcoxon_pvalue": "two-sided p-value of the Wilcoxon signed-rank test over units (fixed sets only)",
+    "cohens_dz": "Cohen's d_z: mean paired difference / its standard deviation over units (fixed sets only)",
+    "dz_ci_low": "lower end of the 95% bootstrap (units: a cluster bootstrap of articles) percentile interval of d_z",
+    "dz_ci_high": "upper end of the 95% bootstrap (units: a cluster bootstrap of articles) percentile interval of d_z",
     "rank": "rank of the set's mean effect among the null family's (1 = larger than all)",
     "n_null": "sets in the null family",
-    "rank_pvalue": "exact permutation p: (1 + #null sets with mean effect >= the set's) / (1 + n_null)",
-    "holm_rank_pvalue": "rank_pvalue adjusted by Holm across modes and comparisons",
-    "holm_t_pvalue": "t_pvalue adjusted by Holm across modes and comparisons",
+    "rank_pvalue": "exact permutation p: (1 + #null sets with mean effect >= the set's) / (1 + n_null); the primary "
+                   "test of a set against a null family",
+    "z": "(the set's mean effect - the null sets' mean) / the null sets' sd (ddof 1)",
+    "null_mean": "mean of the null family's mean effects",
+    "null_sd": "sd (ddof 1) of the null family's mean effects",
+    "df": "degrees of freedom of t_statistic (units - 1; Satterthwaite's for the crossed contrast)",
+    "between_set_sd": "sd of the null family's true set effects (method-of-moments, sets x units layout)",
+    "residual_sd": "residual sd of the null family's effects per unit (sets x units layout)",
+    "set_residual_sd": "sd over units of the set's effect minus the null family's mean effect",
+    "n_units": "units of the contrast: articles (or passages when no article is given)",
+    "holm_rank_pvalue": "rank_pvalue adjusted by Holm across modes and comparisons (family: primary)",
+    "holm_t_pvalue": "t_pvalue adjusted by Holm across modes and comparisons (family: primary)",
     "empirical_pvalue": "rank_pvalue of the top set among the random sets (the primary test)",
 }
 

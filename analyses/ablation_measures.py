@@ -21,7 +21,11 @@ in-context learning.
     Separate short passages: ``repeat_length`` (100) token ids drawn uniformly from the
     vocabulary without special tokens, then the same ids again (``numpy.random.default_rng(seed + 2)``);
     the score is the mean loss over the second copy's tokens ``repeat_length + 1 .. 2 repeat_length - 1``
-    (its first token cannot be predicted by copying, so it is left out).
+    minus the mean loss over the same tokens of the first copy, ``1 .. repeat_length - 1`` (the
+    second copy's first token cannot be predicted by copying, so both copies' first tokens are
+    left out). Its effect is what ablation does to copying, net of the damage it does to
+    predicting the same tokens without a copy. The second copy's absolute loss is kept beside it
+    (``repeated_second_copy_loss``, and ``repeated_first_copy_loss``), outside the tests.
 """
 from __future__ import annotations
 
@@ -33,6 +37,7 @@ import xarray as xr
 from cmr.errors import ParameterError
 
 __all__ = ["MEASURES", "NATURAL_MEASURES", "CONVENTIONS", "check_measures", "check_window", "repeated_token_passages",
+           "repeated_positions", "copy_losses",
            "bigram_completions", "natural_positions", "measure_scores", "run_measures", "measure_variables", "measure_summary_lines"]
 
 #: measures of in-context learning, the study's first
@@ -48,10 +53,11 @@ CONVENTIONS = {
     "bigram": "mean loss over text tokens t in 1..last whose pair (x[t-1], x[t]) occurred earlier in the passage "
               "minus mean loss over the other tokens of 1..last (0-based text positions, BOS not counted; nats); "
               "effect = ablated - intact, > 0: ablation hurts induction-predictable tokens more (hurts ICL)",
-    "repeated_tokens": "mean loss over the second copy's tokens repeat_length+1..2*repeat_length-1 of passages of "
-                       "repeat_length random token ids (uniform over the vocabulary without special tokens) "
-                       "followed by the same ids again (0-based text positions, BOS not counted; nats); "
-                       "effect = ablated - intact, > 0: ablation hurts ICL",
+    "repeated_tokens": "mean loss over the second copy's tokens repeat_length+1..2*repeat_length-1 minus mean loss "
+                       "over the first copy's tokens 1..repeat_length-1, in passages of repeat_length random token "
+                       "ids (uniform over the vocabulary without special tokens) followed by the same ids again "
+                       "(0-based text positions, BOS not counted; nats); effect = ablated - intact, > 0: ablation "
+                       "hurts copying more than it hurts the same tokens without a copy",
 }
 
 
@@ -126,18 +132,36 @@ def _mean_at(losses, positions, first, last):
     return losses[..., columns].mean(axis=-1)
 
 
+def repeated_positions(repeat_length: int) -> np.ndarray:
+    """Text positions a ``repeated_tokens`` passage is scored at: first copy 1..r-1, second r+1..2r-1."""
+    r = int(repeat_length)
+    return np.r_[1:r, r + 1:2 * r].astype(np.int64)
+
+
+def copy_losses(losses, positions, repeat_length: int) -> tuple[np.ndarray, np.ndarray]:
+    """(first-copy, second-copy) mean losses of repeated-token passages at :func:`repeated_positions`."""
+    positions, r = np.asarray(positions, dtype=np.int64), int(repeat_length)
+    first = (positions >= 1) & (positions <= r - 1)
+    second = (positions >= r + 1) & (positions <= 2 * r - 1)
+    return losses[..., first].mean(axis=-1), losses[..., second].mean(axis=-1)
+
+
 def measure_scores(measure, losses, positions, *, passages=None, wide_early=(20, 100), wide_late=(400, 505),
-                   last=None) -> np.ndarray:
+                   last=None, repeat_length=None) -> np.ndarray:
     """A measure's per-passage score from losses (..., n_passage, n_position) at text ``positions``.
 
     ``bigram`` needs the ``passages`` (their ids); a passage without a bigram-completing token
-    (or without another token) has score NaN.
+    (or without another token) has score NaN. ``repeated_tokens`` needs ``repeat_length`` and
+    losses at :func:`repeated_positions`.
     """
     positions = np.asarray(positions, dtype=np.int64)
     if measure == "wide_icl":
         return _mean_at(losses, positions, *wide_late) - _mean_at(losses, positions, *wide_early)
     if measure == "repeated_tokens":
-        return losses.mean(axis=-1)
+        if repeat_length is None:
+            raise ParameterError("the repeated_tokens score needs repeat_length (second copy minus first copy)")
+        first, second = copy_losses(losses, positions, repeat_length)
+        return second - first
     if measure == "bigram":
         keep = positions <= (positions.max() if last is None else int(last))
         completes = bigram_completions(passages, positions[keep])
@@ -150,7 +174,7 @@ def measure_scores(measure, losses, positions, *, passages=None, wide_early=(20,
 
 
 def run_measures(bridge, passages, sets, modes, measures, scores, base, extra, last, wide, families, seed,
-                 n_boot, repeat_length, batch_size, progress):
+                 n_boot, repeat_length, batch_size, progress, articles=None):
     """The measures beside the ICL score (:func:`icl_cmr.analyses.ablation.run_ablation`): scores from the
     natural-text losses (``extra``: what :func:`set_losses` gave at the extra positions), then the
     repeated-token passes; returns :func:`measure_variables`."""
@@ -163,19 +187,26 @@ def run_measures(bridge, passages, sets, modes, measures, scores, base, extra, l
     rows = [scores[0]]
     baselines = [base[0]]
     positions = natural_positions(measures, last, **wide)
+    copies = {}
     for measure in measures[1:]:
         if measure == "repeated_tokens":
             tokenizer = getattr(bridge, "tokenizer", None)
             special = set(getattr(tokenizer, "all_special_ids", []) or []) | {bos_id(bridge)} - {None}
             n_vocab = int(bridge.cfg.d_vocab) if tokenizer is None else min(int(bridge.cfg.d_vocab), len(tokenizer))
             repeated = repeated_token_passages(n_vocab, special, done, repeat_length, seed + 2)
-            scored = np.arange(repeat_length + 1, 2 * repeat_length, dtype=np.int64)
+            scored = repeated_positions(repeat_length)
             donors = donor_passages(done, seed + 3) if "resample" in modes else None
             with tqdm(total=done, desc="repeated-token passages", unit="passage", disable=not progress) as bar:
                 rep_base, rep_losses, _ = set_losses(bridge, repeated, scored, sets, modes, batch_size=batch_size,
                                                      progress=bar, donors=donors)
-            rows.append(measure_scores(measure, rep_losses, scored))
-            baselines.append(measure_scores(measure, rep_base, scored))
+            rows.append(measure_scores(measure, rep_losses, scored, repeat_length=repeat_length))
+            baselines.append(measure_scores(measure, rep_base, scored, repeat_length=repeat_length))
+            (first, second), (base_first, base_second) = (copy_losses(rep_losses, scored, repeat_length),
+                                                          copy_losses(rep_base, scored, repeat_length))
+            copies = {"repeated_first_copy_loss": (("mode", "head_set", "passage"), first),
+                      "repeated_second_copy_loss": (("mode", "head_set", "passage"), second),
+                      "baseline_repeated_first_copy_loss": (("passage",), base_first),
+                      "baseline_repeated_second_copy_loss": (("passage",), base_second)}
             continue
         extra_base, extra_losses = extra[0]["base"], extra[0]["losses"]
         kw = dict(passages=passages, last=last, **wide)
@@ -187,20 +218,25 @@ def run_measures(bridge, passages, sets, modes, measures, scores, base, extra, l
                 resample_donors=f"numpy.random.default_rng({int(seed) + 3}): a random cyclic order of the passages, "
                                 "passage p takes every ablated head's hook_z from the next one (natural text and "
                                 "repeated tokens alike)")
-    return measure_variables(np.stack(rows), np.stack(baselines), measures, families, seed, n_boot, info)
+    block = measure_variables(np.stack(rows), np.stack(baselines), measures, families, seed, n_boot, info, articles)
+    block["variables"].update(copies)
+    return block
 
 
-def measure_variables(scores, baselines, measures, families, seed, n_boot, info) -> dict:
+def measure_variables(scores, baselines, measures, families, seed, n_boot, info, articles=None) -> dict:
     """Dataset variables of the measures: scores (measure, mode, head_set, passage), baselines, the
-    statistics of every comparison (measure, mode, comparison) and Holm's correction over them all."""
-    from icl_cmr.analyses.ablation_stats import STAT_NAMES, comparison_statistics, holm
+    statistics of every comparison (measure, mode, comparison) and Holm's correction over them all
+    (:data:`~icl_cmr.analyses.ablation_stats.HOLM_FAMILIES`: ``all measures``); ``articles``:
+    the article of each passage, the unit of the contrasts."""
+    from icl_cmr.analyses.ablation_stats import HOLM_FAMILIES, STAT_NAMES, comparison_statistics, holm
 
     effects = scores - baselines[:, None, None, :]
     tables = []
     for k in range(len(measures)):
         usable = np.isfinite(effects[k]).all(axis=(0, 1))  # a passage without bigram-completing tokens: left out
-        comparisons, table = comparison_statistics(effects[k][:, :, usable if usable.any() else slice(0, 1)], families, seed,
-                                         n_boot)
+        keep = usable if usable.any() else slice(0, 1)
+        comparisons, table = comparison_statistics(effects[k][:, :, keep], families, seed, n_boot,
+                                                   None if articles is None else np.asarray(articles)[keep])
         if not usable.any():  # no passage has this measure: every statistic undefined
             table[:] = np.nan
         tables.append(table)
@@ -219,8 +255,8 @@ def measure_variables(scores, baselines, measures, families, seed, n_boot, info)
     out["measure_holm_t_pvalue"] = (dims, holm(table[..., STAT_NAMES.index("t_pvalue")]))
     coords = {"measure": list(measures), "measure_definition": ("measure", [CONVENTIONS[m] for m in measures])}
     attrs = {"measure_conventions": json.dumps({m: CONVENTIONS[m] for m in measures}),
-             "holm_family": "measure_holm_*: Holm over every measure x mode x comparison with a p-value (rank tests "
-                            "and t-tests as two families); holm_*: over the icl measure's modes x comparisons",
+             "holm_family": "measure_holm_*: family 'all measures', " + HOLM_FAMILIES["all measures"] + "; holm_*: "
+                            "family 'primary', " + HOLM_FAMILIES["primary"],
              **info}
     return dict(variables=out, coords=coords, comparisons=comparisons, attrs=attrs)
 
@@ -229,8 +265,16 @@ _LONG_NAMES = {
     "measure_score": "per-passage score of each measure, heads ablated (nats; conventions in measure_definition)",
     "baseline_measure_score": "per-passage score of each measure, unablated model",
     "measure_mean_effect": "mean over passages of measure_score - baseline_measure_score (> 0: ablation hurts ICL)",
-    "measure_holm_rank_pvalue": "rank_pvalue adjusted by Holm across measures, modes and comparisons",
-    "measure_holm_t_pvalue": "t_pvalue adjusted by Holm across measures, modes and comparisons",
+    "measure_holm_rank_pvalue": "rank_pvalue adjusted by Holm across measures, modes and comparisons "
+                                "(family: all measures)",
+    "measure_holm_t_pvalue": "t_pvalue adjusted by Holm across measures, modes and comparisons (family: all measures)",
+    "repeated_first_copy_loss": "mean loss over the first copy's tokens 1..repeat_length-1 of the repeated-token "
+                                "passages, heads ablated (nats)",
+    "repeated_second_copy_loss": "mean loss over the second copy's tokens repeat_length+1..2*repeat_length-1 of the "
+                                 "repeated-token passages, heads ablated (nats; the repeated_tokens score before the "
+                                 "first copy is subtracted)",
+    "baseline_repeated_first_copy_loss": "repeated_first_copy_loss of the unablated model",
+    "baseline_repeated_second_copy_loss": "repeated_second_copy_loss of the unablated model",
 }
 
 
@@ -246,8 +290,8 @@ def describe(ds: xr.Dataset) -> None:
 
 
 def measure_summary_lines(result: xr.Dataset) -> list[str]:
-    """One line per measure, mode and comparison that has a rank test or is against no ablation."""
-    from icl_cmr.analyses.ablation_stats import MIN_BOOTSTRAP_PASSAGES, format_interval
+    """One line per measure, mode and comparison, each test with its Holm value and family (``all measures``)."""
+    from icl_cmr.analyses.ablation_stats import STAT_NAMES, comparison_text, unit_name
 
     if "measure" not in result.dims:
         return []
@@ -256,15 +300,7 @@ def measure_summary_lines(result: xr.Dataset) -> list[str]:
         for mode in result["mode"].values:
             for comparison in result["comparison"].values:
                 row = result.sel(measure=measure, mode=mode, comparison=comparison)
-                v = {k: float(row[f"measure_{k}"]) for k in ("mean_difference", "cohens_dz", "dz_ci_low", "dz_ci_high",
-                                                             "t_pvalue", "wilcoxon_pvalue", "holm_t_pvalue",
-                                                             "rank", "n_null", "rank_pvalue", "holm_rank_pvalue")}
-                interval = format_interval(v["dz_ci_low"], v["dz_ci_high"], 2, MIN_BOOTSTRAP_PASSAGES)
-                text = (f"{measure} {mode} {comparison}: {v['mean_difference']:+.3f} nats, d_z {v['cohens_dz']:+.2f}"
-                        f" {interval}, t p {v['t_pvalue']:.2g} "
-                        f"(Holm {v['holm_t_pvalue']:.2g}), Wilcoxon p {v['wilcoxon_pvalue']:.2g}")
-                if np.isfinite(v["rank_pvalue"]):
-                    text += (f"; rank {v['rank']:.0f} of {v['n_null'] + 1:.0f}, p {v['rank_pvalue']:.3f} "
-                             f"(Holm {v['holm_rank_pvalue']:.3f})")
-                lines.append(text)
+                v = {k: float(row[f"measure_{k}"]) for k in (*STAT_NAMES, "holm_t_pvalue", "holm_rank_pvalue")
+                     if f"measure_{k}" in row}
+                lines.append(f"{measure} {mode} {comparison}: " + comparison_text(v, "all measures", unit_name(result)))
     return lines

@@ -9,6 +9,13 @@ smallest p is compared with ``alpha / m`` (Bonferroni's level, which Holm's firs
 
 Rank test: with ``n`` null sets the smallest p is ``1 / (n + 1)``; Holm multiplies the smallest
 p of ``m`` rank tests by ``m``, so a rank test can reach ``alpha`` only when ``m / (n + 1) < alpha``.
+Its power depends on where the set's mean effect falls among the random sets' mean effects,
+whose spread has two parts: the between-set sd ``sigma_set`` of the sets' true effects and the
+passage-level noise ``sigma_res / sqrt(U)`` over ``U`` units (:func:`rank_test_power`). More
+passages shrink only the second: the set's z against the random sets tends to
+``effect / sigma_set``, and the power to that of a fixed value at that z, whatever the number of
+passages (:func:`rank_power_lines`); below about 2.4 sigma_set (the 99.2th percentile, Holm's
+0.05 / 6) that limit is small, and fewer passages may even give more power, by luck.
 """
 from __future__ import annotations
 
@@ -19,7 +26,7 @@ import numpy as np
 from cmr.errors import ParameterError
 
 __all__ = ["rank_family_size", "holm_rank_floor", "random_sets_for_holm", "paired_t_power", "passages_for_power",
-           "power_lines", "DESIGNS", "design_lines"]
+           "rank_test_power", "rank_design_power", "power_lines", "DESIGNS", "design_lines"]
 
 
 def rank_family_size(n_matched: int = 0, n_modes: int = 1, control: bool = False, n_measures: int = 1) -> int:
@@ -90,14 +97,99 @@ def passages_for_power(effect: float, sd: float, alpha: float = 0.05, m: int = 1
     return int(high)
 
 
+def rank_test_power(z: float, n_random: int, alpha: float = 0.05, m: int = 1, z_sd: float = 0.0) -> float:
+    """Power of the rank test of one set among ``n_random`` random sets at level ``alpha / m``.
+
+    The random sets' mean effects are taken as normal with mean 0 and sd 1 (the units of ``z``);
+    the set's mean effect is normal with mean ``z`` and sd ``z_sd`` (its own passage-level
+    noise in the same units; 0: a fixed value). The p ``(1 + c) / (1 + n)``, ``c`` the random
+    sets at or above the set's, is at most the level when ``c <= k = floor(level (n + 1)) - 1``;
+    given the set's value ``t``, ``c`` is binomial ``(n, 1 - Phi(t))``, and the power is its
+    probability of at most ``k``, averaged over ``t`` (Gauss-Hermite, 80 nodes). 0 when even
+    ``c = 0`` cannot reach the level (``(n + 1) level < 1``).
+    """
+    from scipy import stats
+
+    n = int(n_random)
+    if n < 1 or int(m) < 1 or not 0 < float(alpha) < 1 or not float(z_sd) >= 0 or not np.isfinite(z):
+        raise ParameterError(f"rank_test_power needs n_random >= 1, m >= 1, alpha in (0, 1), z_sd >= 0 and a finite "
+                             f"z; got n_random={n_random!r}, m={m!r}, alpha={alpha!r}, z_sd={z_sd!r}, z={z!r}")
+    k = math.floor(float(alpha) / int(m) * (n + 1) + 1e-12) - 1
+    if k < 0:
+        return 0.0
+    if float(z_sd) == 0:
+        return float(stats.binom.cdf(k, n, stats.norm.sf(float(z))))
+    nodes, weights = np.polynomial.hermite_e.hermegauss(80)
+    values = float(z) + float(z_sd) * nodes
+    return float(np.sum(weights * stats.binom.cdf(k, n, stats.norm.sf(values))) / np.sqrt(2 * np.pi))
+
+
+def rank_design_power(effect: float, between_set_sd: float, residual_sd: float, n_units: int, n_random: int,
+                      alpha: float = 0.05, m: int = 1, set_residual_sd: float | None = None) -> float:
+    """Power of the rank test for a set ``effect`` nats above the random sets' mean, with ``n_units`` units.
+
+    The random sets' mean effects spread with sd ``sqrt(between_set_sd^2 + residual_sd^2 / n_units)``;
+    the set's own mean has noise ``set_residual_sd / sqrt(n_units)`` (default ``residual_sd``).
+    ``n_units=inf`` gives the ceiling: z = effect / between_set_sd.
+    """
+    spread_sq = float(between_set_sd) ** 2 + float(residual_sd) ** 2 / float(n_units)
+    if not spread_sq > 0:
+        raise ParameterError(f"the random sets need a spread (between_set_sd or residual_sd > 0); got "
+                             f"{between_set_sd!r}, {residual_sd!r}")
+    own = float(residual_sd if set_residual_sd is None else set_residual_sd) / math.sqrt(float(n_units))
+    return rank_test_power(float(effect) / math.sqrt(spread_sq), n_random, alpha, m, own / math.sqrt(spread_sq))
+
+
+def rank_power_lines(result, alpha: float = 0.05, m: int | None = None, more_sets: int = 1000,
+                     prefix: str = "measure_") -> list[str]:
+    """Per null comparison of an ``ablation`` result: the between-set sd the random sets give, the
+    rank test's power at the result's own size and effect, with ``more_sets`` random sets, with 4x
+    the units, and in the limit of infinitely many units, at ``alpha / m`` (Holm's first step;
+    ``m``: the finite rank p-values of the family)."""
+    p_name = f"{prefix}rank_pvalue"
+    if p_name not in result:
+        return []
+    if m is None:
+        m = int(np.isfinite(result[p_name].values).sum())
+    lines = []
+    measures = result["measure"].values if "measure" in result[p_name].dims else [None]
+    for measure in measures:
+        for mode in result["mode"].values:
+            for comparison in result["comparison"].values:
+                where = dict(mode=mode, comparison=comparison, **({} if measure is None else {"measure": measure}))
+                v = {k: float(result[f"{prefix}{k}"].sel(where)) for k in (
+                    "rank_pvalue", "mean_difference", "between_set_sd", "residual_sd", "set_residual_sd", "n_units",
+                    "n_null")}
+                if not (np.isfinite(v["rank_pvalue"]) and all(np.isfinite(list(v.values())))):
+                    continue
+                if not v["between_set_sd"] ** 2 + v["residual_sd"] ** 2 > 0:
+                    continue
+                args = (v["mean_difference"], v["between_set_sd"], v["residual_sd"])
+                kw = dict(alpha=alpha, m=m, set_residual_sd=v["set_residual_sd"])
+                now = rank_design_power(*args, int(v["n_units"]), int(v["n_null"]), **kw)
+                many = rank_design_power(*args, int(v["n_units"]), more_sets, **kw)
+                wider = rank_design_power(*args, 4 * int(v["n_units"]), more_sets, **kw)
+                limit = (rank_design_power(*args, math.inf, more_sets, **kw) if v["between_set_sd"] > 0
+                         else float(v["mean_difference"] > 0))
+                label = f"{'' if measure is None else str(measure) + ' '}{mode} {comparison}"
+                lines.append(f"rank power {label}: effect {v['mean_difference']:+.3f} nats over the random sets' mean, "
+                             f"between-set sd {v['between_set_sd']:.3f}, residual sd {v['residual_sd']:.3f}: "
+                             f"{now:.0%} with {int(v['n_null'])} sets and {int(v['n_units'])} units, {many:.0%} with "
+                             f"{more_sets} sets, {wider:.0%} with {more_sets} sets and {4 * int(v['n_units'])} units, "
+                             f"{limit:.0%} in the limit of many units (alpha {alpha:g}/{m})")
+    return lines
+
+
 def power_lines(result, alpha: float = 0.05, power: float = 0.8, m: int | None = None) -> list[str]:
-    """Per measure, mode and comparison of an ``ablation`` result with measures: the per-passage sd of
-    the paired differences, d_z, and the passages a paired t-test needs for ``power`` at ``alpha / m``.
+    """Per measure, mode and comparison of an ``ablation`` result with measures: for contrasts of
+    fixed sets the per-unit sd of the paired differences, d_z, and the units a paired t-test needs
+    for ``power`` at ``alpha / m``; for sets against random sets the rank test's power
+    (:func:`rank_power_lines`).
 
     ``m`` defaults to the t-tests of the result's own Holm family (its finite ``measure_t_pvalue``).
     """
     if "measure_cohens_dz" not in result:
-        return []
+        return rank_power_lines(result, alpha, prefix="")
     if m is None:
         m = int(np.isfinite(result["measure_t_pvalue"].values).sum())
     lines = []
@@ -113,16 +205,19 @@ def power_lines(result, alpha: float = 0.05, power: float = 0.8, m: int | None =
                 except ParameterError:  # a tiny d_z: beyond any design
                     need = "more than 100000"
                 lines.append(f"power {measure} {mode} {comparison}: mean {mean:+.3f} nats, sd {mean / dz:.3f}, "
-                             f"d_z {dz:+.2f}: {need} passages for {power:.0%} power at alpha {alpha:g}/{m}")
-    return lines
+                             f"d_z {dz:+.2f}: {need} units for {power:.0%} power at alpha {alpha:g}/{m}")
+    return lines + rank_power_lines(result, alpha)
 
 
 #: presets of ``icl-cmr ablate --design``; explicit options override them. ``cpu``: the power
-#: calculation of docs/ablation.md ("Power and the CPU design") on SmolLM2-135M, 2 cores, 2 hours.
+#: calculation of docs/ablation.md ("Power and the CPU design") on SmolLM2-135M, 2 cores, 2 hours;
+#: 120 random sets, not 1,000, because 1,000 would take 8 times as long. ``study``: 1,000 random
+#: and 1,000 layer-matched sets, so that the rank test resolves p far below Holm's level and its
+#: power is set by the sets' spread, not by their number (about 2 hours on one H100 in bfloat16).
 DESIGNS = {
     "cpu": dict(n_passages=24, n_random=120, n_matched=0, mode="zero", measures="icl,bigram,repeated_tokens",
                 dtype="float32"),
-    "study": dict(n_passages=300, n_random=120, n_matched=50, mode="both", measures="icl"),
+    "study": dict(n_passages=300, n_random=1000, n_matched=1000, mode="both", measures="icl"),
 }
 
 

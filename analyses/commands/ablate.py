@@ -17,16 +17,19 @@ Per passage, effect = ablated - unablated score (> 0: ablation hurts ICL).
 Head sets: the top set, fixed before any ablation (--heads-from FITS.nc: the --top-fraction of
 heads with the smallest CMR distance, best from fits of head profiles measured on a held-out
 prompt seed, e.g. icl-cmr heads --seed 1; or an explicit --heads L18.H6,L17.H3); --n-random
-seeded random sets of the same size from the other heads; --n-matched layer-matched random sets
-(as many heads per layer as the top set); and, with --control-from HEADS.nc, a control set of
-the top induction heads of the same size.
+seeded random sets of the same size drawn uniformly among all heads; --n-matched layer-matched
+random sets (as many heads per layer as the top set); and, with --control-from HEADS.nc, a
+control set of the top induction heads of the same size. Passages are drawn in random order,
+at most 4 windows per article; each passage's article is stored.
 
-Statistics per mode: the primary test is the rank of the top set's mean effect among the random
-sets, with the exact permutation p = (1 + #{random >= top}) / (1 + n_random) (120 sets: smallest
-p 0.008). Beside it: its rank among the layer-matched sets, the induction control's rank among
-the random sets, paired tests by passage (t-test, Wilcoxon, Cohen's d_z with a bootstrap
-interval, a t interval of the mean difference), and Holm's correction across modes and
-comparisons (rank tests and t-tests as two families). Holm multiplies the smallest rank p by
+Statistics per mode: the primary test of a set against random sets is its place among them:
+the rank of its mean effect, with the exact permutation p = (1 + #{random >= top}) /
+(1 + n_random) (120 sets: smallest p 0.008), and z against the random sets' mean and sd. Beside
+it: the contrast with the random sets' mean, with set and article as crossed random effects;
+for fixed sets (a set against none, top against induction) paired tests over article means
+(t-test, Wilcoxon, Cohen's d_z with a cluster-bootstrap interval, a t interval of the mean
+difference); and Holm's correction across modes and comparisons (rank tests and contrasts as
+two families; each printed test names its family). Holm multiplies the smallest rank p by
 the number of rank tests m (up to 3 per mode), so a rank test can reach 0.05 only with at least
 20 m sets: 60 for one mode, 120 for both (the default); the command says so when a design
 cannot.
@@ -47,7 +50,8 @@ Measures with power (--measures, default all; icl, the study's score, always): w
 loss over tokens --wide-late 400:505 minus over --wide-early 20:100), bigram (on the same
 passes: loss on tokens that complete a bigram seen earlier in the passage minus loss on the
 other tokens 1..late+window) and repeated_tokens (loss over the second copy, tokens 101..199,
-of --repeat-length 100 random token ids repeated once, own passes). Each measure's effect is
+minus loss over the first copy, tokens 1..99, of --repeat-length 100 random token ids repeated
+once, own passes). Each measure's effect is
 ablated - intact, > 0: ablation hurts ICL; every measure gets the same rank test, paired tests
 and d_z intervals, and Holm's correction runs over measures x modes x comparisons. Token
 indices are 0-based text positions, BOS not counted. Modes: zero, mean, resample (each
@@ -60,7 +64,7 @@ Designs (--design; explicit options override a preset):
   cpu    chosen from the power calculation (docs/ablation.md) for >= 80% power of the
          bigram and repeated_tokens measures within 2 hours on 2 CPU cores (SmolLM2-135M):
          {cpu}
-  study  the study's size, meant for --device cuda --dtype bfloat16:
+  study  the study's size, 1,000 random and layer-matched sets, for --device cuda --dtype bfloat16:
          {study}
 """
 
@@ -264,7 +268,8 @@ def run(args) -> int:
         measures = tuple(m for m in measures if m != "repeated_tokens")
         print(f"note: repeated_tokens left out: 2 x {args.repeat_length} tokens and a BOS exceed the model's context "
               f"of {int(context)} tokens (--repeat-length)", flush=True)
-    passages = load_passages(args.text, model.tokenizer, args.n_passages, args.n_tokens, seed=args.seed)
+    passages, articles = load_passages(args.text, model.tokenizer, args.n_passages, args.n_tokens, seed=args.seed,
+                                       return_articles=True)
     info = model.provenance()
     info.update(text_source=str(args.text), top_heads_source=source, top_heads=listed, n_passages=int(args.n_passages),
                 design=str(args.design or "none"))
@@ -277,7 +282,7 @@ def run(args) -> int:
             seed=args.seed, modes=modes, early=args.early, late=args.late, window=args.window,
             batch_size=args.batch_size, info=info, measures=measures, wide_early=args.wide_early,
             wide_late=args.wide_late, repeat_length=args.repeat_length,
-            time_budget_s=None if args.time_budget is None else 60.0 * args.time_budget)
+            time_budget_s=None if args.time_budget is None else 60.0 * args.time_budget, articles=articles)
     result = with_run_record(result, **memory)
     path = write_result(result, args.output)
     print(f"wrote {path} in {time.perf_counter() - started:.0f} s")

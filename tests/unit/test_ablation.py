@@ -139,10 +139,12 @@ def test_set_losses_equal_one_bridge_pass_per_set(tiny, monkeypatch):
 
 def test_run_ablation_dataset_round_trip(tiny, tmp_path):
     bridge, _, passages = tiny
+    articles = [7, 7, 2, 9, 9]  # passages 0-1 and 3-4 are windows of one article each
     ds = ablation.run_ablation(bridge, passages, [(1, 0), (1, 3)], n_random=3, n_matched=2, control_heads=[(0, 1), (1, 2)],
                                seed=4, early=EARLY, late=LATE, window=WINDOW, batch_size=3, n_boot=200, progress=False,
-                               info={"model": "tiny"})
+                               info={"model": "tiny"}, articles=articles)
     assert ds.sizes == {"mode": 2, "head_set": 7, "passage": 5, "member": 2, "comparison": 6}
+    assert ds["article"].values.tolist() == articles and ds.attrs["n_articles"] == 3
     assert list(ds["family"].values) == ["top", "induction"] + ["random"] * 3 + ["layer_matched"] * 2
     assert list(ds["set_layer"].sel(head_set="top").values) == [1, 1]
     assert all(list(ds["set_layer"].sel(head_set=f"matched_{i:03d}").values) == [1, 1] for i in range(2))
@@ -150,21 +152,33 @@ def test_run_ablation_dataset_round_trip(tiny, tmp_path):
     np.testing.assert_allclose(ds["mean_effect"], effects.mean("passage"))
     zero = effects.sel(mode="zero")
     top = zero.sel(head_set="top").values
-    assert ds["mean_difference"].sel(mode="zero", comparison="top_vs_none") == pytest.approx(top.mean())
-    random = zero.sel(head_set=[f"random_{i:03d}" for i in range(3)]).mean("passage").values
+    by_article = zero.groupby(zero["article"]).mean()  # the unit of the contrasts: article means
+    top_articles = by_article.sel(head_set="top").values
+    assert ds["mean_difference"].sel(mode="zero", comparison="top_vs_none") == pytest.approx(top_articles.mean())
+    assert int(ds["n_units"].sel(mode="zero", comparison="top_vs_none")) == 3
+    random_names = [f"random_{i:03d}" for i in range(3)]
+    random = zero.sel(head_set=random_names).mean("passage").values
     row = ds.sel(mode="zero", comparison="top_vs_random")
+    # the primary statistic: the top set's place among the random sets' mean effects over passages
     assert float(row["rank_pvalue"]) == pytest.approx((1 + np.sum(random >= top.mean())) / 4)
-    assert float(row["mean_difference"]) == pytest.approx(top.mean() - random.mean())
+    assert float(row["z"]) == pytest.approx((top.mean() - random.mean()) / random.std(ddof=1))
+    assert float(row["mean_difference"]) == pytest.approx(
+        top_articles.mean() - by_article.sel(head_set=random_names).values.mean())
     assert float(row["ci_low"]) <= float(row["mean_difference"]) <= float(row["ci_high"])
+    assert np.isnan(row["cohens_dz"]) and np.isnan(row["wilcoxon_pvalue"])  # no paired test against a family
     assert np.isnan(ds["rank_pvalue"].sel(comparison="top_vs_none")).all()
     ranks = ds["rank_pvalue"].values
     np.testing.assert_allclose(ds["holm_rank_pvalue"].values, ablation.holm(ranks), equal_nan=True)
     assert float(ds["empirical_pvalue"].sel(mode="zero")) == float(row["rank_pvalue"])
     lines = ablation.summary_lines(ds)
     assert len(lines) == 12
-    # 5 passages: a t interval, but too few for the bootstrap d_z interval, which says so instead of [+nan, +nan]
+    fixed = [line for line in lines if "_vs_random" not in line and "_vs_layer_matched" not in line]
+    assert len(fixed) == 6 and all(line.count("family: primary") == 1 for line in fixed)
+    # 3 articles: a t interval, but too few for the bootstrap d_z interval, which says so instead of [+nan, +nan]
     assert all("nan" not in line and f"d_z {float(ds['cohens_dz'].sel(mode=line.split()[0], comparison=line.split()[1][:-1])):+.2f} "
-               f"[no interval: needs {ablation.MIN_BOOTSTRAP_PASSAGES} passages]" in line for line in lines)
+               f"[no interval: needs {ablation.MIN_BOOTSTRAP_PASSAGES} articles]" in line for line in fixed)
+    against_sets = sorted(set(lines) - set(fixed))
+    assert all(line.count("family: primary") == 2 and " rank " in line and "crossed" in line for line in against_sets)
     from icl_cmr.analyses.report import ablation_summary
 
     whole = ablation_summary(ds, [(1, 0), (1, 3)])

@@ -123,6 +123,23 @@ def test_repeated_token_passages():
     np.testing.assert_array_equal(rep, ablation_measures.repeated_token_passages(20, [0, 3], 50, 6, seed=2))
 
 
+def test_repeated_tokens_score_is_second_copy_minus_first_copy():
+    # repeat length 4: first copy tokens 1..3, second copy tokens 5..7 (token 4, the second copy's first, left out)
+    positions = ablation_measures.repeated_positions(4)
+    assert positions.tolist() == [1, 2, 3, 5, 6, 7]
+    losses = np.array([[6.0, 7.0, 8.0, 1.0, 2.0, 3.0],   # copying works: second copy 2, first copy 7
+                       [9.0, 9.0, 9.0, 9.0, 9.0, 9.0]])  # damage without copying: the same loss on both copies
+    score = ablation_measures.measure_scores("repeated_tokens", losses, positions, repeat_length=4)
+    assert score.tolist() == [2.0 - 7.0, 0.0]
+    first, second = ablation_measures.copy_losses(losses, positions, 4)
+    assert first.tolist() == [7.0, 9.0] and second.tolist() == [2.0, 9.0]
+    # a uniform rise of the loss (non-specific damage) leaves the score as it was
+    np.testing.assert_array_equal(
+        ablation_measures.measure_scores("repeated_tokens", losses + 1.5, positions, repeat_length=4), score)
+    with pytest.raises(ParameterError, match="repeat_length"):
+        ablation_measures.measure_scores("repeated_tokens", losses, positions)
+
+
 def test_wide_icl_scores():
     positions = np.arange(1, 11)
     losses = np.arange(1.0, 11.0)[None]  # loss(t) = t
@@ -152,9 +169,18 @@ def test_run_ablation_measures_keep_the_icl_score(tiny, passages, tmp_path):
     np.testing.assert_allclose(full["measure_holm_rank_pvalue"].values, ablation.holm(ranks), equal_nan=True)
     effects = full["measure_score"] - full["baseline_measure_score"]
     np.testing.assert_allclose(full["measure_mean_effect"].values, effects.mean("passage").values)
+    # the repeated-token score subtracts the first copy; both copies' losses are kept beside it
+    first, second = full["repeated_first_copy_loss"], full["repeated_second_copy_loss"]
+    np.testing.assert_allclose(full["measure_score"].sel(measure="repeated_tokens").values, (second - first).values)
+    np.testing.assert_allclose(full["baseline_measure_score"].sel(measure="repeated_tokens").values,
+                               (full["baseline_repeated_second_copy_loss"] - full["baseline_repeated_first_copy_loss"]).values)
     lines = ablation_power.power_lines(full)
-    assert lines and all("power for 80% power" not in line and "passages for 80% power at alpha 0.05/" in line
-                         for line in lines)
+    paired = [line for line in lines if line.startswith("power ")]
+    ranked = [line for line in lines if line.startswith("rank power ")]
+    assert paired and all("units for 80% power at alpha 0.05/" in line for line in paired)
+    assert all("_vs_random" not in line and "_vs_layer_matched" not in line for line in paired)
+    assert ranked and all("between-set sd" in line and "in the limit of many units" in line for line in ranked)
+    assert len(paired) + len(ranked) == len(lines)
     path = save_dataset(full, tmp_path / "abl.nc")
     back = load_dataset(path, "ablation")
     np.testing.assert_array_equal(back["measure_score"].values, full["measure_score"].values)
@@ -192,7 +218,7 @@ def test_cli_designs_and_measures(tmp_path, capsys):
     assert (cpu.mode, cpu.n_matched, cpu.dtype) == ("zero", 0, "float32")
     assert cpu.n_passages == ablation_power.DESIGNS["cpu"]["n_passages"]
     mine = apply_design(parse(["ablate", "--design", "study", "--n-passages", "9", "--heads", "L1.H0", "-o", "a.nc"]))
-    assert (mine.n_passages, mine.n_random, mine.n_matched) == (9, 120, 50)
+    assert (mine.n_passages, mine.n_random, mine.n_matched) == (9, 1000, 1000)
     plain = apply_design(parse(["ablate", "--heads", "L1.H0", "-o", "a.nc"]))
     assert (plain.mode, plain.measures, plain.dtype, plain.n_passages) == ("both", "all", "float32", 300)
     for argv, expected in ((["--measures", "bigram,induction"], "measures must be among"),
