@@ -1,8 +1,9 @@
-"""The top heads by a score: one ranking for every head set the study chooses (numpy only).
+"""The top heads by a score: one ranking for every head set the study chooses.
 
 Ablation sets, induction controls, the composition test's targets, the top-N table of the
 published profiles and the command-line summaries all rank heads with :func:`rank_heads`, so
-they agree on direction, on heads without a score and on ties.
+they agree on direction, on heads without a score and on ties. :func:`cmr_like_heads` chooses
+the top CMR-like heads under either definition of :mod:`cmr.cmr_like` (the study's, or strict).
 """
 from __future__ import annotations
 
@@ -10,7 +11,10 @@ import numpy as np
 
 from cmr.checks import integer
 
-__all__ = ["rank_heads"]
+__all__ = ["rank_heads", "cmr_like_heads", "CMR_LIKE_DEFINITIONS"]
+
+#: the definitions of "CMR-like" a head set can be ranked by (``icl-cmr ablate --rank-by``)
+CMR_LIKE_DEFINITIONS = ("study", "strict")
 
 
 def rank_heads(scores, n: int | None = None, *, largest: bool = True) -> np.ndarray:
@@ -46,3 +50,79 @@ def rank_heads(scores, n: int | None = None, *, largest: bool = True) -> np.ndar
     key = -values[finite] if largest else values[finite]
     order = finite[np.argsort(key, kind="stable")].astype(np.int64)
     return order if n is None else order[: int(n)]
+
+
+def _head_grid(dataset, variable):
+    """``variable`` of a dataset as a float64 (layer, head) grid with its layer and head labels."""
+    from cmr.errors import SchemaError
+
+    if variable not in dataset:
+        raise SchemaError(f"dataset has no variable {variable!r}; variables: {', '.join(map(str, dataset.data_vars))}")
+    values = dataset[variable]
+    extra = [d for d in values.dims if d not in ("layer", "head")]
+    if not {"layer", "head"} <= set(values.dims) or any(values.sizes[d] != 1 for d in extra):
+        raise SchemaError(
+            f"{variable!r} must have dims layer and head (others of size 1) to rank heads; got {dict(values.sizes)}")
+    values = values.squeeze(extra, drop=True).transpose("layer", "head")
+    return (np.asarray(values.values, dtype=np.float64), np.asarray(values["layer"].values),
+            np.asarray(values["head"].values))
+
+
+def cmr_like_heads(ranked, definition: str = "study", *, fraction: float = 0.1,
+                   n_heads: int | None = None) -> tuple[list[tuple[int, int]], list[str]]:
+    """The top CMR-like heads under one definition, best (smallest CMR distance) first.
+
+    Parameters
+    ----------
+    ranked : xarray.Dataset
+        ``study``: any dataset with a per-head ``distance`` (a ``profile_fit`` of head profiles,
+        or a ``profile_null``). ``strict``: a ``profile_null`` dataset
+        (:func:`cmr.null_models.cmr_like_null`, ``icl-cmr null``), whose ``cmr_like_strict`` says
+        which heads pass the strict definition.
+    definition : {"study", "strict"}
+        ``study``: the study's top set, the heads with the smallest CMR distance. ``strict``: the
+        heads that pass the strict definition, smallest distance first; when fewer pass than the
+        set size, the set is those heads alone (a note says so), never topped up with heads that
+        fail it.
+    fraction : float
+        Set size as a share of all heads (``round(fraction * heads)``, at least 1).
+    n_heads : int, optional
+        Set size, instead of ``fraction``.
+
+    Returns
+    -------
+    heads : list of (layer, head)
+    notes : list of str
+        What the caller should tell the user (a smaller strict set, a criterion not applied).
+    """
+    from cmr.errors import ParameterError, SchemaError
+
+    if definition not in CMR_LIKE_DEFINITIONS:
+        raise ParameterError(f"definition must be one of {', '.join(CMR_LIKE_DEFINITIONS)}; got {definition!r}")
+    distance, layers, heads = _head_grid(ranked, "distance")
+    size = integer(n_heads, "n_heads", minimum=1) if n_heads is not None else max(
+        1, int(round(float(fraction) * distance.size)))
+    notes = []
+    if definition == "strict":
+        if "cmr_like_strict" not in ranked:
+            raise SchemaError("ranking by the strict definition needs a profile_null dataset with cmr_like_strict "
+                              "(icl-cmr null HEADS.nc -o NULL.nc); this dataset is a "
+                              f"{ranked.attrs.get('icl_cmr_kind', 'dataset without a kind')}")
+        strict, _, _ = _head_grid(ranked, "cmr_like_strict")
+        distance = np.where(strict == 1, distance, np.nan)
+        mass = ranked.attrs.get("mass_criterion", "")
+        if mass != "applied":
+            notes.append(f"the attention-mass criterion was not applied ({mass})")
+    order = rank_heads(distance, largest=False)
+    if definition == "strict":
+        if order.size == 0:
+            raise ParameterError(f"no head passes the strict definition of CMR-like "
+                                 f"({ranked.attrs.get('strict_criteria', 'see docs/null-models.md')})")
+        if order.size < size:
+            notes.append(f"only {order.size} heads pass the strict definition: the set has {order.size} heads, "
+                         f"not {size}")
+            size = order.size
+    elif size > order.size:
+        raise ParameterError(f"cannot choose {size} heads: {order.size} of {distance.size} heads have a finite distance")
+    rows, cols = np.unravel_index(order[:size], distance.shape)
+    return [(int(layers[r]), int(heads[c])) for r, c in zip(rows, cols)], notes

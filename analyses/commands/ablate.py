@@ -16,7 +16,8 @@ Per passage, effect = ablated - unablated score (> 0: ablation hurts ICL).
 
 Head sets: the top set, fixed before any ablation (--heads-from FITS.nc: the --top-fraction of
 heads with the smallest CMR distance, best from fits of head profiles measured on a held-out
-prompt seed, e.g. icl-cmr heads --seed 1; or an explicit --heads L18.H6,L17.H3); --n-random
+prompt seed, e.g. icl-cmr heads --seed 1; --rank-by strict: the heads that pass the strict
+definition of CMR-like, from icl-cmr null; or an explicit --heads L18.H6,L17.H3); --n-random
 seeded random sets of the same size drawn uniformly among all heads; --n-matched layer-matched
 random sets (as many heads per layer as the top set); and, with --control-from HEADS.nc, a
 control set of the top induction heads of the same size. Passages are drawn in random order,
@@ -118,9 +119,11 @@ def register(sub):
     which = p.add_mutually_exclusive_group(required=True)
     which.add_argument("--heads-from", metavar="FITS.nc", help="profile_fit (or heads lag_profile) file ranking the heads")
     which.add_argument("--heads", metavar="L18.H6,L17.H3", help="explicit top heads")
-    p.add_argument("--rank-by", default="distance",
-                   help="variable of --heads-from to rank by (default distance, smallest first; "
-                        "induction_score and other *_score variables: largest first)")
+    p.add_argument("--rank-by", default="study", metavar="{study,strict} or VARIABLE",
+                   help="definition of CMR-like that ranks --heads-from (docs/null-models.md): study (default: the "
+                        "smallest CMR distance, the study's top set) or strict (heads that pass the strict definition, "
+                        "smallest distance first; needs a profile_null file from icl-cmr null); or a variable of "
+                        "--heads-from (distance: smallest first; induction_score and other *_score: largest first)")
     p.add_argument("--top-fraction", type=float, default=0.1, help="share of all heads in the top set (default 0.1)")
     p.add_argument("--design", choices=("cpu", "study"), default=None,
                    help="a preset of sizes, modes, measures and dtype (see above); explicit options override it")
@@ -235,10 +238,19 @@ def run(args) -> int:
     if args.heads:
         top, source = ablation.parse_heads(args.heads), "explicit list"
     else:
+        from icl_cmr.adapters.head_ranking import CMR_LIKE_DEFINITIONS, cmr_like_heads
+
         ranked = load_dataset(args.heads_from)
-        largest = args.rank_by.endswith("_score")
-        top = ablation.top_heads_from_fits(ranked, args.top_fraction, args.rank_by, largest=largest)
-        source = f"{args.heads_from}: {'largest' if largest else 'smallest'} {args.rank_by}, top {args.top_fraction:g}"
+        if args.rank_by in CMR_LIKE_DEFINITIONS:
+            top, notes = cmr_like_heads(ranked, args.rank_by, fraction=args.top_fraction)
+            source = (f"{args.heads_from}: CMR-like by the {args.rank_by} definition, smallest distance first, "
+                      f"top {args.top_fraction:g}")
+            for note in notes:
+                print(f"note: {note}", flush=True)
+        else:
+            largest = args.rank_by.endswith("_score")
+            top = ablation.top_heads_from_fits(ranked, args.top_fraction, args.rank_by, largest=largest)
+            source = f"{args.heads_from}: {'largest' if largest else 'smallest'} {args.rank_by}, top {args.top_fraction:g}"
     control = None
     if args.control_from:
         control = ablation.top_heads_from_fits(load_dataset(args.control_from), variable="induction_score",
