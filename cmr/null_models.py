@@ -209,6 +209,8 @@ def cmr_like_null(
         results["p_mirror"] = np.maximum(results["p_mirror_permuted"], results["p_mirror_smooth"])
     mass_status, study, strict = _strict_columns(results, profiles, values, unit_dims, good, y, window,
                                                  sem is not None, alpha)
+    first = ("distance", "amplitude", "attention_mass", "uniform_mass", "mass_ratio")  # amplitude beside the distance
+    results = {**{name: results[name] for name in first}, **results}
     shape = values.shape[:-1]
     coords = {d: values[d] for d in unit_dims if d in values.coords}
     out = xr.Dataset(coords=coords)

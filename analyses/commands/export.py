@@ -9,7 +9,9 @@ extension names: .csv (for a spreadsheet or R), .parquet (pandas, R arrow, DuckD
 
 Layouts (--layout):
   units  one row per unit (head, subject, list, grid point) with its numbers: for heads
-         model, checkpoint, layer, head, induction_score, copying_score, ...; for a fit
+         model, checkpoint, layer, head, induction_score, copying_score, ..., amplitude (the
+         score profile's range over lags -5..5), attention_mass and uniform_mass (probability
+         on lags -5..5 and its uniform-attention level; heads with probabilities); for a fit
          distance, gain, offset, beta_enc, beta_rec, gamma, grid_beta_enc, ...,
          gaussian_mu, gaussian_sigma, aic, bic, gaussian_aic, ...; for recall fits one
          column per CMR parameter, logl, n, ...
@@ -92,12 +94,13 @@ def run(args) -> int:
         named = _named([(prefix, file) for file, prefix in args.joined if prefix is not None])
         files = [args.result, *plain, *named.values()]
         try:
-            table = unit_table(result, *map(load_dataset, plain), **{p: load_dataset(f) for p, f in named.items()})
+            table = unit_table(_with_head_summaries(result), *(_with_head_summaries(load_dataset(f)) for f in plain),
+                               **{p: _with_head_summaries(load_dataset(f)) for p, f in named.items()})
         except SchemaError as exc:
             legend = ", ".join(f"{number} = {file}" for number, file in enumerate(files, start=1))
             raise SchemaError(f"{exc} (results: {legend})") from None
     else:
-        table = to_dataframe(result, layout=args.layout)
+        table = to_dataframe(_with_head_summaries(result), layout=args.layout)
     missing = left_out_line(result, "units" if args.joined else args.layout, option="--layout ")
     path = write_table(table, args.output)
     shown = ", ".join(map(str, table.columns[:6])) + (", ..." if table.shape[1] > 6 else "")
@@ -105,6 +108,15 @@ def run(args) -> int:
     if missing:
         print(missing)
     return 0
+
+
+def _with_head_summaries(dataset):
+    """A head profile dataset with each head's amplitude and attention mass (computed if the file predates them)."""
+    if dataset.attrs.get("icl_cmr_kind") == "lag_profile" and dataset.attrs.get("unit_kind") == "heads":
+        from icl_cmr.adapters.head_profiles import with_attention_mass
+
+        return with_attention_mass(dataset)
+    return dataset
 
 
 def _named(pairs) -> dict:

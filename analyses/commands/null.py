@@ -24,6 +24,17 @@ p_asymmetry, the two-sided p against a symmetric profile with the unit's own sam
 (its sem variable); forward_beyond_chance / backward_beyond_chance = p_asymmetry <= alpha with
 that sign.
 
+Two definitions of "CMR-like" are reported side by side (docs/null-models.md):
+  study   d < 0.5 and beyond both nulls (cmr_like_study)
+  strict  also (i) attention probability mass on lags -5..5 at least 3 x what uniform
+          attention over the visible keys puts there (heads with probabilities; not
+          applicable to recall lag-CRPs, and said so), (ii) a forward effect
+          (profile(+1) - profile(-1)) / range of at least 0.1, beside its significance, and
+          (iii) the mirrored profile (lags reversed) not CMR-like beyond chance: a symmetric
+          lag-0 peak fails (cmr_like_strict)
+Every unit also gets amplitude (the profile's range), attention_mass, mass_ratio,
+forward_effect, mirror_distance and p_mirror.
+
 Grid, lags and objective as for icl-cmr fit (default: the published grid if found, lags -5..5
 for heads and -5..-1, 1..5 for recall lag-CRPs, objective paper).
 
@@ -73,4 +84,18 @@ def run(args) -> int:
               f"backward beyond chance; {100 * a['share_cmr_like_and_forward']:.0f}% CMR-like and forward beyond chance")
     else:
         print("forward asymmetry: no sem variable in the profiles, so no p-value; see the asymmetry variables")
+    for line in definition_lines(a):
+        print(line)
     return 0
+
+
+def definition_lines(attrs) -> list[str]:
+    """The shares of a profile_null dataset under the study's and the strict definition of CMR-like."""
+    def percent(value):
+        return "n/a" if value != value else f"{100 * value:.0f}%"  # NaN: the criterion did not apply
+
+    return [f"CMR-like, study's definition (d < {attrs['cmr_like_distance']:g} and beyond both nulls): "
+            f"{percent(attrs['share_cmr_like_study'])}; strict definition: {percent(attrs['share_cmr_like_strict'])}",
+            f"strict criteria ({attrs['strict_criteria']}) passed alone: attention mass "
+            f"{percent(attrs['share_passes_mass'])}, forward effect {percent(attrs['share_passes_forward'])}, "
+            f"mirror {percent(attrs['share_passes_mirror'])}; mass criterion: {attrs['mass_criterion']}"]

@@ -207,3 +207,45 @@ def test_mirroring_twice_gives_the_same_verdicts(grid, row, mass):
     mirror = cmr_like_null(mirrored_profiles(ds), grid, objective="paper", n_null=19, n_bank=300, rng=2)
     np.testing.assert_allclose(mirror["distance"].values, once["mirror_distance"].values, rtol=0, atol=1e-12)
     np.testing.assert_array_equal(mirrored_profiles(ds)["profile"].values[..., ::-1], ds["profile"].values)
+
+
+# --- the command line: both definitions printed, amplitude and mass in the tables -----------------
+
+
+def test_cli_null_reports_both_definitions(tmp_path, capsys, grid):
+    import pandas as pd
+
+    from cmr.io import save_dataset
+    from icl_cmr.analyses.cli import main
+
+    planted = grid["profile"].isel(beta_enc=4, beta_rec=5, gamma=1).values
+    symmetric = np.exp(-LAGS**2 / 2.0)
+    save_dataset(heads(np.stack([planted * 3 + 1, symmetric * 4]), np.stack([0.9 * planted / planted.max(),
+                                                                             0.5 * symmetric])), tmp_path / "h.nc")
+    save_dataset(grid, tmp_path / "grid.nc")
+    out = tmp_path / "null.csv"
+    assert main(["null", str(tmp_path / "h.nc"), "--grid", str(tmp_path / "grid.nc"), "--objective", "lsq",
+                 "--n-null", "49", "-o", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "study's definition (d < 0.5 and beyond both nulls): 100%; strict definition: 50%" in printed
+    assert "mass criterion: applied" in printed
+    table = pd.read_csv(out)
+    assert table["cmr_like_strict"].tolist() == [1, 0] and table["cmr_like_study"].tolist() == [1, 1]
+    columns = list(table.columns)
+    assert columns[columns.index("distance") + 1:columns.index("distance") + 3] == ["amplitude", "attention_mass"]
+
+
+def test_export_of_heads_carries_amplitude_and_mass(tmp_path):
+    import pandas as pd
+
+    from cmr.io import save_dataset
+    from icl_cmr.analyses.cli import main
+
+    probs = np.stack([np.full(11, 0.05), np.full(11, 0.001)])
+    ds = heads(np.stack([np.arange(11.0), np.zeros(11)]), probs)  # a file without the summaries
+    save_dataset(ds, tmp_path / "h.nc")
+    assert main(["export", str(tmp_path / "h.nc"), "--layout", "units", "-o", str(tmp_path / "h.csv")]) == 0
+    table = pd.read_csv(tmp_path / "h.csv")
+    np.testing.assert_allclose(table["amplitude"], [10.0, 0.0])
+    np.testing.assert_allclose(table["attention_mass"], [0.55, 0.011])
+    np.testing.assert_allclose(table["uniform_mass"], UNIFORM.sum())
