@@ -184,10 +184,11 @@ MIN_BOOTSTRAP_PASSAGES = 10
 def effect_intervals(differences, n_boot: int = 2000, seed: int = 0, level: float = 0.95) -> dict:
     """Intervals of paired differences: a t interval of the mean and a bootstrap interval of d_z.
 
-    The d_z interval is the percentile interval of ``mean / sd`` over ``n_boot`` resamples of
-    the passages (``numpy.random.default_rng(seed)``). The t interval needs 3 passages; the
-    d_z interval needs :data:`MIN_BOOTSTRAP_PASSAGES` (resamples of a few passages have tiny
-    spreads and give unbounded ratios); NaN below.
+    ``differences`` are per unit: passages, or article means (then the bootstrap resamples
+    articles, a cluster bootstrap). The d_z interval is the percentile interval of
+    ``mean / sd`` over ``n_boot`` resamples of the units (``numpy.random.default_rng(seed)``).
+    The t interval needs 3 units; the d_z interval needs :data:`MIN_BOOTSTRAP_PASSAGES` (resamples
+    of a few units have tiny spreads and give unbounded ratios); NaN below.
     """
     from scipy import stats
 

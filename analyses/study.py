@@ -242,13 +242,13 @@ def _ablation(ctx: RunContext) -> dict:
     top = top_heads_from_fits(fits, fraction=float(s["ablation_fraction"]))
     control = top_heads_from_fits(load_dataset(ctx.path(HEADS_FILE)), variable="induction_score", n_heads=len(top),
                                   largest=True)
-    passages = load_passages("wikipedia", model.tokenizer, n_passages=int(s["ablation_passages"]), n_tokens=512,
-                             seed=int(s["seed"]))
+    passages, articles = load_passages("wikipedia", model.tokenizer, n_passages=int(s["ablation_passages"]),
+                                       n_tokens=512, seed=int(s["seed"]), return_articles=True)
     with measure_peak_memory(model.device) as memory:
         result = run_ablation(
             model.bridge, passages, top, n_random=int(s["ablation_random"]),
             n_matched=int(s.get("ablation_matched", 0)), control_heads=control, seed=int(s["seed"]),
-            modes=tuple(s["ablation_modes"]),
+            modes=tuple(s["ablation_modes"]), articles=articles,
             info={"model": s["model"], "text": "wikipedia (gensim test data)", "top_heads_from": "fits_heads_lsq.nc distance",
                   "control_heads_from": "heads.nc induction_score"},
         )

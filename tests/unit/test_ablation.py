@@ -179,6 +179,12 @@ def test_run_ablation_dataset_round_trip(tiny, tmp_path):
                f"[no interval: needs {ablation.MIN_BOOTSTRAP_PASSAGES} articles]" in line for line in fixed)
     against_sets = sorted(set(lines) - set(fixed))
     assert all(line.count("family: primary") == 2 and " rank " in line and "crossed" in line for line in against_sets)
+    # the rank test's power for each set against a family, from the family's own between-set spread
+    from icl_cmr.analyses.ablation_power import power_lines
+
+    ranked = power_lines(ds)
+    assert 0 < len(ranked) <= 6  # 2 modes x (top vs random, top vs layer-matched, induction vs random)
+    assert all(line.startswith("rank power ") and "between-set sd" in line for line in ranked)
     from icl_cmr.analyses.report import ablation_summary
 
     whole = ablation_summary(ds, [(1, 0), (1, 3)])
