@@ -300,7 +300,7 @@ def run(args) -> int:
     print(f"wrote {path} in {time.perf_counter() - started:.0f} s")
     print(f"{args.model} on {model.device} in {model.dtype}; {describe_peak_memory(result.attrs)}")
     print(f"unablated ICL score {float(result['baseline_icl_score'].mean()):+.3f} nats "
-          f"({result.sizes['passage']} of {args.n_passages} passages)")
+          f"({result.sizes['passage']} of {args.n_passages} passages, from {result.attrs['n_articles']} articles)")
     for line in ablation.summary_lines(result):
         print(line)
     from icl_cmr.analyses.ablation_measures import measure_summary_lines
