@@ -21,7 +21,8 @@ def ablation_result(ablation):
     -------
     matplotlib.figure.Figure
         Per ablation mode: the histogram of the random sets' mean effects, the top set's mean
-        effect (vertical line) and zero (no change); titled with the empirical p-value.
+        effect (vertical line) and zero (no change); titled with the rank p-value (the primary
+        test, exact permutation p) and the top set's z among the random sets.
         Effect = ablated ICL score - intact ICL score in nats (> 0: ablation hurts ICL).
     """
     ablation = checked(ablation, "ablation", "icl_cmr.analyses.ablation.run_ablation")
@@ -39,7 +40,10 @@ def ablation_result(ablation):
             ax.axvline(float(effect.sel(head_set="top")), color=PALETTE[1], lw=1.8, label="top CMR-like set")
             ax.axvline(0.0, color="k", lw=0.6, ls=":", label="no change")
             p = float(ablation["empirical_pvalue"].sel(mode=mode))
-            ax.set_title(f"{mode} ablation, empirical p = {p:.3f}")
+            title = f"{mode} ablation, rank p = {p:.3f}"
+            if "z" in ablation and "top_vs_random" in ablation["comparison"].values:  # files without z keep the p alone
+                title += f", z = {float(ablation['z'].sel(mode=mode, comparison='top_vs_random')):+.2f}"
+            ax.set_title(title)
             ax.set_xlabel("Change in ICL score (nats; > 0 hurts ICL)")
             ax.set_ylabel("Head sets")
         handles, labels = axes[0][0].get_legend_handles_labels()

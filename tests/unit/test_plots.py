@@ -338,6 +338,7 @@ def test_ablation_result_marks_the_top_set_among_random_sets(tiny):
     assert top.get_xdata()[0] == pytest.approx(float(ablation["mean_effect"].sel(mode="zero", head_set="top")))
     assert sum(bar.get_height() for bar in ax.patches) == 5
     assert f"{float(ablation['empirical_pvalue'].sel(mode='zero')):.3f}" in ax.get_title()
+    assert f"z = {float(ablation['z'].sel(mode='zero', comparison='top_vs_random')):+.2f}" in ax.get_title()
     with pytest.raises(SchemaError, match="ablation"):
         plots.ablation_result(heads)
 
