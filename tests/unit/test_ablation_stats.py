@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats
 
 from cmr.errors import ParameterError
@@ -139,3 +141,21 @@ def test_rank_power_is_bounded_by_the_between_set_spread():
     assert few < many <= limit + 1e-9 and limit > 0.99
     # no between-set spread: the units alone set the power, which then grows to 1
     assert ablation_power.rank_design_power(0.1, 0.0, 0.34, 3000, 1000, m=6) > 0.99
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n_sets=st.integers(2, 12), n_units=st.integers(2, 15),
+       shift=st.floats(-3, 3), scale=st.floats(0.1, 10))
+def test_crossed_contrast_ignores_unit_effects_and_follows_the_set(seed, n_sets, n_units, shift, scale):
+    rng = np.random.default_rng(seed)
+    null, top = rng.normal(size=(n_sets, n_units)), rng.normal(size=n_units)
+    units = rng.normal(0, 5, n_units)  # an article effect shared by every set cancels in the contrast
+    base = ablation_stats.crossed_contrast(top, null)
+    moved = ablation_stats.crossed_contrast(top + units, null + units)
+    for key in ("mean_difference", "t_statistic", "between_set_sd", "residual_sd", "set_residual_sd"):
+        assert moved[key] == pytest.approx(base[key], rel=1e-9, abs=1e-9)
+    shifted = ablation_stats.crossed_contrast(top + shift, null)  # shifting the set shifts the difference only
+    assert shifted["mean_difference"] == pytest.approx(base["mean_difference"] + shift, abs=1e-9)
+    assert shifted["set_residual_sd"] == pytest.approx(base["set_residual_sd"], rel=1e-9, abs=1e-12)
+    scaled = ablation_stats.crossed_contrast(scale * top, scale * null)  # units of the effect do not matter
+    assert scaled["t_statistic"] == pytest.approx(base["t_statistic"], rel=1e-9, abs=1e-9)
