@@ -318,7 +318,8 @@ def run_ablation(bridge, passages, top_heads, *, n_random=50, n_matched=50, cont
         n_random=int(n_random), n_matched=int(n_matched), seed=int(seed), early_token=int(early),
         late_token=int(late), window=int(window), batch_size=int(batch_size), n_boot=int(n_boot),
         n_passages_requested=int(requested), n_passages_done=int(done), article_source=article_source,
-        random_sets="drawn uniformly among all heads, independently (the top set exchangeable with them under the null)",
+        random_sets="drawn uniformly among all heads, independently (the top set exchangeable with them under "
+                    "the null)",
         **(info or {})), block)
 
 

@@ -299,7 +299,8 @@ def comparison_text(v: dict, family: str, units: str = "passages") -> str:
     n = v.get("n_units", np.nan)
     over = f" over {n:.0f} {units}" if np.isfinite(n) else ""
     if np.isfinite(v.get("rank_pvalue", np.nan)):
-        return (f"rank {v['rank']:.0f} of {v['n_null'] + 1:.0f}, p {v['rank_pvalue']:.3f} ({holm('holm_rank_pvalue')}), "
+        return (f"rank {v['rank']:.0f} of {v['n_null'] + 1:.0f}, p {v['rank_pvalue']:.3f} "
+                f"({holm('holm_rank_pvalue')}), "
                 f"z {v.get('z', np.nan):+.2f} (random sets {v.get('null_mean', np.nan):+.3f} +- "
                 f"{v.get('null_sd', np.nan):.3f}); contrast {v['mean_difference']:+.3f} nats "
                 f"{format_interval(v['ci_low'], v['ci_high'], 3, 3, units)}{over}, crossed sets x {units} t p "

@@ -207,10 +207,11 @@ def _ablation_section(ctx) -> list[str]:
         "random sets of the same size. Effect = ablated ICL score - intact ICL score (> 0: ablation hurts ICL).",
         "",
         "The primary test is the top set's place among the random sets (rank, exact permutation p, z); the "
-        "contrast with the random sets' mean is tested with set and passage as crossed random effects.",
+        "contrast with the random sets' mean, over article means, is tested with set and article as crossed random "
+        "effects.",
         "",
         "| mode | intact ICL score | top-set effect | random effect (mean +- sd) | rank | rank p (primary) | z | "
-        "contrast with random mean [95% CI] | crossed t p |",
+        "contrast with random mean, article means [95% CI] | crossed t p |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     verdicts = []
@@ -219,7 +220,8 @@ def _ablation_section(ctx) -> list[str]:
         lines.append(
             f"| {mode} | {_fmt(e['baseline_icl_score'])} | {_fmt(e['top_effect'])} | "
             f"{_fmt(e['random_effect_mean'])} +- {_fmt(e['random_effect_sd'])} | {_fmt(tr.get('rank'), 0)} of "
-            f"{_fmt(tr.get('n_null', float('nan')) + 1, 0)} | {_fmt(e['empirical_pvalue'], 3)} | {_fmt(tr.get('z'), 2)} | "
+            f"{_fmt(tr.get('n_null', float('nan')) + 1, 0)} | {_fmt(e['empirical_pvalue'], 3)} | "
+            f"{_fmt(tr.get('z'), 2)} | "
             f"{_fmt(tr.get('mean_difference'))} [{_fmt(tr.get('ci_low'))}, {_fmt(tr.get('ci_high'))}] | "
             f"{_fmt(tr.get('t_pvalue'), 4)} |"
         )
