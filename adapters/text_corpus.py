@@ -401,7 +401,8 @@ def load_passages(
         raise DataSourceError(
             f"text source {str(source)!r} gives {len(windows)} passages of {n_tokens} tokens{cap} "
             f"({len(token_docs)} documents, the longest {longest} tokens); {n_passages} were asked. "
-            "Ask for fewer or shorter passages, allow more per document, or pass a larger text source"
+            "Ask for fewer or shorter passages, allow more per document (icl-cmr ablate --max-per-article), "
+            "or pass a larger text source"
         )
     chosen = rng.choice(len(windows), size=n_passages, replace=False)  # in the order drawn: a random order
     passages = np.empty((n_passages, n_tokens), dtype=np.int64)

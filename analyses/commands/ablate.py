@@ -146,6 +146,8 @@ def register(sub):
     p.add_argument("--n-tokens", type=int, default=512, help="tokens per passage (default 512)")
     p.add_argument("--text", default="wikipedia",
                    help="text source: wikipedia (default), kjv, a text file, a directory or a MediaWiki dump")
+    p.add_argument("--max-per-article", type=int, default=4,
+                   help="windows of one document (article) at most (default 4; 0: no cap, e.g. for one long text file)")
     p.add_argument("--early", type=int, default=50, help="early token (default 50)")
     p.add_argument("--late", type=int, default=500, help="late token (default 500)")
     p.add_argument("--window", type=int, default=5, help="half-window of tokens averaged (default 5)")
@@ -226,7 +228,8 @@ def run(args) -> int:
         raise ParameterError(f"--n-random must be >= 1, --n-matched >= 0 and --n-passages >= 2; "
                              f"got {args.n_random}, {args.n_matched}, {args.n_passages}")
     check_fraction(args.top_fraction, "--top-fraction")
-    check_counts(args, n_tokens=2, early=0, late=1, window=0, batch_size=1, seed=0, repeat_length=2)
+    check_counts(args, n_tokens=2, early=0, late=1, window=0, batch_size=1, seed=0, repeat_length=2,
+                 max_per_article=0)
     ablation.scored_positions(args.early, args.late, args.window, args.n_tokens)  # before the model loads
     if args.time_budget is not None and not args.time_budget > 0:
         raise ParameterError(f"--time-budget must be a positive number of minutes; got {args.time_budget:g}")
@@ -281,7 +284,7 @@ def run(args) -> int:
         print(f"note: repeated_tokens left out: 2 x {args.repeat_length} tokens and a BOS exceed the model's context "
               f"of {int(context)} tokens (--repeat-length)", flush=True)
     passages, articles = load_passages(args.text, model.tokenizer, args.n_passages, args.n_tokens, seed=args.seed,
-                                       return_articles=True)
+                                       max_per_document=args.max_per_article or None, return_articles=True)
     info = model.provenance()
     info.update(text_source=str(args.text), top_heads_source=source, top_heads=listed, n_passages=int(args.n_passages),
                 design=str(args.design or "none"))

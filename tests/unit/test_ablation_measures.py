@@ -251,3 +251,10 @@ def test_cli_default_measures_leave_out_what_cannot_fit(tl, tmp_path, capsys):
     line = capsys.readouterr().err.split("\n")[-2]  # the weights' loading bar comes first
     assert line.startswith("icl-cmr ablate: error: repeated_tokens") and "exceed the model's context of 256" in line
     assert not (tmp_path / "b.nc").exists()
+    # one text file is one article: at most --max-per-article (4) of its windows unless the cap is lifted
+    many = [a if a != "3" else "6" for a in common]
+    assert main(["ablate", *many, "--measures", "icl", "-o", str(tmp_path / "c.nc")]) == 1
+    line = capsys.readouterr().err.split("\n")[-2]
+    assert "at most 4 per document" in line and "--max-per-article" in line
+    assert main(["ablate", *many, "--max-per-article", "-1", "-o", str(tmp_path / "c.nc")]) == 1
+    assert "--max-per-article must be an integer >= 0" in capsys.readouterr().err
