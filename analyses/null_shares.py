@@ -12,7 +12,10 @@ settings, or read from ``--heads``) and the subjects of PEERS and Morton2013 (la
 -5..-1, 1..5). Also the share that survives a Benjamini-Hochberg correction across the units of
 a row (false discovery rate 0.05). Beside it, forward asymmetry: the median of
 (y(+1) - y(-1)) / sd_lag(y) and the units whose lag +1 is above (forward) or below (backward)
-lag -1 beyond their own sampling error (p <= 0.05, two-sided), with Wilson 95% intervals.
+lag -1 beyond their own sampling error (p <= 0.05, two-sided), with Wilson 95% intervals. Last,
+the units CMR-like under the study's definition (d < 0.5 and beyond both nulls) and under the
+strict one (also attention mass, a forward effect size and the mirror criterion; the mass
+criterion is applied to heads with probabilities only, and the column says so).
 """
 from __future__ import annotations
 
@@ -65,7 +68,26 @@ def summarise(label: str, null, top=None) -> dict:
     else:
         row["top-10% induction heads beyond chance"] = "-"
     row.update(asymmetry_columns(null, finite, top))
+    row.update(definition_columns(null, finite, top))
     return row
+
+
+def definition_columns(null, finite, top=None) -> dict:
+    """The row's CMR-like units under the study's and the strict definition (docs/null-models.md)."""
+    study = null["cmr_like_study"].values.ravel()[finite].astype(bool)
+    strict = null["cmr_like_strict"].values.ravel()[finite].astype(bool)
+    mass = null.attrs["mass_criterion"]
+    cells = {
+        "CMR-like, study (d < 0.5, beyond both nulls)": _count_interval(study),
+        "CMR-like, strict": _count_interval(strict),
+        "mass criterion": mass.split(":")[0],
+    }
+    if top is not None:
+        cells["top-10% induction heads CMR-like (study / strict)"] = (f"{int(np.sum(study[top]))} / "
+                                                                      f"{int(np.sum(strict[top]))} of {int(top.sum())}")
+    else:
+        cells["top-10% induction heads CMR-like (study / strict)"] = "-"
+    return cells
 
 
 def asymmetry_columns(null, finite, top=None) -> dict:
