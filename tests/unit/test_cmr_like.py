@@ -269,3 +269,18 @@ def test_the_null_shares_row_counts_both_definitions(grid):
     assert row["CMR-like, strict"].startswith("1 of 3 (33%,")
     assert row["mass criterion"] == "applied"
     assert row["top-10% induction heads CMR-like (study / strict)"] == "2 / 1 of 2"
+
+
+def test_tiny_model_heads_carry_their_attention_mass(tl, tiny):
+    """Through the real extraction path: the mass is the probability profile summed over -5..5."""
+    heads_ = tl.extract_heads(tiny, n_words=12, n_prompts=2, seed=1, lags=6)
+    window = heads_["prob_profile"].sel(lag=LAGS)
+    np.testing.assert_allclose(heads_["attention_mass"].values, window.sum("lag").values, rtol=1e-12)
+    np.testing.assert_allclose(heads_["uniform_mass"].values, uniform_attention_prob(12, LAGS).sum(), rtol=1e-12)
+    assert (heads_["attention_mass"].values <= 1 + 1e-6).all()
+    scores = heads_["profile"].sel(lag=LAGS)
+    np.testing.assert_allclose(heads_["amplitude"].values, (scores.max("lag") - scores.min("lag")).values)
+    assert attention_mass(heads_)[2] == MASS_APPLIED
+    narrow = tl.extract_heads(tiny, n_words=12, n_prompts=1, seed=1, lags=4)  # a window narrower than -5..5
+    assert "attention_mass" not in narrow and "amplitude" not in narrow
+    assert attention_mass(narrow)[2].startswith("not available")
