@@ -25,6 +25,7 @@ COMMANDS = (
     "recall_analyses",
     "loglik",
     "fit_recall",
+    "compare",
     "fit_population",
     "heads",
     "grid",

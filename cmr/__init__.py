@@ -114,6 +114,11 @@ from .textbook import FitSpec as FitSpec
 from .textbook import ItemPatterns as ItemPatterns
 from .textbook import category_features as category_features
 from .textbook import compare_models as compare_models
+from .model_comparison import COMPARISON_MODELS as COMPARISON_MODELS
+from .model_comparison import NESTED_MODELS as NESTED_MODELS
+from .model_comparison import compare_recall_models as compare_recall_models
+from .model_comparison import comparison_spec as comparison_spec
+from .model_comparison import fit_models as fit_models
 from .textbook import cross_validate as cross_validate
 from .textbook import default_parameters as default_parameters
 from .textbook import fit_recall as fit_recall
@@ -209,6 +214,11 @@ __all__ = [
     "parameter_recovery",
     "cross_validate",
     "compare_models",
+    "COMPARISON_MODELS",
+    "NESTED_MODELS",
+    "comparison_spec",
+    "fit_models",
+    "compare_recall_models",
     "posterior_predictive",
     # the paper's variant and lag-profile grids
     "simulate_paper_recalls",
