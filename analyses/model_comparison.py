@@ -1,9 +1,11 @@
 """Localist vs semantic vs category CMR on Morton2013: cross-validated likelihood, AIC, predictive check.
 
-Run: ``icl-cmr reproduce model-comparison [--subjects 10] [--folds 2] [--jobs 2] -o OUT_DIR``.
-Fits the three variants of :data:`VARIANTS` to each subject (maximum likelihood), scores them
-by leave-lists-out cross-validation, compares them (:func:`cmr.compare_models`) and checks the
-best one against the data (:func:`cmr.posterior_predictive`). Writes ``fits_<model>.nc``,
+Run: ``icl-cmr reproduce model-comparison [--subjects 10] [--folds 2] [--jobs 2] -o OUT_DIR``; a lab's
+own recall table with ``--source data.csv`` and the recall-data options of fit-recall (``--columns``,
+``--trial-types``, ``--list-keys``, ``--normalize-items``), its own pool with ``--vectors`` or
+``--similarity`` and ``--variants localist,semantic``. Fits the variants of :data:`VARIANTS` to each
+subject (maximum likelihood), scores them by leave-lists-out cross-validation, compares them
+(:func:`cmr.compare_models`, with the nested-model check) and checks the best one against the data (:func:`cmr.posterior_predictive`). Writes ``fits_<model>.nc``,
 ``cv_<model>.nc``, ``comparison.nc``, ``predictive.nc``, ``comparison.md`` (the table of
 docs/model-comparison.md) and the figure, and prints one JSON summary line.
 """
@@ -14,17 +16,9 @@ import sys
 import time
 from pathlib import Path
 
-from cmr.textbook.fit import STANDARD_FREE
-
-# Every variant: the ten parameters of Morton & Polyn (2016) free, D tied to 1 - L as in their
-# models (cymr's dependent parameters), T free; the variants add their pattern weights.
-BASE = dict(free=list(STANDARD_FREE), tied={"Dfc": "1 - Lfc", "Dcf": "1 - Lcf"},
-            bounds={"Lfc": (0.0, 0.999), "Lcf": (0.0, 0.999)})
-VARIANTS = {
-    "localist": dict(extra=[], patterns=None),
-    "semantic": dict(extra=["Scf", "Sff"], patterns=dict(similarity=True, categories=False)),
-    "category": dict(extra=["Cfc", "Ccf"], patterns=dict(similarity=False, categories=True)),
-}
+#: the variants of docs/model-comparison.md -> their models of cmr.COMPARISON_MODELS (the ten parameters
+#: of Morton & Polyn 2016 free, D tied to 1 - L as in their models; the variants add their pattern weights)
+VARIANTS = {"localist": "textbook", "semantic": "semantic", "category": "category"}
 
 
 def markdown_table(comparison) -> str:
@@ -50,7 +44,9 @@ def markdown_table(comparison) -> str:
 def add_arguments(parser) -> None:
     """The options of ``icl-cmr reproduce model-comparison``."""
     parser.add_argument("--source", default="psifr:Morton2013",
-                        help="recall data set with an item pool (default psifr:Morton2013)")
+                        help="recall data: a bundled data set or a psifr-format CSV file (default psifr:Morton2013); "
+                        "the semantic variant needs an item pool (psifr:Morton2013's, or --vectors/--similarity), "
+                        "the category variant a bundled one")
     parser.add_argument("--subjects", type=int, default=10, help="first N subjects (0: all) (default 10)")
     parser.add_argument("--folds", type=int, default=2, help="leave-lists-out folds per subject (default 2)")
     parser.add_argument("--jobs", type=int, default=2, help="subjects fitted in parallel threads (default 2)")
@@ -63,6 +59,12 @@ def add_arguments(parser) -> None:
                         "results/model_comparison)")
     parser.add_argument("--figure", default="docs/figures/predictive_morton2013.png", metavar="FIGURE.png",
                         help="data against the fitted variants (default docs/figures/predictive_morton2013.png)")
+    parser.add_argument("--variants", default=",".join(VARIANTS), metavar="NAME,...",
+                        help=f"the variants to compare, at least two of {', '.join(VARIANTS)} (default all)")
+    from icl_cmr.analyses.commands.options import add_item_files, add_recall_data_options
+
+    add_recall_data_options(parser)
+    add_item_files(parser)
 
 
 def run(args) -> int:
@@ -72,22 +74,28 @@ def run(args) -> int:
 
     import cmr
     from cmr.io import atomic_write, save_dataset
-    from icl_cmr.adapters.item_pools import load_item_patterns
     from icl_cmr.adapters.recall_data import load_recall_data
     from icl_cmr.analyses.plots import predictive_check
 
+    from cmr.errors import ParameterError
+    from icl_cmr.analyses.commands.options import model_patterns, recall_data_options
+
+    variants = [v.strip() for v in args.variants.split(",") if v.strip()]
+    unknown = [v for v in variants if v not in VARIANTS]
+    if unknown or len(variants) < 2 or len(set(variants)) < len(variants):
+        raise ParameterError(f"--variants takes two or more of {', '.join(VARIANTS)}, each once; got {args.variants!r}")
     out = Path(args.output)
-    out.mkdir(parents=True, exist_ok=True)
-    events = load_recall_data(args.source)
+    events = load_recall_data(args.source, **recall_data_options(args))
     if args.subjects:
         keep = pd.unique(events["subject"].values)[: args.subjects]
         events = events.isel(trial=np.flatnonzero(np.isin(events["subject"].values, keep)))
+    pools = {name: model_patterns(args, events, VARIANTS[name]) for name in variants}
+    out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     fits, cvs, seconds = {}, {}, {}
-    for name, variant in VARIANTS.items():
+    for name in variants:
         t0 = time.perf_counter()
-        patterns = None if variant["patterns"] is None else load_item_patterns(args.source, **variant["patterns"])
-        spec = cmr.FitSpec(**dict(BASE, free=BASE["free"] + variant["extra"], patterns=patterns))
+        spec = cmr.comparison_spec(VARIANTS[name], pools[name])
         options = dict(rng=args.seed, n_jobs=args.jobs, progress=False,
                        de_options=None if args.maxiter is None else dict(maxiter=args.maxiter))
         fits[name] = cmr.fit_recall(events, spec, **options)
@@ -96,12 +104,13 @@ def run(args) -> int:
         save_dataset(cvs[name], out / f"cv_{name}.nc")
         seconds[name] = time.perf_counter() - t0
         print(f"{name}: {seconds[name]:.0f} s", file=sys.stderr)
-    comparison = cmr.compare_models(fits, cv=cvs)
+    nested = {outer: inner for outer, inner in (("semantic", "localist"), ("category", "localist"))
+              if outer in fits and inner in fits}
+    comparison = cmr.compare_models(fits, cv=cvs, nested=nested)
     save_dataset(comparison, out / "comparison.nc")
     checks = {}
-    for name, variant in VARIANTS.items():
-        patterns = None if variant["patterns"] is None else load_item_patterns(args.source, **variant["patterns"])
-        checks[name] = cmr.posterior_predictive(events, fits[name], n_rep=args.rep, rng=args.seed, patterns=patterns)
+    for name in variants:
+        checks[name] = cmr.posterior_predictive(events, fits[name], n_rep=args.rep, rng=args.seed, patterns=pools[name])
         save_dataset(checks[name], out / f"predictive_{name}.nc")
     table = markdown_table(comparison)
     with atomic_write(out / "comparison.md", suffix=".md") as tmp:
@@ -113,6 +122,10 @@ def run(args) -> int:
     print(table)
     print(json.dumps({"source": args.source, "subjects": n_subjects,
                       "folds": args.folds, "best_model": comparison.attrs["best_model"],
+                      "fits_worse_than_nested": {str(m): [str(s) for s in comparison["subject"].values[row]]
+                                                 for m, row in zip(comparison["model"].values,
+                                                                   comparison["fits_worse_than_nested"].values)
+                                                 if row.any()} if "fits_worse_than_nested" in comparison else {},
                       "seconds": {k: round(v, 1) for k, v in seconds.items()},
                       "total_seconds": round(time.perf_counter() - start, 1)}))
     return 0

@@ -80,3 +80,42 @@ def test_the_command_line_loads_no_analysis_until_one_runs():
     loaded = json.loads(subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
                                        text=True).stdout)
     assert loaded == ["icl_cmr.analyses.human_comparison"]
+
+
+def test_model_comparison_reads_a_labs_table_with_the_recall_data_options(capsys, tmp_path):
+    import warnings
+
+    import numpy as np
+
+    import cmr
+
+    words = np.array(["Apple", "bird", "Cat", "dog", "eel", "fox"])
+    table = cmr.simulate_free_recall(cmr.default_parameters(), 6, 4, subjects=["01", "02", "03"], rng=3)
+    table["item"] = words[table["item"].astype(int).to_numpy() - 1]
+    lab = table.rename(columns={"subject": "participant", "item": "word"})
+    lab["trial_type"] = lab["trial_type"].replace({"study": "encoding", "recall": "retrieval"})
+    lab.to_csv(tmp_path / "lab.csv", index=False)
+    rows = np.random.default_rng(0).normal(size=(6, 4))
+    (tmp_path / "v.txt").write_text("".join(f"{w.lower()} {' '.join(map(repr, r.tolist()))}\n"
+                                            for w, r in zip(words, rows)))
+    out = tmp_path / "comparison"
+    with warnings.catch_warnings():  # two generations end at bounds: FitWarning, also kept in the fits' at_bound
+        warnings.simplefilter("ignore", cmr.errors.FitWarning)
+        code = main(["reproduce", "model-comparison", "--source", str(tmp_path / "lab.csv"),
+                     "--columns", "subject=participant,item=word", "--trial-types", "study=encoding,recall=retrieval",
+                     "--normalize-items", "--vectors", str(tmp_path / "v.txt"), "--variants", "localist,semantic",
+                     "--maxiter", "2", "--rep", "1", "-o", str(out), "--figure", str(tmp_path / "f.png")])
+    printed = capsys.readouterr().out
+    assert code == 0
+    summary = json.loads(printed.strip().splitlines()[-1])
+    assert summary["subjects"] == 3 and "fits_worse_than_nested" in summary
+    comparison = cmr.load_dataset(out / "comparison.nc", kind="model_comparison")
+    assert comparison["model"].values.tolist() == ["localist", "semantic"]
+    assert comparison["nested_model"].values.tolist() == ["", "localist"]
+
+
+def test_model_comparison_refuses_an_unknown_variant(capsys, tmp_path):
+    code = main(["reproduce", "model-comparison", "--variants", "localist,hopfield", "-o", str(tmp_path / "c")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 1 and len(err) == 1 and "--variants takes two or more of localist, semantic, category" in err[0]
+    assert not (tmp_path / "c").exists()
