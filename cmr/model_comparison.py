@@ -111,7 +111,7 @@ def _specs(models, patterns) -> dict:
 
 
 def fit_models(events, models, *, patterns=None, n_folds: int | None = None, session: str | None = None,
-               n_restarts: int = 1, rng=0, n_jobs: int = 1, polish: bool = True, progress: bool = False,
+               n_restarts=None, rng=0, n_jobs: int = 1, polish: bool = True, progress: bool = False,
                de_options: Mapping | None = None) -> tuple[dict, dict | None]:
     """Fit several CMR variants to the same events, each per subject (and cross-validate them).
 
@@ -127,7 +127,9 @@ def fit_models(events, models, *, patterns=None, n_folds: int | None = None, ses
         (:func:`cmr.cross_validate`; textbook variants only).
     session : str, optional
         CMR2's session variable (:func:`cmr.fit_cmr2`).
-    n_restarts, rng, n_jobs, polish, progress, de_options
+    n_restarts : int or "auto", optional
+        Searches per subject, as :func:`cmr.fit_recall` (default: the fitters' own default).
+    rng, n_jobs, polish, progress, de_options
         As :func:`cmr.fit_recall`; every model gets the same seed.
 
     Returns
@@ -147,8 +149,9 @@ def fit_models(events, models, *, patterns=None, n_folds: int | None = None, ses
                                  "(leave out the folds, or the CMR2 model)")
     if len({isinstance(spec, CMR2FitSpec) for spec in specs.values()}) == 2:
         _check_same_events(events, session)
-    options = dict(n_restarts=n_restarts, rng=rng, n_jobs=n_jobs, polish=polish, progress=progress,
-                   de_options=de_options)
+    options = dict(rng=rng, n_jobs=n_jobs, polish=polish, progress=progress, de_options=de_options)
+    if n_restarts is not None:
+        options["n_restarts"] = n_restarts
     fits, cvs = {}, ({} if n_folds is not None else None)
     with warnings.catch_warnings():  # flagged in each fit's at_bound and few_events
         warnings.simplefilter("ignore", FitWarning)
@@ -181,7 +184,7 @@ def _check_same_events(events, session) -> None:
 def compare_recall_models(events, models: Sequence[str] | Mapping | str = ("textbook", "semantic"), *,
                           patterns=None, n_folds: int | None = None, session: str | None = None,
                           nested: Mapping[str, str] | None = None, test: str = "wilcoxon",
-                          nested_tolerance: float = 0.01, n_restarts: int = 1, rng=0, n_jobs: int = 1,
+                          nested_tolerance: float = 0.01, n_restarts=None, rng=0, n_jobs: int = 1,
                           polish: bool = True, progress: bool = False,
                           de_options: Mapping | None = None) -> tuple[xr.Dataset, dict, dict | None]:
     """Fit the named CMR variants to the same subjects and compare them.

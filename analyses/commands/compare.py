@@ -68,13 +68,26 @@ def register(sub):
     p.add_argument("--session", default=None, metavar="KEY", help="cmr2: the variable that labels sessions")
     p.add_argument("--seed", type=int, default=0, help="root random seed of every fit (default 0)")
     p.add_argument("--jobs", type=int, default=1, help="threads: subjects at once (default 1)")
-    p.add_argument("--restarts", type=int, default=1, help="independent searches per subject and model (default 1)")
+    p.add_argument("--restarts", type=_restarts, default=None, metavar="N|auto",
+                   help="independent searches per subject and model, or auto (default: fit-recall's)")
     p.add_argument("--maxiter", type=int, default=None, metavar="N",
                    help="differential-evolution generations (default scipy's 1000)")
     p.add_argument("--popsize", type=int, default=None, metavar="N",
                    help="differential-evolution population per free parameter (default 15)")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bars")
     p.set_defaults(func=run)
+
+
+def _restarts(text: str):
+    """``--restarts``: a count, or auto."""
+    import argparse
+
+    if text.strip() == "auto":
+        return "auto"
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--restarts must be a whole number or auto; got {text!r}") from None
 
 
 def run(args) -> int:
@@ -86,7 +99,9 @@ def run(args) -> int:
                                                    selected_subjects)
 
     result_format(args.output)
-    check_counts(args, cv=2, jobs=1, restarts=1, maxiter=1, popsize=1)
+    check_counts(args, cv=2, jobs=1, maxiter=1, popsize=1)
+    if isinstance(args.restarts, int):
+        check_counts(args, restarts=1)
     names = [name.strip() for name in args.models.split(",") if name.strip()]
     unknown = [name for name in names if name not in cmr.COMPARISON_MODELS]
     if unknown or len(names) < 2 or len(set(names)) < len(names):

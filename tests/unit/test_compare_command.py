@@ -13,7 +13,7 @@ from icl_cmr.analyses.cli import main
 
 WORDS = np.array(["Apple", "bird", "Cat", "dog", "eel", "fox"])
 FAST = {"maxiter": 2, "popsize": 4}  # two generations: seconds, not a converged fit
-FAST_OPTIONS = ["--maxiter", "2", "--popsize", "4", "--no-progress"]
+FAST_OPTIONS = ["--maxiter", "2", "--popsize", "4", "--restarts", "1", "--no-progress"]
 
 
 def _table() -> pd.DataFrame:
@@ -32,7 +32,8 @@ def _pool(items=WORDS) -> cmr.ItemPatterns:
 @pytest.fixture(scope="module")
 def compared():
     events = cmr.from_table(_table())
-    return cmr.compare_recall_models(events, ["textbook", "semantic", "cmr2"], patterns=_pool(), de_options=FAST)
+    return cmr.compare_recall_models(events, ["textbook", "semantic", "cmr2"], patterns=_pool(), n_restarts=1,
+                                     de_options=FAST)
 
 
 @pytest.fixture
@@ -125,7 +126,7 @@ def test_converged_is_carried_only_when_every_fit_has_it(compared):
 def test_cross_validated_comparison(tmp_path):
     events = cmr.from_table(_table())
     comparison, _, cvs = cmr.compare_recall_models(events, "textbook,semantic", patterns=_pool(), n_folds=2,
-                                                   test="t", de_options=FAST)
+                                                   test="t", n_restarts=1, de_options=FAST)
     assert set(cvs) == {"textbook", "semantic"} and comparison.attrs["criterion"] == "cv_logl"
     assert float(comparison["winner_ratio_cv_logl"].sum()) == pytest.approx(1.0)
     cv = comparison["cv_logl"].values
@@ -189,7 +190,7 @@ def test_cmr2_and_textbook_on_data_with_prior_list_intrusions_are_refused_before
             rows += [(subject, lst, "recall", p, w) for p, w in enumerate(recalled, 1)]
     events = cmr.from_table(pd.DataFrame(rows, columns=["subject", "list", "trial_type", "position", "item"]))
     with pytest.raises(errors.RecallDataError, match=r"^CMR2 scores 1 more events than textbook CMR .*1 subject"):
-        cmr.fit_models(events, ["textbook", "cmr2"], de_options=FAST)
+        cmr.fit_models(events, ["textbook", "cmr2"], n_restarts=1, de_options=FAST)
 
 
 def test_semantic_cmr_at_zero_weights_is_textbook_cmr():
