@@ -17,7 +17,10 @@ Models (--models, comma-separated, at least two):
   category  textbook + Cfc, Ccf over category units of SOURCE's pool (psifr:Morton2013);
             nests textbook CMR
   cmr2      CMR2 (Lohnas, Polyn & Kahana 2015): textbook + B_distract, C_thresh, lists of a
-            session in one network (--session KEY; default --list-keys, else one per subject)
+            session in one network (--session KEY; default --list-keys, else one per subject).
+            CMR2 also scores prior-list intrusions, textbook CMR does not: on data with such
+            intrusions (psifr:Morton2013) their likelihoods are of different events and the
+            pair is refused before fitting
 
 What is written (-o; .nc keeps everything, .csv/.parquet one row per model and subject):
   per subject and model: log-likelihood logl, AIC, BIC, Akaike weight among the models,
@@ -43,7 +46,7 @@ Examples:
   icl-cmr compare psifr:Morton2013 --models textbook,semantic,category --subjects 1,2,3 -o cmp.nc
   icl-cmr compare data.csv --models textbook,semantic --vectors glove_pool.txt --normalize-items \\
       --cv 4 --jobs 2 -o cmp.csv
-  icl-cmr compare psifr:Morton2013 --models textbook,cmr2 --session session --maxiter 100 -o cmp.nc
+  icl-cmr compare sessions.csv --models textbook,cmr2 --list-keys session --maxiter 100 -o cmp.nc
 """
 
 
