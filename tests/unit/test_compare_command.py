@@ -163,13 +163,21 @@ def test_unknown_models_are_one_typed_line(files, tmp_path, capsys):
     assert "--cv cross-validates the textbook variants only" in capsys.readouterr().err
 
 
-def test_a_case_mismatch_of_the_vector_file_names_the_items(files, tmp_path, capsys):
+@pytest.mark.parametrize("option", ["--vectors", "--similarity"])
+def test_a_case_mismatch_of_the_item_file_names_the_items(files, tmp_path, capsys, option):
     data, vectors = files
-    assert main(["compare", str(data), "--models", "textbook,semantic", "--vectors", str(vectors),
+    pool = tmp_path / "similarity.npz"
+    np.savez(pool, items=np.char.lower(WORDS), similarity=_pool().similarity)
+    given = vectors if option == "--vectors" else pool
+    assert main(["compare", str(data), "--models", "textbook,semantic", option, str(given),
                  *FAST_OPTIONS, "-o", str(tmp_path / "c.nc")]) == 1
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "differ from the items of --vectors" in err[0] and "only in case" in err[0]
+    assert len(err) == 1 and f"differ from the items of {option}" in err[0] and "only in case" in err[0]
     assert "'Apple' (pool: 'apple')" in err[0] and "'Cat' (pool: 'cat')" in err[0] and "--normalize-items" in err[0]
+    assert not (tmp_path / "c.nc").exists()
+    # under --normalize-items the same file gives the pool, renamed to the studied spelling
+    assert main(["compare", str(data), "--models", "textbook,semantic", option, str(given), "--normalize-items",
+                 "--subjects", "01,02", *FAST_OPTIONS, "-o", str(tmp_path / "c.nc")]) == 0
 
 
 def test_the_help_explains_models_outputs_and_an_example(capsys):
@@ -201,3 +209,21 @@ def test_semantic_cmr_at_zero_weights_is_textbook_cmr():
     semantic = cmr.log_likelihood(events, dict(params, Scf=0.0, Sff=0.0), patterns=_pool())
     np.testing.assert_array_equal(semantic["logl"].values, textbook["logl"].values)
     assert cmr.NESTED_MODELS == {"semantic": "textbook", "category": "textbook"}
+
+
+def test_the_pool_takes_the_studied_spelling_or_names_what_it_lacks():
+    from icl_cmr.analyses.commands.options import pool_matched_to_study
+
+    events = cmr.from_table(_table())
+    lower = _pool(np.char.lower(WORDS))
+    matched = pool_matched_to_study(lower, events, True, "--vectors v.txt")
+    assert matched.items.tolist() == WORDS.tolist()
+    np.testing.assert_array_equal(matched.similarity, lower.similarity)
+    assert pool_matched_to_study(_pool(), events, False, "--vectors v.txt") is not None
+    short = _pool(np.char.lower(WORDS)[1:])
+    with pytest.raises(errors.RecallDataError, match=r"^1 studied item\(s\) have no row in --vectors v.txt \(5 items\), "
+                       r"e.g. 'Apple'; 1 more differ only in case or spaces, e.g. 'Cat' \(pool: 'cat'\)"):
+        pool_matched_to_study(short, events, True, "--vectors v.txt")
+    both = _pool(np.array(["apple", "APPLE", "bird", "Cat", "dog", "eel", "fox"]))
+    with pytest.raises(errors.RecallDataError, match=r"studied item 'Apple' matches 2 items of --vectors v.txt"):
+        pool_matched_to_study(both, events, True, "--vectors v.txt")
