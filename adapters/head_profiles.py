@@ -544,7 +544,8 @@ def select_profile(heads: xr.Dataset, which: str = "score") -> xr.Dataset:
     """A plain lag-profile dataset (``profile``, ``sem``) of one kind of head profile.
 
     ``which``: ``"score"`` (pre-softmax, the paper's), ``"prob"`` or ``"soft_lag_crp"``.
-    The head scores are kept as variables; provenance is copied.
+    The head scores and the attention mass (``attention_mass``, ``uniform_mass``: the strict
+    CMR-like definition reads them) are kept as variables; provenance is copied.
     """
     if which not in _SELECT:
         raise PromptError(f"which must be one of {', '.join(_SELECT)}; got {which!r}")
@@ -552,12 +553,14 @@ def select_profile(heads: xr.Dataset, which: str = "score") -> xr.Dataset:
     mean_name, sem_name, kind = _SELECT[which]
     if mean_name not in heads:
         raise PromptError(f"this dataset has no {mean_name!r} variable (was it made by head_profile_dataset?)")
+    heads = with_attention_mass(heads)  # the mass stays with the heads whichever profile is selected
     keep = {"profile": heads[mean_name]}
     if sem_name is not None:
         keep["sem"] = heads[sem_name]
     if which == "soft_lag_crp":
         keep["possible"] = heads["soft_possible"]
-    for name in ("induction_score", "copying_score", "previous_token_score", "duplicate_token_score"):
+    for name in ("induction_score", "copying_score", "previous_token_score", "duplicate_token_score",
+                 "attention_mass", "uniform_mass"):
         if name in heads:
             keep[name] = heads[name]
     out = xr.Dataset(keep, attrs=dict(heads.attrs))

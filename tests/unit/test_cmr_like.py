@@ -79,6 +79,11 @@ def test_uniform_attention_has_mass_ratio_one_through_the_extraction_path():
     assert mass == pytest.approx(uniform_attention_prob(n, LAGS).sum(), rel=1e-12)
     assert float(ds["uniform_mass"].squeeze()) == pytest.approx(mass, rel=1e-12)
     assert float(ds["amplitude"].squeeze()) == 0.0  # flat scores
+    for which in ("score", "prob"):  # the mass stays with the heads whichever profile is fitted
+        selected = hp.select_profile(ds, which)
+        assert float(selected["attention_mass"].squeeze()) == mass and attention_mass(selected)[2] == MASS_APPLIED
+    old_file = ds.drop_vars(["attention_mass", "uniform_mass", "amplitude"])  # written before they existed
+    assert float(hp.select_profile(old_file, "score")["attention_mass"].squeeze()) == mass
 
 
 def test_forward_effect_and_mirror_order_by_hand():
