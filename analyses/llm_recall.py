@@ -28,7 +28,7 @@ from cmr.crp import lag_crp
 from cmr.errors import ParameterError, SchemaError
 from cmr.schema import provenance_attrs, require_dims, require_variables, validate
 
-from icl_cmr.analyses.ablation import paired_statistics, random_head_sets, top_heads_from_fits
+from icl_cmr.analyses.causal.ablation import paired_statistics, random_head_sets, top_heads_from_fits
 
 __all__ = ["KIND", "validate_llm_recall_ablation", "MEASURES", "model_recall", "recall_measures", "head_sets", "recall_ablation", "ablation_table"]
 

@@ -101,7 +101,7 @@ def _heads(ctx: RunContext) -> dict:
         heads = extract_heads(model, n_words=int(s["n_words"]), n_prompts=int(s["n_prompts"]), seed=int(s["seed"]),
                               progress=bar.update)
     save_dataset(heads, ctx.path(HEADS_FILE))
-    from icl_cmr.analyses.ablation import top_heads_from_fits
+    from icl_cmr.analyses.causal.ablation import top_heads_from_fits
 
     induction = heads["induction_score"].squeeze(drop=True)
     top = [
@@ -233,7 +233,7 @@ def _composition(ctx: RunContext) -> dict:
 def _ablation(ctx: RunContext) -> dict:
     from icl_cmr.adapters.text_corpus import load_passages
     from icl_cmr.adapters.lm.loading import measure_peak_memory, with_run_record
-    from icl_cmr.analyses.ablation import run_ablation, top_heads_from_fits
+    from icl_cmr.analyses.causal.ablation import run_ablation, top_heads_from_fits
     from cmr.io import load_dataset, save_dataset
 
     s = ctx.settings

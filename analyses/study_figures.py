@@ -22,7 +22,7 @@ __all__ = ["make_all"]
 
 def make_all(ctx) -> list[str]:
     """Draw every figure the run's outputs allow (PNG + PDF); return their paths relative to the run dir."""
-    from icl_cmr.analyses.ablation import top_heads_from_fits
+    from icl_cmr.analyses.causal.ablation import top_heads_from_fits
 
     made = []
 

@@ -27,7 +27,7 @@ def bench_ablation(repeats: int = 3) -> dict:
     from icl_cmr.adapters.lm import ablation_engine, interventions
     from icl_cmr.adapters.text_corpus import load_passages
     from icl_cmr.adapters.lm.loading import load_model, set_threads
-    from icl_cmr.analyses import ablation
+    from icl_cmr.analyses.causal import ablation
     from icl_cmr.analyses.bench import median_time
 
     start = time.perf_counter()

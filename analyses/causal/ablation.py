@@ -32,15 +32,15 @@ from cmr.schema import provenance_attrs, require_dims, require_variables, valida
 from icl_cmr.adapters.head_ranking import rank_heads
 from icl_cmr.adapters.lm.ablation_engine import donor_passages, set_losses
 from icl_cmr.adapters.lm.interventions import SET_MODES as MODES, geometry
-from icl_cmr.analyses.ablation_power import holm_rank_floor, rank_family_size
-from icl_cmr.analyses.ablation_stats import COMPARISONS as COMPARISONS
-from icl_cmr.analyses.ablation_stats import MIN_BOOTSTRAP_PASSAGES as MIN_BOOTSTRAP_PASSAGES
-from icl_cmr.analyses.ablation_stats import HOLM_FAMILIES, NULL_FAMILIES, STAT_NAMES, comparison_statistics, unit_name
-from icl_cmr.analyses.ablation_stats import comparison_text as comparison_text
-from icl_cmr.analyses.ablation_stats import effect_intervals as effect_intervals
-from icl_cmr.analyses.ablation_stats import holm as holm
-from icl_cmr.analyses.ablation_stats import paired_statistics as paired_statistics
-from icl_cmr.analyses.ablation_stats import rank_pvalue as rank_pvalue
+from .power import holm_rank_floor, rank_family_size
+from .statistics import COMPARISONS as COMPARISONS
+from .statistics import MIN_BOOTSTRAP_PASSAGES as MIN_BOOTSTRAP_PASSAGES
+from .statistics import HOLM_FAMILIES, NULL_FAMILIES, STAT_NAMES, comparison_statistics, unit_name
+from .statistics import comparison_text as comparison_text
+from .statistics import effect_intervals as effect_intervals
+from .statistics import holm as holm
+from .statistics import paired_statistics as paired_statistics
+from .statistics import rank_pvalue as rank_pvalue
 
 __all__ = [
     "MODES",
@@ -238,7 +238,7 @@ def run_ablation(bridge, passages, top_heads, *, n_random=50, n_matched=50, cont
     early, late, window : int
         ICL score positions and half-window.
     measures : sequence of str
-        :data:`icl_cmr.analyses.ablation_measures.MEASURES` to report beside the ICL score
+        :data:`icl_cmr.analyses.causal.measures.MEASURES` to report beside the ICL score
         (``icl`` always), with their statistics on a ``measure`` dim; the natural-text ones come
         from the same passes, ``repeated_tokens`` from passages of ``repeat_length`` random
         ids repeated once (seed ``seed + 2``), as many as the natural-text passages done.
@@ -267,7 +267,7 @@ def run_ablation(bridge, passages, top_heads, *, n_random=50, n_matched=50, cont
     """
     from tqdm.auto import tqdm
 
-    from icl_cmr.analyses import ablation_measures as am
+    from . import measures as am
 
     modes = tuple(modes)
     if not modes or any(m not in MODES for m in modes):
@@ -351,12 +351,12 @@ def _assemble(scores, base, sets, names, families, modes, passages, articles, se
     ds.attrs["holm_family_primary"] = HOLM_FAMILIES["primary"]
     _describe(ds)
     if block is not None:
-        from icl_cmr.analyses.ablation_measures import describe
+        from .measures import describe
 
         ds = ds.assign_coords(block["coords"]).assign(block["variables"])
         describe(ds)
         info = {**info, **block["attrs"]}
-    ds.attrs.update(provenance_attrs("ablation", "icl_cmr.analyses.ablation.run_ablation", **info))
+    ds.attrs.update(provenance_attrs("ablation", "icl_cmr.analyses.causal.ablation.run_ablation", **info))
     ds.attrs.update({k: v for k, v in info.items() if isinstance(v, (int, float, str))})
     ds.attrs["n_tokens"] = int(passages.shape[1])
     ds.attrs["n_articles"] = int(np.unique(articles).size)

@@ -175,7 +175,7 @@ def measure_scores(measure, losses, positions, *, passages=None, wide_early=(20,
 
 def run_measures(bridge, passages, sets, modes, measures, scores, base, extra, last, wide, families, seed,
                  n_boot, repeat_length, batch_size, progress, articles=None):
-    """The measures beside the ICL score (:func:`icl_cmr.analyses.ablation.run_ablation`): scores from the
+    """The measures beside the ICL score (:func:`icl_cmr.analyses.causal.ablation.run_ablation`): scores from the
     natural-text losses (``extra``: what :func:`set_losses` gave at the extra positions), then the
     repeated-token passes; returns :func:`measure_variables`."""
     from tqdm.auto import tqdm
@@ -226,9 +226,9 @@ def run_measures(bridge, passages, sets, modes, measures, scores, base, extra, l
 def measure_variables(scores, baselines, measures, families, seed, n_boot, info, articles=None) -> dict:
     """Dataset variables of the measures: scores (measure, mode, head_set, passage), baselines, the
     statistics of every comparison (measure, mode, comparison) and Holm's correction over them all
-    (:data:`~icl_cmr.analyses.ablation_stats.HOLM_FAMILIES`: ``all measures``); ``articles``:
+    (:data:`~icl_cmr.analyses.causal.statistics.HOLM_FAMILIES`: ``all measures``); ``articles``:
     the article of each passage, the unit of the contrasts."""
-    from icl_cmr.analyses.ablation_stats import HOLM_FAMILIES, STAT_NAMES, comparison_statistics, holm
+    from .statistics import HOLM_FAMILIES, STAT_NAMES, comparison_statistics, holm
 
     effects = scores - baselines[:, None, None, :]
     tables = []
@@ -291,7 +291,7 @@ def describe(ds: xr.Dataset) -> None:
 
 def measure_summary_lines(result: xr.Dataset) -> list[str]:
     """One line per measure, mode and comparison, each test with its Holm value and family (``all measures``)."""
-    from icl_cmr.analyses.ablation_stats import STAT_NAMES, comparison_text, unit_name
+    from .statistics import STAT_NAMES, comparison_text, unit_name
 
     if "measure" not in result.dims:
         return []

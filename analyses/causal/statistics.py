@@ -8,8 +8,8 @@ the set with the random sets' mean is tested with set and article as crossed ran
 sets (top vs induction, a set vs no ablation). Windows cut from one article are not independent:
 contrasts and intervals use article means as their unit (:func:`unit_means`).
 
-Shared by the study's ICL score (:mod:`icl_cmr.analyses.ablation`) and the measures beside it
-(:mod:`icl_cmr.analyses.ablation_measures`). See docs/ablation.md, "The design".
+Shared by the study's ICL score (:mod:`icl_cmr.analyses.causal.ablation`) and the measures beside it
+(:mod:`icl_cmr.analyses.causal.measures`). See docs/ablation.md, "The design".
 """
 from __future__ import annotations
 

@@ -71,7 +71,7 @@ Designs (--design; explicit options override a preset):
 
 
 def _description():
-    from icl_cmr.analyses.ablation_power import DESIGNS
+    from icl_cmr.analyses.causal.power import DESIGNS
 
     text = DESCRIPTION
     for name, preset in DESIGNS.items():
@@ -88,7 +88,7 @@ MODE_CHOICES = {"zero": ("zero",), "mean": ("mean",), "resample": ("resample",),
 
 def apply_design(args):
     """Fill the options left unset from ``--design`` (then from the defaults); explicit options win."""
-    from icl_cmr.analyses.ablation_power import DESIGNS
+    from icl_cmr.analyses.causal.power import DESIGNS
 
     preset = DESIGNS[args.design] if args.design else {}
     for key, default in _DEFAULTS.items():
@@ -198,13 +198,13 @@ def run(args) -> int:
 
     from icl_cmr.adapters.text_corpus import load_passages
     from icl_cmr.adapters.lm.loading import describe_peak_memory, load_model, measure_peak_memory, with_run_record
-    from icl_cmr.analyses import ablation
+    from icl_cmr.analyses.causal import ablation
     from cmr.errors import ParameterError
     from cmr.io import load_dataset, result_format, write_result
     from icl_cmr.analyses.commands.options import check_counts, check_fraction
 
-    from icl_cmr.analyses.ablation_measures import check_measures, check_window
-    from icl_cmr.analyses.ablation_power import DESIGNS
+    from icl_cmr.analyses.causal.measures import check_measures, check_window
+    from icl_cmr.analyses.causal.power import DESIGNS
 
     # measures the user named (or a preset did) must fit; the default, all, leaves out those that cannot
     chosen = args.measures is not None or "measures" in DESIGNS.get(args.design, {})
@@ -306,8 +306,8 @@ def run(args) -> int:
           f"({result.sizes['passage']} of {args.n_passages} passages, from {result.attrs['n_articles']} articles)")
     for line in ablation.summary_lines(result):
         print(line)
-    from icl_cmr.analyses.ablation_measures import measure_summary_lines
-    from icl_cmr.analyses.ablation_power import power_lines
+    from icl_cmr.analyses.causal.measures import measure_summary_lines
+    from icl_cmr.analyses.causal.power import power_lines
 
     for line in [*measure_summary_lines(result), *power_lines(result)]:
         print(line)

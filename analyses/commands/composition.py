@@ -69,7 +69,7 @@ def run(args) -> int:
     from icl_cmr.adapters.lm import causal_composition, composition
     from icl_cmr.adapters.head_ranking import rank_heads
     from icl_cmr.adapters.lm.loading import load_model
-    from icl_cmr.analyses.ablation import parse_heads
+    from icl_cmr.analyses.causal.ablation import parse_heads
     from icl_cmr.analyses.commands.options import check_counts
 
     result_format(args.output)

@@ -82,7 +82,7 @@ def run(args) -> int:
     from cmr.errors import ParameterError
     from cmr.io import result_format, save_dataset, write_table
     from icl_cmr.adapters.lm.loading import load_model, set_threads
-    from icl_cmr.analyses.ablation import check_heads, parse_heads
+    from icl_cmr.analyses.causal.ablation import check_heads, parse_heads
     from icl_cmr.analyses.commands.options import check_counts
     from icl_cmr.analyses.llm_recall import model_recall
 

@@ -88,7 +88,7 @@ def choose_heads(ds: xr.Dataset, variable: str, units, default: int, largest: bo
     ``units`` is None (the ``default`` best), an int, a sequence of (layer, head) pairs or a
     string such as ``"L18.H6,L17.H3"``.
     """
-    from icl_cmr.analyses.ablation import parse_heads, top_heads_from_fits
+    from icl_cmr.analyses.causal.ablation import parse_heads, top_heads_from_fits
 
     if variable not in ds:
         raise SchemaError(f"head dataset has no variable {variable!r}; variables: {', '.join(map(str, ds.data_vars))}")

@@ -15,7 +15,7 @@ def ablation_result(ablation):
     Parameters
     ----------
     ablation : xarray.Dataset
-        Kind ``ablation`` from :func:`icl_cmr.analyses.ablation.run_ablation` (``icl-cmr ablate``).
+        Kind ``ablation`` from :func:`icl_cmr.analyses.causal.ablation.run_ablation` (``icl-cmr ablate``).
 
     Returns
     -------
@@ -25,7 +25,7 @@ def ablation_result(ablation):
         test, exact permutation p) and the top set's z among the random sets.
         Effect = ablated ICL score - intact ICL score in nats (> 0: ablation hurts ICL).
     """
-    ablation = checked(ablation, "ablation", "icl_cmr.analyses.ablation.run_ablation")
+    ablation = checked(ablation, "ablation", "icl_cmr.analyses.causal.ablation.run_ablation")
     require_variables(ablation, ["mean_effect", "empirical_pvalue"], "ablation")
     modes = [str(m) for m in ablation["mode"].values]
     families = ablation["family"].values if "family" in ablation.coords else ["random"] * ablation.sizes["head_set"]

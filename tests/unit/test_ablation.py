@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from icl_cmr.adapters.lm import interventions
-from icl_cmr.analyses import ablation
+from icl_cmr.analyses.causal import ablation
 from cmr.errors import ParameterError, SchemaError
 from cmr.io import load_dataset, save_dataset
 from tests.conftest import require
@@ -180,7 +180,7 @@ def test_run_ablation_dataset_round_trip(tiny, tmp_path):
     against_sets = sorted(set(lines) - set(fixed))
     assert all(line.count("family: primary") == 2 and " rank " in line and "crossed" in line for line in against_sets)
     # the rank test's power for each set against a family, from the family's own between-set spread
-    from icl_cmr.analyses.ablation_power import power_lines
+    from icl_cmr.analyses.causal.power import power_lines
 
     ranked = power_lines(ds)
     assert 0 < len(ranked) <= 6  # 2 modes x (top vs random, top vs layer-matched, induction vs random)

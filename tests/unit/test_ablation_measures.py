@@ -15,7 +15,9 @@ import pytest
 from cmr.errors import ParameterError
 from cmr.io import load_dataset, save_dataset
 from icl_cmr.adapters.lm import ablation_engine, interventions
-from icl_cmr.analyses import ablation, ablation_measures, ablation_power
+from icl_cmr.analyses.causal import ablation
+from icl_cmr.analyses.causal import measures as ablation_measures
+from icl_cmr.analyses.causal import power as ablation_power
 
 EARLY, LATE, WINDOW = 5, 40, 2
 

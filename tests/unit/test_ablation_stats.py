@@ -14,7 +14,9 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from cmr.errors import ParameterError
-from icl_cmr.analyses import ablation, ablation_power, ablation_stats
+from icl_cmr.analyses.causal import ablation
+from icl_cmr.analyses.causal import power as ablation_power
+from icl_cmr.analyses.causal import statistics as ablation_stats
 
 BETWEEN_SD, RESIDUAL_SD, UNIT_SD = 0.06, 0.34, 0.5
 

@@ -13,6 +13,10 @@ MOVED = {
     "icl_cmr.adapters.causal_composition": ("icl_cmr.adapters.lm.causal_composition", "path_ablation"),
     "icl_cmr.adapters.toy_model": ("icl_cmr.adapters.lm.toy_model", "train_toy"),
     "icl_cmr.adapters.free_recall_task": ("icl_cmr.adapters.lm.recall_task", "generate_answers"),
+    "icl_cmr.analyses.ablation": ("icl_cmr.analyses.causal.ablation", "run_ablation"),
+    "icl_cmr.analyses.ablation_measures": ("icl_cmr.analyses.causal.measures", "MEASURES"),
+    "icl_cmr.analyses.ablation_power": ("icl_cmr.analyses.causal.power", "rank_test_power"),
+    "icl_cmr.analyses.ablation_stats": ("icl_cmr.analyses.causal.statistics", "crossed_contrast"),
 }
 
 

@@ -100,7 +100,7 @@ def model_results():
     from icl_cmr.adapters.lm.composition import composition_scores
     from icl_cmr.adapters.lm.loading import tiny_model
     from icl_cmr.analyses import llm_recall
-    from icl_cmr.analyses.ablation import run_ablation
+    from icl_cmr.analyses.causal.ablation import run_ablation
 
     model = tiny_model()
     scores = composition_scores(model, n_baseline=10)

@@ -55,7 +55,7 @@ def test_scores_are_not_modified():
 
 
 def test_ablation_sets_rank_through_rank_heads():
-    from icl_cmr.analyses.ablation import top_heads_from_fits
+    from icl_cmr.analyses.causal.ablation import top_heads_from_fits
 
     distance = np.array([[[[0.3, np.nan, 0.1],
                            [0.1, 0.2, np.nan]]]])
@@ -89,7 +89,7 @@ STRICT = [[0, 1, 1],
 
 def test_the_study_definition_is_the_study_top_set():
     from icl_cmr.adapters.head_ranking import cmr_like_heads
-    from icl_cmr.analyses.ablation import top_heads_from_fits
+    from icl_cmr.analyses.causal.ablation import top_heads_from_fits
 
     null = _null(DISTANCE, STRICT)
     for fraction in (0.2, 0.5, 0.8):

@@ -99,7 +99,7 @@ def _recovery():
 
 
 def _ablation(model):
-    from icl_cmr.analyses.ablation import run_ablation
+    from icl_cmr.analyses.causal.ablation import run_ablation
 
     passages = np.random.default_rng(0).integers(2, 60, size=(3, 30))
     return run_ablation(model.bridge, passages, [(1, 0)], n_random=3, early=4, late=25, window=2, modes=("zero",),

@@ -327,7 +327,7 @@ def test_parameter_recovery_draws_true_against_recovered():
 
 
 def test_ablation_result_marks_the_top_set_among_random_sets(tiny):
-    from icl_cmr.analyses.ablation import run_ablation
+    from icl_cmr.analyses.causal.ablation import run_ablation
 
     model, heads, *_ = tiny
     passages = np.random.default_rng(0).integers(2, 60, size=(4, 36))
