@@ -289,3 +289,16 @@ def test_tiny_model_heads_carry_their_attention_mass(tl, tiny):
     narrow = tl.extract_heads(tiny, n_words=12, n_prompts=1, seed=1, lags=4)  # a window narrower than -5..5
     assert "attention_mass" not in narrow and "amplitude" not in narrow
     assert attention_mass(narrow)[2].startswith("not available")
+
+
+@settings(max_examples=15, deadline=None)
+@given(n=st.integers(2, 20))
+def test_uniform_level_is_the_profile_of_uniform_attention_at_every_lag(n):
+    from icl_cmr.adapters import head_profiles as hp
+
+    seq = 2 * n + 1
+    probs = (np.tril(np.ones((seq, seq))) / np.arange(1, seq + 1)[:, None])[None, None]
+    lags = hp.lag_range(n - 1, n)
+    summary = hp.prompt_summary(np.log(np.maximum(probs, 1e-300)), probs, n, lags)
+    ds = hp.head_profile_dataset(hp.pool_summaries([summary]), lags=lags, n_words=n, model="m")
+    np.testing.assert_allclose(ds["prob_profile"].values.ravel(), uniform_attention_prob(n, lags), rtol=1e-12)
