@@ -19,6 +19,7 @@ __all__ = [
     "INTRUSION_CHECK_MIN_RECALLS",
     "AT_BOUND_TOLERANCE",
     "MIN_EVENTS_PER_PARAMETER",
+    "CONVERGENCE_TOLERANCE",
     "STRICT_MASS_RATIO",
     "STRICT_FORWARD_EFFECT",
 ]
@@ -75,6 +76,13 @@ AT_BOUND_TOLERANCE = 1e-3
 #: al., 1996, J Clin Epidemiol 49:1373), below which maximum-likelihood estimates are biased and
 #: AIC/BIC's large-sample approximations do not hold.
 MIN_EVENTS_PER_PARAMETER = 10
+
+#: A maximum-likelihood fit has converged when its best two independent restarts (searches
+#: from different seeds) reach log-likelihoods within this many log units of each other: two
+#: searches that end on the same maximum are the evidence that no better one was missed. 0.1
+#: log units is a likelihood ratio of 1.1, far below any AIC or BIC difference read as
+#: evidence (2 log units of AIC per parameter).
+CONVERGENCE_TOLERANCE = 0.1
 
 #: Strict "CMR-like", attention floor: a head's attention probability mass on lags -5..5
 #: (:data:`PAPER_LAGS`) must be at least this many times the mass uniform attention over the

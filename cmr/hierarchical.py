@@ -147,7 +147,9 @@ def fit_population(
         * ``em_mean``, ``em_sd`` (iteration, parameter), ``em_change`` and ``em_marginal_logl``
           (iteration; the Laplace approximation of the data's log marginal likelihood under the
           prior of that iteration): the convergence history; ``n_clipped`` (subject) negative
-          likelihood curvatures set to 0; attrs ``converged`` (1/0), ``n_iter``, ``tol``,
+          likelihood curvatures set to 0; ``converged`` (subject) the iterations' verdict for
+          every subject (one search per subject and iteration: no restarts to compare, so
+          ``logl_gap`` is NaN); attrs ``converged`` (1/0), ``n_iter``, ``tol``,
           ``interval``, ``estimation = "hierarchical"``; a CMR2 fit also ``model = "cmr2"`` and
           ``session`` (as :func:`cmr.fit_cmr2`'s, so it is a parameter set of
           :func:`cmr.cmr2_log_likelihood` and the CMR2 simulators).
@@ -198,7 +200,7 @@ def fit_population(
     high = np.array([b[1] for b in model.bounds])
     mean, sd = np.zeros(k), np.full(k, INITIAL_SD)
     starts = []
-    for unit_seed in unit_seeds(seed, len(units), 1):
+    for unit_seed in unit_seeds(seed, list(labels), 1):
         draws = np.random.default_rng(unit_seed[0]).normal(mean, sd, size=(n_starts - 1, k))
         starts.append(np.vstack([mean[None, :], draws]))
     curvatures = [None] * len(units)  # the first iteration searches by L-BFGS from every start
@@ -284,6 +286,8 @@ def fit_population(
     fits["em_marginal_logl"] = ("iteration", np.array(history["marginal"]))
     fits = fits.assign_coords(iteration=iteration)
     fits.attrs.update(estimation="hierarchical", converged=int(converged), n_iter=n_iter, tol=tol, interval=level)
+    # the verdict of a population fit is its iterations': one search per subject and iteration, no restarts
+    fits["converged"] = xr.full_like(fits["converged"], bool(converged))
     if is_cmr2:
         fits.attrs.update(model="cmr2", session=session or "")
     if not converged:

@@ -20,9 +20,12 @@ psifr's cosine distances as similarities, category units) for semantic / categor
 their weights Sfc, Scf, Sff, Cfc, Ccf may then be free. --vectors FILE (your own word
 vectors) or --similarity FILE (your own item similarities) gives semantic CMR for any
 SOURCE (docs/semantic-cmr.md, "Your own word vectors"). A lab's own export reads with
---columns, --trial-types, --list-keys and --normalize-items (as cmr.from_table). --restarts N keeps N independent
-searches per subject; --pooled fits one parameter set to all subjects together; --cv K writes
-the leave-lists-out cross-validated likelihood (kind recall_cv) instead of the fits.
+--columns, --trial-types, --list-keys and --normalize-items (as cmr.from_table).
+Each subject is searched until its best two independent searches agree within 0.1 log
+units (converged), at least 2 and at most --max-restarts (default 8); --restarts N runs
+exactly N instead (1: convergence not checked); --pooled fits one parameter set to all
+subjects together; --cv K writes the leave-lists-out cross-validated likelihood (kind
+recall_cv) instead of the fits.
 
 --model cmr2 fits CMR2 (docs/cmr2.md): one network per session, lists in order, prior-list
 intrusions scored; its parameters B_distract and C_thresh may be free, fixed or bounded like
@@ -35,8 +38,10 @@ log-likelihood, AIC, BIC, number of scored events n, function evaluations, itera
 success flag, message, time and every restart. Open it with cmr.load_dataset. With
 -o FITS.csv (or .parquet) the output is a table instead: one row per subject, one column
 per parameter, then logl, n, AIC, BIC and the fit's diagnostics. After the fit one line
-names the estimates within 0.1% of their search range of a bound (at_bound) and the subjects
-with fewer than 10 scored events per free parameter (few_events); nothing when none is.
+names the estimates within 0.1% of their search range of a bound (at_bound), the subjects
+with fewer than 10 scored events per free parameter (few_events) and the subjects whose best
+two searches still differ by more than 0.1 log units (not converged: rerun them with a larger
+--max-restarts, see docs/fitting-recall.md); nothing when none is.
 
 Examples:
   icl-cmr fit-recall psifr:Morton2013 --free Lfc,Lcf,P1,P2,B_enc,B_start,B_rec,T,X1,X2 -o fits.nc
@@ -64,7 +69,10 @@ def register(sub):
     add_output(p, "FITS.nc")
     p.add_argument("--seed", type=int, default=0, help="root random seed (default 0)")
     p.add_argument("--jobs", type=int, default=1, help="threads: subjects at once, the rest split populations")
-    p.add_argument("--restarts", type=int, default=1, help="independent searches per subject, all kept (default 1)")
+    p.add_argument("--restarts", type=_restarts, default="auto", metavar="N|auto",
+                   help="independent searches per subject, all kept (default auto: until the best two agree)")
+    p.add_argument("--max-restarts", type=int, default=8, metavar="N",
+                   help="--restarts auto: most searches per subject (default 8)")
     p.add_argument("--pooled", action="store_true", help="one fit to all subjects together (group fit)")
     p.add_argument("--cv", type=int, default=None, metavar="K", help="write K-fold leave-lists-out cross-validation")
     p.add_argument("--subjects", default=None, metavar="S,S,...", help="fit only these subjects")
@@ -75,6 +83,21 @@ def register(sub):
     p.add_argument("--session", default=None, metavar="KEY",
                    help="--model cmr2: the variable that labels sessions (e.g. session)")
     p.set_defaults(func=run)
+
+
+def _restarts(text: str):
+    """``--restarts``: ``auto`` or a positive integer."""
+    import argparse
+
+    if text == "auto":
+        return text
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected 'auto' or a positive integer; got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected 'auto' or a positive integer; got {text!r}")
+    return value
 
 
 def run(args) -> int:
@@ -106,20 +129,22 @@ def run(args) -> int:
         with warnings.catch_warnings():  # the same counts are printed below, as one line of the summary
             warnings.simplefilter("ignore", FitWarning)
             fits = cmr.fit_cmr2(events, spec, session=args.session, by=None if args.pooled else "subject",
-                                n_restarts=args.restarts, rng=args.seed, n_jobs=args.jobs,
-                                progress=not args.no_progress)
+                                n_restarts=args.restarts, max_restarts=args.max_restarts, rng=args.seed,
+                                n_jobs=args.jobs, progress=not args.no_progress)
         return _report(args, fits, free, "CMR2")
     spec = cmr.FitSpec(free, fixed, parse_bounds(args.bounds), tied=parse_ties(args.tie),
                        patterns=item_patterns_of(args, events),
                        pool_size=args.pool_size)
-    options = dict(n_restarts=args.restarts, rng=args.seed, n_jobs=args.jobs, progress=not args.no_progress)
+    options = dict(n_restarts=args.restarts, max_restarts=args.max_restarts, rng=args.seed, n_jobs=args.jobs,
+                   progress=not args.no_progress)
     if args.cv is not None:
         if args.pooled:
             raise RecallDataError("--cv scores each subject's held-out lists; it cannot be combined with --pooled")
         result = cmr.cross_validate(events, spec, n_folds=args.cv, **options)
         path = write_result(result, args.output)
         print(f"wrote {path}: {result.sizes['subject']} subject(s), {args.cv} folds; "
-              f"cross-validated logl {float(result['logl'].sum()):.3f}")
+              f"cross-validated logl {float(result['logl'].sum()):.3f}; "
+              f"{_verdict(result['fold_converged'], result['fold_n_restarts'], 'training fits')}")
         return 0
     with warnings.catch_warnings():  # the same counts are printed below, as one line of the summary
         warnings.simplefilter("ignore", FitWarning)
@@ -135,8 +160,20 @@ def _report(args, fits, free, model: str) -> int:
     units = "pooled" if args.pooled else f"{fits.sizes['subject']} subject(s)"
     print(f"wrote {path}: {model + ' ' if model else ''}{units}, free {', '.join(free)}; "
           f"total logl {float(fits['logl'].sum()):.3f}, AIC {float(fits['aic'].sum()):.1f}, "
-          f"{float(fits['seconds'].sum()):.1f} s of fitting")
+          f"{float(fits['seconds'].sum()):.1f} s of fitting; "
+          f"{_verdict(fits['converged'], fits['n_restarts'], 'pooled fit' if args.pooled else 'subjects')}")
     flags = flag_summary(fits)
     if flags:
-        print(f"check: {flags} (see at_bound, few_events)")
+        print(f"check: {flags} (see at_bound, few_events, converged)")
     return 0
+
+
+def _verdict(converged, ran, what: str) -> str:
+    """``converged 39 of 40 subjects``, or why convergence was not checked."""
+    import numpy as np
+
+    converged = np.atleast_1d(np.asarray(converged.values, dtype=bool))
+    ran = np.atleast_1d(np.asarray(ran.values))
+    if (ran < 2).all():
+        return "convergence not checked (1 restart each; --restarts auto checks it)"
+    return f"converged {int(converged.sum())} of {converged.size} {what} (best two restarts within 0.1 log units)"

@@ -25,8 +25,10 @@ from ..checks import integer, seed_of, shown
 from ..checks import n_jobs as check_n_jobs
 from ..errors import FitWarning, ParameterError, RecallDataError
 from ..events import as_events
-from ..textbook._optimize import VectorisedObjective, run_tasks, search, single_threaded_blas
-from ..textbook.fit import fit_dataset, flag_summary, unit_seeds
+from ..textbook._optimize import (
+    MAX_RESTARTS, VectorisedObjective, polish_start, run_restarts, run_tasks, search, single_threaded_blas,
+)
+from ..textbook.fit import FLAG_VARIABLES, fit_dataset, flag_summary, restart_plan, start_points, unit_seeds
 from ..textbook.parameters import fit_bounds
 from ..textbook.spec import STANDARD_FREE, FitSpec
 from ..textbook.tied import TiedParameter, check_tied_range, evaluate
@@ -256,13 +258,17 @@ class _SessionObjective(VectorisedObjective):
 
 
 def fit_sessions(spec: _SessionModel, arrays: SessionArrays, seeds, de_options=None, polish: bool = True,
-                 n_threads: int = 1) -> list[dict]:
-    """Fit one unit's sessions from each seed (one restart per seed); every restart's result."""
+                 n_threads: int = 1, min_restarts: int | None = None, start=None) -> list[dict]:
+    """Fit one unit's sessions from its seeds (and ``start``), as textbook CMR's ``fit_unit``; every restart."""
     pool = ThreadPoolExecutor(max_workers=n_threads) if n_threads > 1 else None
     try:
         objective = _SessionObjective(spec, arrays, pool, n_threads)
         with single_threaded_blas():
-            return [search(objective, spec.bounds, seed, dict(de_options or {}), polish, rescore=True) for seed in seeds]
+            first = [] if start is None else [polish_start(objective, spec.bounds, start)]
+            if first:  # the likelihood has steps (C_thresh): report the value kept, scored once more
+                first[0]["logl"] = -float(objective(first[0]["x"]))
+            return run_restarts(lambda seed: search(objective, spec.bounds, seed, dict(de_options or {}), polish,
+                                                    rescore=True), seeds, min_restarts, results=first)
     finally:
         if pool is not None:
             pool.shutdown()
@@ -281,13 +287,15 @@ def fit_cmr2(
     *,
     session: str | None = None,
     by: str | None = "subject",
-    n_restarts: int = 1,
+    n_restarts: int | str = "auto",
     rng=0,
     n_jobs: int = 1,
     executor=None,
     polish: bool = True,
     progress: bool = True,
     de_options: Mapping | None = None,
+    max_restarts: int = MAX_RESTARTS,
+    start=None,
 ) -> xr.Dataset:
     """Fit CMR2 to multi-list sessions by maximum likelihood, per subject or pooled.
 
@@ -303,8 +311,9 @@ def fit_cmr2(
     session : str, optional
         Variable that labels sessions, as in :func:`cmr.cmr2_log_likelihood` (``"session"``
         for psifr's Morton2013). Default: the events' list keys, else one session per subject.
-    by, n_restarts, rng, n_jobs, executor, polish, progress, de_options
-        As :func:`cmr.fit_recall`.
+    by, n_restarts, rng, n_jobs, executor, polish, progress, de_options, max_restarts, start
+        As :func:`cmr.fit_recall` (by default restarts run until the best two agree within
+        ``CONVERGENCE_TOLERANCE`` log units: ``converged``).
 
     Returns
     -------
@@ -318,14 +327,15 @@ def fit_cmr2(
     Warns
     -----
     FitWarning
-        As :func:`cmr.fit_recall`: estimates at a search bound, units with few scored events.
+        As :func:`cmr.fit_recall`: estimates at a search bound, units with few scored events,
+        units not converged.
     """
     fit_spec = as_cmr2_spec(spec)
     model = fit_spec._model
     events = as_events(events)
     if by not in ("subject", None):
         raise RecallDataError(f"by must be 'subject' (one fit per subject) or None (pooled); got {by!r}")
-    n_restarts = integer(n_restarts, "n_restarts")
+    count, min_restarts = restart_plan(n_restarts, max_restarts)
     n_jobs = check_n_jobs(n_jobs)
     if de_options is not None and not isinstance(de_options, Mapping):
         raise ParameterError(f"de_options must be a mapping of differential_evolution options; "
@@ -342,20 +352,23 @@ def fit_cmr2(
     threads = 1 if executor is not None else max(1, n_jobs // workers)
     _SessionObjective(model, unit_arrays[0], None, 1)(model.template[[CMR2_PARAMETER_NAMES.index(n)
                                                                       for n in model.free]])  # compile once
-    tasks = [(fit_sessions, (model, arrays, unit_seed, de_options, polish, threads))
-             for arrays, unit_seed in zip(unit_arrays, unit_seeds(seed, len(unit_arrays), n_restarts))]
+    keys = ["pooled"] if labels is None else list(labels)
+    starts = start_points(model, start, labels, CMR2_PARAMETER_NAMES) or [None] * len(unit_arrays)
+    tasks = [(fit_sessions, (model, arrays, unit_seed, de_options, polish, threads, min_restarts, first))
+             for arrays, unit_seed, first in zip(unit_arrays, unit_seeds(seed, keys, count), starts)]
     results = run_tasks(tasks, n_jobs=workers, executor=executor, progress=progress, desc="fit-cmr2")
     counts = [int((arrays.n_scored + 1).sum()) for arrays in unit_arrays]
     info = dict(free=list(model.free), fixed=model.fixed, bounds=dict(zip(model.free, model.bounds)),
                 tied={t.name: t.expression for t in model.tied}, seed=int(seed), polish=bool(polish),
-                de_options=dict(de_options or {}), n_restarts=n_restarts, by=by, source=_source_of(events),
+                de_options=dict(de_options or {}), n_restarts=n_restarts if isinstance(n_restarts, str) else count,
+                max_restarts=count, by=by, source=_source_of(events), start=start is not None,
                 model="cmr2", session=session or "")
     fits = fit_dataset(model, labels, results, counts, "cmr.fit_cmr2", info)
     fits.attrs["model"] = "cmr2"
     fits.attrs["session"] = session or ""
     summary = flag_summary(fits)
     if summary:
-        warnings.warn(f"fit_cmr2: {summary}; see the fit's at_bound and few_events", FitWarning, stacklevel=2)
+        warnings.warn(f"fit_cmr2: {summary}; {FLAG_VARIABLES}", FitWarning, stacklevel=2)
     return fits
 
 

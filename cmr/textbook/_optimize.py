@@ -3,8 +3,8 @@
 The unit's whole differential-evolution population is scored in one call per generation,
 split into contiguous chunks over threads (the numba kernels release the GIL), each chunk's
 sets run side by side as SIMD lanes (``_lanes``; a set's score does not depend on its
-neighbours); the best member is polished with L-BFGS-B. Each restart is an independent search from its own seed
-and all restarts are returned. :func:`fit_unit` is a plain module-level function of
+neighbours); the best member is polished with L-BFGS-B on the logit scale of the bounds.
+Each restart is an independent search from its own seed and all restarts are returned. :func:`fit_unit` is a plain module-level function of
 picklable arguments, so it runs unchanged in a thread, a process or on a dask worker.
 """
 from __future__ import annotations
@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..constants import CONVERGENCE_TOLERANCE
 from ..errors import ParameterError
 from . import _lanes
 from ._trials import TrialArrays
@@ -26,10 +27,50 @@ from .parameters import (
 )
 from .tied import check_tied_range, evaluate, parse_tied
 
-__all__ = ["ModelSpec", "model_spec", "VectorisedObjective", "fit_unit", "score_unit", "search", "run_tasks", "DE_DEFAULTS"]
+__all__ = ["ModelSpec", "model_spec", "VectorisedObjective", "fit_unit", "score_unit", "search", "run_tasks",
+           "DE_DEFAULTS", "MIN_RESTARTS", "MAX_RESTARTS", "run_restarts", "logl_gap", "has_converged",
+           "LogitObjective", "polish_logit", "polish_start"]
 
 #: scipy's defaults, as cymr uses them, with Sobol initialisation
 DE_DEFAULTS = dict(popsize=15, tol=0.01, maxiter=1000, init="sobol")
+
+#: Adaptive restarts (``n_restarts="auto"``): at least this many searches per unit, so that the
+#: convergence verdict (best two within ``CONVERGENCE_TOLERANCE``) can be checked at all ...
+MIN_RESTARTS = 2
+
+#: ... and at most this many, when the best two never agree
+MAX_RESTARTS = 8
+
+
+def logl_gap(logls) -> float:
+    """Best minus second-best finite log-likelihood of a unit's restarts (NaN with fewer than two)."""
+    values = np.sort(np.asarray([v for v in logls if np.isfinite(v)], dtype=np.float64))
+    return float(values[-1] - values[-2]) if values.size >= 2 else float("nan")
+
+
+def has_converged(logls, tolerance: float = CONVERGENCE_TOLERANCE) -> bool:
+    """Whether the best two restarts agree within ``tolerance`` log units (False with fewer than two)."""
+    gap = logl_gap(logls)
+    return bool(np.isfinite(gap) and gap <= tolerance)
+
+
+def run_restarts(run_one, seeds, min_restarts: int | None = None, tolerance: float = CONVERGENCE_TOLERANCE,
+                 results=None) -> list:
+    """Restarts ``run_one(seed) -> dict`` (with ``logl``), one per seed, in order.
+
+    ``min_restarts`` None: every seed. Otherwise restarts stop as soon as at least
+    ``min_restarts`` ran and the best two agree within ``tolerance`` (:func:`has_converged`),
+    or the seeds run out. The seeds are fixed in advance and the stop depends only on the
+    results, so the restarts run do not depend on threads or executors. ``results``: searches
+    already run (a polish from a given start), counted and compared like the restarts.
+    """
+    results = list(results or [])
+    for seed in seeds:
+        results.append(run_one(seed))
+        if (min_restarts is not None and len(results) >= min_restarts
+                and has_converged([r["logl"] for r in results], tolerance)):
+            break
+    return results
 
 
 @dataclass(frozen=True)
@@ -217,9 +258,71 @@ class _Objective(VectorisedObjective):
                                                   self.arrays.recalls)
 
 
+#: The polish searches each free parameter on the logit scale of its bounds,
+#: ``z = log((x - low) / (high - x))``, within ``[-POLISH_Z, POLISH_Z]`` (6e-6 of the range from
+#: a bound, far inside ``AT_BOUND_TOLERANCE``): a bound is then a direction to go, not a wall.
+POLISH_Z = 12.0
+
+
+class LogitObjective(VectorisedObjective):
+    """A vectorised objective of free values ``x`` as one of logits ``z`` of their bounds.
+
+    On the natural scale an optimum on or near a bound sits at the end of a narrow curved
+    ridge (e.g. textbook CMR's small ``Lcf`` traded against small ``T``), along which
+    L-BFGS-B's projected, finite-difference steps stall; on the logit scale a parameter near a
+    bound changes by relative steps and the ridge straightens. On psifr's Morton2013 the polish
+    from the same differential-evolution result reached the best known maximum far more often
+    this way (docs/fitting-recall.md, "How the maximum is searched").
+    """
+
+    def __init__(self, objective, bounds):
+        self.objective = objective
+        self.low = np.array([b[0] for b in bounds], dtype=np.float64)
+        self.width = np.array([b[1] - b[0] for b in bounds], dtype=np.float64)
+        self.bounds = [(-POLISH_Z, POLISH_Z)] * len(bounds)
+
+    def natural(self, z):
+        z = np.asarray(z, dtype=np.float64)
+        scale = (lambda a: a[:, None]) if z.ndim == 2 else (lambda a: a)
+        return scale(self.low) + scale(self.width) / (1.0 + np.exp(-z))
+
+    def latent(self, x):
+        edge = 1.0 / (1.0 + np.exp(POLISH_Z))
+        share = np.clip((np.asarray(x, dtype=np.float64) - self.low) / self.width, edge, 1.0 - edge)
+        return np.log(share / (1.0 - share))
+
+    def __call__(self, z):
+        return self.objective(self.natural(z))
+
+
+def polish_logit(objective, bounds, x, f) -> tuple[np.ndarray, float]:
+    """L-BFGS-B from ``x`` (value ``f``) on the logit scale of ``bounds``; the better of start and end.
+
+    Parameters the polish leaves at the edge of the logit range are then tried exactly on their
+    bound (kept where that scores at least as well), so an estimate on a bound reads as one.
+    """
+    from scipy import optimize
+
+    logit = LogitObjective(objective, bounds)
+    local = optimize.minimize(logit.value_and_gradient, logit.latent(x), args=(logit.bounds,), jac=True,
+                              method="L-BFGS-B", bounds=logit.bounds)
+    if not (np.isfinite(local.fun) and local.fun < f):
+        return np.asarray(x, dtype=np.float64), float(f)
+    best_x, best_f = logit.natural(local.x), float(local.fun)
+    edge = np.abs(local.x) >= POLISH_Z - 1e-6
+    if edge.any():
+        snapped = best_x.copy()
+        snapped[edge] = np.where(local.x > 0, logit.low + logit.width, logit.low)[edge]
+        value = objective(snapped)
+        if np.isfinite(value) and value <= best_f:
+            best_x, best_f = snapped, float(value)
+    return best_x, best_f
+
+
 def search(objective, bounds, seed: int, de_options: dict, polish: bool, *, rescore: bool = False) -> dict:
     """One restart: differential evolution (``DE_DEFAULTS`` updated by ``de_options``), then an
-    L-BFGS-B polish from its best point (kept where it improves).
+    L-BFGS-B polish from its best point on the logit scale of the bounds
+    (:func:`polish_logit`; kept where it improves).
 
     ``objective`` is a vectorised negative log-likelihood with ``value_and_gradient`` and the
     counters ``nfev``, ``n_nan``, ``n_invalid`` (textbook CMR's, CMR2's). ``rescore``: report
@@ -239,10 +342,7 @@ def search(objective, bounds, seed: int, de_options: dict, polish: bool, *, resc
     best_x, best_f, nit = result.x, float(result.fun), int(result.nit)
     success, message = bool(result.success), str(result.message)
     if polish:
-        local = optimize.minimize(objective.value_and_gradient, best_x, args=(bounds,), jac=True,
-                                  method="L-BFGS-B", bounds=bounds)
-        if np.isfinite(local.fun) and local.fun < best_f:
-            best_x, best_f = local.x, float(local.fun)
+        best_x, best_f = polish_logit(objective, bounds, best_x, best_f)
     best_x = np.asarray(best_x, dtype=np.float64)
     logl = -objective(best_x) if rescore else -best_f
     return dict(
@@ -252,14 +352,35 @@ def search(objective, bounds, seed: int, de_options: dict, polish: bool, *, resc
     )
 
 
+def polish_start(objective, bounds, start) -> dict:
+    """A search from a given point: :func:`polish_logit` from ``start`` (free values), never worse than it.
+
+    The result has the keys of :func:`search`, with ``seed`` -1 and ``nit`` 0.
+    """
+    begin = time.perf_counter()
+    nfev0, nan0, invalid0 = objective.nfev, objective.n_nan, objective.n_invalid
+    x = np.asarray(start, dtype=np.float64)
+    f = objective(x)
+    x, f = polish_logit(objective, bounds, x, f) if np.isfinite(f) else (x, f)
+    return dict(x=x, logl=-float(f), nit=0, success=bool(np.isfinite(f)), message="polished from the given start",
+                nfev=objective.nfev - nfev0, n_nan=objective.n_nan - nan0, n_invalid=objective.n_invalid - invalid0,
+                seconds=time.perf_counter() - begin, seed=-1)
+
+
 def fit_unit(spec: ModelSpec, arrays: TrialArrays, seeds, de_options=None, polish: bool = True,
-             n_threads: int = 1) -> list[dict]:
-    """Fit one unit from each seed (one restart per seed); every restart's result, in order."""
+             n_threads: int = 1, min_restarts: int | None = None, start=None) -> list[dict]:
+    """Fit one unit from its seeds (one restart per seed, :func:`run_restarts`); every restart's result, in order.
+
+    ``start`` (free values, optional): first a polish from there (:func:`polish_start`), so the
+    fit is never worse than that point (e.g. a nested model's or a population fit's estimate).
+    """
     pool = ThreadPoolExecutor(max_workers=n_threads) if n_threads > 1 else None
     try:
         objective = _Objective(spec, arrays, pool, n_threads)
         with single_threaded_blas():
-            return [search(objective, spec.bounds, seed, dict(de_options or {}), polish) for seed in seeds]
+            first = [] if start is None else [polish_start(objective, spec.bounds, start)]
+            return run_restarts(lambda seed: search(objective, spec.bounds, seed, dict(de_options or {}), polish),
+                                seeds, min_restarts, results=first)
     finally:
         if pool is not None:
             pool.shutdown()

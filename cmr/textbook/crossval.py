@@ -20,23 +20,29 @@ from .._deprecate import warn
 from ..errors import RecallDataError
 from ..events import as_events
 from ..schema import provenance_attrs
-from ._optimize import score_unit
+from ..constants import CONVERGENCE_TOLERANCE
+from ._optimize import MAX_RESTARTS, has_converged, logl_gap, score_unit
 from ._trials import trial_arrays
-from .fit import event_counts, fit_units, unit_seeds
+from .fit import event_counts, fit_units, label_words, restart_plan, unit_seeds
 from .spec import FitSpec, resolve_spec
 
 __all__ = ["cross_validate", "list_folds"]
 
 
 def list_folds(subjects, n_folds: int, rng=0) -> np.ndarray:
-    """Fold (0..n_folds-1) of each trial: per subject, shuffled lists dealt in turn."""
+    """Fold (0..n_folds-1) of each trial: per subject, shuffled lists dealt in turn.
+
+    A subject's shuffle is seeded by ``rng`` and its own label (:func:`cmr.textbook.fit.label_words`),
+    so its folds do not depend on the other subjects of the call.
+    """
     labels = np.asarray(subjects)
-    generator = np.random.default_rng(seed_of(rng))
+    seed = seed_of(rng)
     folds = np.empty(labels.size, dtype=np.int64)
     for subject in pd.unique(labels):
         rows = np.flatnonzero(labels == subject)
         if rows.size < n_folds:
             raise RecallDataError(f"subject {shown(subject)} has {rows.size} list(s), fewer than n_folds={n_folds}")
+        generator = np.random.default_rng(np.random.SeedSequence([seed, *label_words(subject)]))
         folds[rows[generator.permutation(rows.size)]] = np.arange(rows.size) % n_folds
     return folds
 
@@ -46,13 +52,14 @@ def cross_validate(
     spec: FitSpec | None = None,
     *deprecated_positional,
     n_folds: int = 4,
-    n_restarts: int = 1,
+    n_restarts: int | str = "auto",
     rng=0,
     n_jobs: int = 1,
     executor=None,
     polish: bool = True,
     progress: bool = True,
     de_options: Mapping | None = None,
+    max_restarts: int = MAX_RESTARTS,
     **deprecated_model,
 ) -> xr.Dataset:
     """Leave-lists-out cross-validated log-likelihood of CMR for each subject.
@@ -67,7 +74,9 @@ def cross_validate(
     xarray.Dataset
         Kind ``recall_cv`` (docs/schema.md): ``logl`` and ``n`` (subject), the held-out totals;
         ``fold_logl``, ``fold_n``, ``fold_train_logl`` (subject, fold); ``fold_value``
-        (subject, fold, parameter); ``trial_fold`` (trial). Attr ``k``.
+        (subject, fold, parameter); ``trial_fold`` (trial); the training fits' convergence
+        (:func:`cmr.fit_recall`): ``fold_n_restarts``, ``fold_logl_gap``, ``fold_converged``
+        (subject, fold) and ``converged`` (subject: every fold converged). Attr ``k``.
     """
     fit_spec, _, message = resolve_spec("cross_validate", spec, deprecated_positional, deprecated_model)
     if message:
@@ -75,29 +84,35 @@ def cross_validate(
     events = as_events(events)
     spec, patterns, pool_size = fit_spec._model, fit_spec.patterns, fit_spec.pool_size
     n_folds = integer(n_folds, "n_folds", minimum=2)
-    n_restarts = integer(n_restarts, "n_restarts")
+    count, min_restarts = restart_plan(n_restarts, max_restarts)
     n_jobs = check_n_jobs(n_jobs)
     seed = seed_of(rng)
     arrays = trial_arrays(events, patterns, pool_size)
     subject_values = np.asarray(events["subject"].values)
     folds = list_folds(subject_values, n_folds, seed)
     labels = pd.unique(subject_values)
-    units, tests = [], []
+    units, tests, keys = [], [], []
     for subject in labels:
         rows = subject_values == subject
         for f in range(n_folds):
             units.append(np.flatnonzero(rows & (folds != f)))
             tests.append(np.flatnonzero(rows & (folds == f)))
-    results = fit_units(spec, arrays, units, unit_seeds(seed, len(units), n_restarts), n_jobs=n_jobs,
+            keys.append(f"{subject}/fold {f}")
+    results = fit_units(spec, arrays, units, unit_seeds(seed, keys, count), n_jobs=n_jobs,
                         executor=executor, polish=polish, progress=progress, de_options=de_options,
-                        desc="cross-validate")
+                        desc="cross-validate", min_restarts=min_restarts)
     shape = (labels.size, n_folds)
     fold_logl, fold_train = np.empty(shape), np.empty(shape)
     fold_n = np.empty(shape, dtype=np.int64)
     names = list(spec.names)
     fold_value = np.empty(shape + (len(names),))
+    fold_ran, fold_gap = np.empty(shape, dtype=np.int64), np.empty(shape)
+    fold_converged = np.empty(shape, dtype=bool)
     for u, (restarts, test) in enumerate(zip(results, tests)):
         i, f = divmod(u, n_folds)
+        logls = [r["logl"] for r in restarts]
+        fold_ran[i, f], fold_gap[i, f] = len(restarts), logl_gap(logls)
+        fold_converged[i, f] = has_converged(logls, CONVERGENCE_TOLERANCE)
         best = max(restarts, key=lambda r: r["logl"] if np.isfinite(r["logl"]) else -np.inf)
         fold_train[i, f] = best["logl"]
         fold_logl[i, f] = score_unit(spec, arrays.subset(test), best["x"])
@@ -113,15 +128,21 @@ def cross_validate(
             "fold_train_logl": (("subject", "fold"), fold_train),
             "fold_value": (("subject", "fold", "parameter"), fold_value),
             "trial_fold": ("trial", folds),
+            "fold_n_restarts": (("subject", "fold"), fold_ran),
+            "fold_logl_gap": (("subject", "fold"), fold_gap),
+            "fold_converged": (("subject", "fold"), fold_converged),
+            "converged": ("subject", fold_converged.all(axis=1)),
         },
         coords={"subject": labels, "fold": np.arange(n_folds), "parameter": np.array(names),
                 "trial": events["trial"].values},
         attrs=provenance_attrs(
             "recall_cv", "cmr.cross_validate", free=list(spec.free), fixed=spec.fixed,
             bounds=dict(zip(spec.free, spec.bounds)), tied={t.name: t.expression for t in spec.tied},
-            n_folds=n_folds, n_restarts=n_restarts, seed=int(seed), pool_size=pool_size,
+            n_folds=n_folds, n_restarts=n_restarts if isinstance(n_restarts, str) else count, max_restarts=count,
+            seed=int(seed), pool_size=pool_size,
             patterns=patterns is not None, de_options=dict(de_options or {}),
         ),
     )
     ds.attrs["k"] = spec.k
+    ds.attrs["convergence_tolerance"] = CONVERGENCE_TOLERANCE
     return ds

@@ -10,6 +10,7 @@ as a ``dask.distributed.Client``; results do not depend on where they ran. The r
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import warnings
 from typing import Mapping
@@ -21,32 +22,56 @@ import xarray as xr
 from ..checks import integer, seed_of
 from ..checks import n_jobs as check_n_jobs
 from .._deprecate import warn
-from ..constants import AT_BOUND_TOLERANCE, MIN_EVENTS_PER_PARAMETER
+from ..constants import AT_BOUND_TOLERANCE, CONVERGENCE_TOLERANCE, MIN_EVENTS_PER_PARAMETER
 from ..criteria import aic_bic
 from ..errors import FitWarning, ParameterError, RecallDataError
 from ..events import as_events, from_recall_matrix
 from ..schema import provenance_attrs, require_variables
-from ._optimize import ModelSpec, fit_unit, run_tasks
+from ._optimize import MAX_RESTARTS, MIN_RESTARTS, ModelSpec, fit_unit, has_converged, logl_gap, run_tasks
 from ._trials import TrialArrays, trial_arrays
+from .flags import convergence_summary, flag_summary, listed
+from .parameters import MODEL_PARAMETER_NAMES
 from .spec import STANDARD_FREE, FitSpec, resolve_spec
 
-__all__ = ["fit_recall", "parameter_recovery", "STANDARD_FREE", "unit_seeds", "information_criteria_recall",
-           "flag_summary"]
+__all__ = ["fit_recall", "parameter_recovery", "STANDARD_FREE", "unit_seeds", "label_words", "restart_plan",
+           "convergence_summary", "information_criteria_recall", "flag_summary"]
 
 
-def unit_seeds(seed: int, n_units: int, n_restarts: int) -> list[list[int]]:
-    """Independent seeds per unit and restart, spawned from one root seed.
+def label_words(label) -> list[int]:
+    """Four 32-bit words of the SHA-256 digest of ``str(label)``: the same in every process and release."""
+    digest = hashlib.sha256(str(label).encode("utf-8")).digest()
+    return [int.from_bytes(digest[i:i + 4], "little") for i in range(0, 16, 4)]
 
-    Restart 0 of unit i uses the state of the i-th child of ``SeedSequence(seed)``; further
-    restarts use that child's own children. Results therefore do not depend on ``n_jobs``,
-    on the executor, or (for restart 0) on ``n_restarts``.
+
+def unit_seeds(seed: int, labels, n_restarts: int) -> list[list[int]]:
+    """Independent seeds per unit and restart, from the root seed and each unit's label.
+
+    Unit ``label``'s restart r uses the state of the r-th child of
+    ``SeedSequence([seed, *label_words(label)])`` (a SHA-256 hash of ``str(label)``), so a
+    unit's searches depend only on the seed and its own label: not on the other units of the
+    call, their order, ``n_jobs``, the executor or (for the first r restarts) ``n_restarts``.
+    ``labels`` may be a count n, meaning the labels ``0..n-1``.
     """
+    if isinstance(labels, (int, np.integer)):
+        labels = range(int(labels))
     out = []
-    for child in np.random.SeedSequence(seed).spawn(n_units):
-        seeds = [int(child.generate_state(1)[0])]
-        seeds += [int(c.generate_state(1)[0]) for c in child.spawn(n_restarts - 1)] if n_restarts > 1 else []
-        out.append(seeds)
+    for label in labels:
+        root = np.random.SeedSequence([int(seed), *label_words(label)])
+        out.append([int(child.generate_state(1)[0]) for child in root.spawn(n_restarts)])
     return out
+
+
+def restart_plan(n_restarts, max_restarts) -> tuple[int, int | None]:
+    """Seeds to draw per unit and the adaptive minimum (None: run them all) of ``n_restarts``.
+
+    ``"auto"``: restarts until the best two agree within ``CONVERGENCE_TOLERANCE`` log units,
+    at least ``MIN_RESTARTS``, at most ``max_restarts``. An integer: exactly that many.
+    """
+    if isinstance(n_restarts, str):
+        if n_restarts != "auto":
+            raise ParameterError(f"n_restarts must be 'auto' or an integer >= 1; got {n_restarts!r}")
+        return integer(max_restarts, "max_restarts", minimum=MIN_RESTARTS), MIN_RESTARTS
+    return integer(n_restarts, "n_restarts"), None
 
 
 def event_counts(recalls: np.ndarray) -> np.ndarray:
@@ -76,13 +101,15 @@ def fit_recall(
     spec: FitSpec | None = None,
     *deprecated_positional,
     by: str | None = "subject",
-    n_restarts: int = 1,
+    n_restarts: int | str = "auto",
     rng=0,
     n_jobs: int = 1,
     executor=None,
     polish: bool = True,
     progress: bool = True,
     de_options: Mapping | None = None,
+    max_restarts: int = MAX_RESTARTS,
+    start=None,
     **deprecated_model,
 ) -> xr.Dataset:
     """Fit CMR to recall sequences by maximum likelihood, per subject or pooled.
@@ -99,11 +126,15 @@ def fit_recall(
         pool_size=``) still build the spec, with a DeprecationWarning.
     by : {"subject", None}
         One fit per subject, or one pooled (group) fit of all trials together.
-    n_restarts : int
+    n_restarts : "auto" or int
         Independent searches per unit; all are kept (``restart_*`` variables), the best one
-        gives ``value`` and ``logl``.
+        gives ``value`` and ``logl``. ``"auto"`` (default): searches until the best two agree
+        within ``CONVERGENCE_TOLERANCE`` (0.1) log units, at least 2 and at most
+        ``max_restarts``; the unit is then ``converged``. An integer: exactly that many (one
+        search leaves convergence unchecked: ``converged`` is False, ``logl_gap`` NaN).
     rng : int, numpy.random.Generator or None
-        Root seed (:func:`unit_seeds`); results do not depend on ``n_jobs`` or ``executor``.
+        Root seed, combined with each unit's label (:func:`unit_seeds`): a subject's fit does
+        not depend on the other subjects fitted with it, ``n_jobs`` or ``executor``.
     n_jobs : int
         Threads on this machine: units fitted at once, and the remaining threads split each
         unit's population (one subject with ``n_jobs=2`` scores half a generation per thread).
@@ -116,6 +147,14 @@ def fit_recall(
     de_options : mapping, optional
         Extra keyword arguments of scipy.optimize.differential_evolution
         (defaults: popsize=15, tol=0.01, maxiter=1000, init="sobol").
+    max_restarts : int
+        Most searches per unit with ``n_restarts="auto"`` (>= 2).
+    start : recall_fit dataset or mapping, optional
+        Estimates to search from first (one more restart per unit, ``restart_seed`` -1): a
+        polish from each subject's ``value`` (a mapping: one parameter set for every unit), so
+        the fit is never below the likelihood there. E.g. a nested model's fit (textbook CMR
+        inside semantic CMR: ``Scf = Sff = 0``; parameters the start lacks take their fixed
+        or default values) or :func:`cmr.fit_population`'s shrunk estimates.
 
     Returns
     -------
@@ -125,15 +164,19 @@ def fit_recall(
         ``message``, ``best_restart`` per subject; ``restart_value`` (subject, restart,
         parameter) and ``restart_logl``, ``restart_nfev``, ``restart_success`` (subject,
         restart); ``free``, ``lower``, ``upper``, ``tied`` per parameter; ``at_bound``
-        (subject, parameter) and ``few_events`` (subject), the flags below. With ``by=None``
-        there is no ``subject`` dim.
+        (subject, parameter) and ``few_events`` (subject), the flags below; ``n_restarts``,
+        ``logl_gap`` (best minus second-best restart), ``logl_spread`` (best minus worst) and
+        ``converged`` (``logl_gap`` within ``convergence_tolerance``) per subject. With
+        ``by=None`` there is no ``subject`` dim.
 
     Warns
     -----
     FitWarning
         Once, when an estimate lies within ``AT_BOUND_TOLERANCE`` of its search range of a
-        bound, or a unit has fewer than ``MIN_EVENTS_PER_PARAMETER`` scored events per free
-        parameter (:func:`flag_summary` gives the line; cmr/constants.py the reasons).
+        bound, a unit has fewer than ``MIN_EVENTS_PER_PARAMETER`` scored events per free
+        parameter, or a unit's best two restarts differ by more than
+        ``CONVERGENCE_TOLERANCE`` (:func:`flag_summary` gives the line; cmr/constants.py the
+        reasons).
     """
     fit_spec, _, message = resolve_spec("fit_recall", spec, deprecated_positional, deprecated_model)
     if message:
@@ -142,7 +185,7 @@ def fit_recall(
     spec, patterns, pool_size = fit_spec._model, fit_spec.patterns, fit_spec.pool_size
     if by not in ("subject", None):
         raise RecallDataError(f"by must be 'subject' (one fit per subject) or None (pooled); got {by!r}")
-    n_restarts = integer(n_restarts, "n_restarts")
+    count, min_restarts = restart_plan(n_restarts, max_restarts)
     n_jobs = check_n_jobs(n_jobs)
     arrays = trial_arrays(events, patterns, pool_size)
     if by is None:
@@ -151,33 +194,84 @@ def fit_recall(
         index, labels = pd.factorize(np.asarray(events["subject"].values), sort=False)
         units = [np.flatnonzero(index == i) for i in range(len(labels))]
     seed = seed_of(rng)
-    results = fit_units(spec, arrays, units, unit_seeds(seed, len(units), n_restarts), n_jobs=n_jobs,
-                        executor=executor, polish=polish, progress=progress, de_options=de_options)
+    keys = ["pooled"] if labels is None else list(labels)
+    results = fit_units(spec, arrays, units, unit_seeds(seed, keys, count), n_jobs=n_jobs,
+                        executor=executor, polish=polish, progress=progress, de_options=de_options,
+                        min_restarts=min_restarts, starts=start_points(spec, start, labels))
     counts = [int(event_counts(arrays.recalls[rows]).sum()) for rows in units]
     info = dict(free=list(spec.free), fixed=spec.fixed, bounds=dict(zip(spec.free, spec.bounds)),
                 tied={t.name: t.expression for t in spec.tied}, seed=int(seed), pool_size=pool_size,
                 patterns=_patterns_info(patterns), polish=bool(polish), de_options=dict(de_options or {}),
-                n_restarts=n_restarts, by=by, source=_source_of(events))
+                n_restarts=n_restarts if isinstance(n_restarts, str) else count, max_restarts=count,
+                by=by, source=_source_of(events), start=start is not None)
     fits = fit_dataset(spec, labels, results, counts, "cmr.fit_recall", info)
     summary = flag_summary(fits)
     if summary:
-        warnings.warn(f"fit_recall: {summary}; see the fit's at_bound and few_events", FitWarning, stacklevel=2)
+        warnings.warn(f"fit_recall: {summary}; {FLAG_VARIABLES}", FitWarning, stacklevel=2)
     return fits
 
 
+#: where a flag line sends the reader
+FLAG_VARIABLES = "see the fit's at_bound, few_events and converged"
+
+
 def fit_units(spec: ModelSpec, arrays: TrialArrays, units, seeds, *, n_jobs=1, executor=None, polish=True,
-              progress=False, de_options=None, desc="fit-recall") -> list[list[dict]]:
-    """Fit each unit (rows of ``arrays``) from its seeds; per unit, every restart's result."""
+              progress=False, de_options=None, desc="fit-recall", min_restarts=None, starts=None) -> list[list[dict]]:
+    """Fit each unit (rows of ``arrays``) from its seeds (and its start, if any); per unit, every restart's result."""
     workers = max(1, min(n_jobs, len(units)))
     threads = 1 if executor is not None else max(1, n_jobs // workers)
-    tasks = [(fit_unit, (spec, arrays.subset(rows), unit_seed, de_options, polish, threads))
-             for rows, unit_seed in zip(units, seeds)]
+    starts = starts or [None] * len(units)
+    tasks = [(fit_unit, (spec, arrays.subset(rows), unit_seed, de_options, polish, threads, min_restarts, first))
+             for rows, unit_seed, first in zip(units, seeds, starts)]
     from . import _lanes
 
     one = arrays.subset(units[0][:1])  # compile (or load) the kernel once, outside the threads
     _lanes.population_log_likelihood(spec.template[None, :], one.trial_group, one.order(np.zeros(1, np.int64)),
                                        *one.kernel_groups(), one.recalls)
     return run_tasks(tasks, n_jobs=workers, executor=executor, progress=progress, desc=desc)
+
+
+def start_points(spec: ModelSpec, start, labels, all_names=MODEL_PARAMETER_NAMES) -> list | None:
+    """Free values to search from first, per unit (``labels`` None: the pooled unit), from ``start``.
+
+    ``start`` is a recall_fit dataset (``value`` per subject, or one set) or a mapping of
+    parameter values. Parameters it lacks take the spec's fixed or default values
+    (``spec.template``, over ``all_names``); values are clipped into the search bounds.
+    """
+    if start is None:
+        return None
+    keys = ["pooled"] if labels is None else [str(label) for label in labels]
+    if isinstance(start, xr.Dataset):
+        require_variables(start, ["value"], "recall_fit")
+        value = start["value"]
+        names = [str(name) for name in value["parameter"].values]
+        if "subject" in value.dims:
+            given = {str(label): row for label, row in zip(value["subject"].values,
+                                                            value.transpose("subject", "parameter").values)}
+            missing = [key for key in keys if key not in given]
+            if labels is None or missing:
+                what = "the pooled fit" if labels is None else f"subject(s) {listed(missing)}"
+                raise ParameterError(f"start has no estimates for {what}; give a fit of the same subjects, "
+                                     f"or one parameter set")
+            sets = [dict(zip(names, map(float, given[key]))) for key in keys]
+        else:
+            sets = [dict(zip(names, map(float, value.values)))] * len(keys)
+    elif isinstance(start, Mapping):
+        sets = [{str(name): float(v) for name, v in start.items()}] * len(keys)
+    else:
+        raise ParameterError(f"start must be a recall_fit dataset or a mapping of parameter values; "
+                             f"got {type(start).__name__}")
+    low = np.array([b[0] for b in spec.bounds])
+    high = np.array([b[1] for b in spec.bounds])
+    template = dict(zip(all_names, spec.template))
+    points = []
+    for values in sets:
+        x = np.array([values.get(name, template[name]) for name in spec.free], dtype=np.float64)
+        if not np.isfinite(x).all():
+            bad = [name for name, v in zip(spec.free, x) if not np.isfinite(v)]
+            raise ParameterError(f"start must give finite values; got NaN or inf for {', '.join(bad)}")
+        points.append(np.clip(x, low, high))
+    return points
 
 
 def _patterns_info(patterns):
@@ -190,13 +284,19 @@ def _patterns_info(patterns):
 def fit_dataset(spec: ModelSpec, labels, results, counts, created_by: str, info: dict) -> xr.Dataset:
     """The ``recall_fit`` dataset of fitted units (``labels`` None: one pooled unit)."""
     names = list(spec.names)
-    n_units, n_restarts = len(results), len(results[0])
-    restart_value = np.empty((n_units, n_restarts, len(names)))
+    n_units, n_restarts = len(results), max(len(unit) for unit in results)
+    ran = np.array([len(unit) for unit in results], dtype=np.int64)  # adaptive restarts: ragged, NaN-padded
+    restart_value = np.full((n_units, n_restarts, len(names)), np.nan)
+    restart_logl = np.full((n_units, n_restarts), np.nan)
+    restart_int = {key: np.full((n_units, n_restarts), fill, dtype=np.int64)
+                   for key, fill in (("nfev", 0), ("success", 0), ("seed", -1))}
     for i, unit in enumerate(results):
         for r, res in enumerate(unit):
             as_dict = spec.as_dict(res["x"])
             restart_value[i, r] = [as_dict[n] for n in names]
-    restart_logl = np.array([[res["logl"] for res in unit] for unit in results])
+            restart_logl[i, r] = res["logl"]
+            for key, values in restart_int.items():
+                values[i, r] = res[key]
     best = np.array([int(np.nanargmax(np.where(np.isnan(row), -np.inf, row))) for row in restart_logl])
     chosen = [unit[b] for unit, b in zip(results, best)]
 
@@ -228,12 +328,9 @@ def fit_dataset(spec: ModelSpec, labels, results, counts, created_by: str, info:
         "best_restart": (unit, squeeze(best.astype(np.int64))),
         "restart_value": (unit + ("restart", "parameter"), squeeze(restart_value)),
         "restart_logl": (unit + ("restart",), squeeze(restart_logl)),
-        "restart_nfev": (unit + ("restart",), squeeze(np.array([[r["nfev"] for r in u] for u in results],
-                                                               dtype=np.int64))),
-        "restart_success": (unit + ("restart",), squeeze(np.array([[r["success"] for r in u] for u in results],
-                                                                  dtype=np.int64))),
-        "restart_seed": (unit + ("restart",), squeeze(np.array([[r["seed"] for r in u] for u in results],
-                                                               dtype=np.int64))),
+        "restart_nfev": (unit + ("restart",), squeeze(restart_int["nfev"])),
+        "restart_success": (unit + ("restart",), squeeze(restart_int["success"])),
+        "restart_seed": (unit + ("restart",), squeeze(restart_int["seed"])),
         "free": ("parameter", free_flag),
         "lower": ("parameter", lower),
         "upper": ("parameter", upper),
@@ -247,70 +344,19 @@ def fit_dataset(spec: ModelSpec, labels, results, counts, created_by: str, info:
     margin = AT_BOUND_TOLERANCE * (upper - lower)  # NaN for parameters that are not free: never at a bound
     data["at_bound"] = (unit + ("parameter",), squeeze((value - lower <= margin) | (upper - value <= margin)))
     data["few_events"] = (unit, squeeze(n < MIN_EVENTS_PER_PARAMETER * spec.k))
+    logls = [[res["logl"] for res in u] for u in results]
+    finite = [[v for v in u if np.isfinite(v)] for u in logls]
+    data["n_restarts"] = (unit, squeeze(ran))
+    data["logl_gap"] = (unit, squeeze(np.array([logl_gap(u) for u in logls])))
+    data["logl_spread"] = (unit, squeeze(np.array([max(u) - min(u) if len(u) >= 2 else np.nan for u in finite])))
+    data["converged"] = (unit, squeeze(np.array([has_converged(u, CONVERGENCE_TOLERANCE) for u in logls])))
     ds = xr.Dataset(data, coords=coords, attrs=provenance_attrs("recall_fit", created_by, **info))
     ds.attrs["k"] = spec.k
     ds.attrs["unit_kind"] = "subject" if labels is not None else "pooled"
     ds.attrs["at_bound_tolerance"] = AT_BOUND_TOLERANCE
     ds.attrs["min_events_per_parameter"] = MIN_EVENTS_PER_PARAMETER
+    ds.attrs["convergence_tolerance"] = CONVERGENCE_TOLERANCE
     return ds
-
-
-#: subjects named in a flag line before "and N more"
-_SHOWN = 5
-
-
-def _listed(items: list[str]) -> str:
-    more = f" and {len(items) - _SHOWN} more" if len(items) > _SHOWN else ""
-    return ", ".join(items[:_SHOWN]) + more
-
-
-def _plural(count: int, word: str) -> str:
-    return f"{count} {word}{'' if count == 1 else 's'}"
-
-
-def flag_summary(fits: xr.Dataset) -> str:
-    """One line on the estimates of a recall fit not to trust silently; ``""`` when none is flagged.
-
-    Names the estimates at a search bound (``at_bound``: parameter, which bound, which subjects)
-    and the units with fewer scored events per free parameter than the fit's
-    ``min_events_per_parameter`` (``few_events``: events and free parameters), e.g. ``"3 of 110
-    estimates at a bound (T at its lower bound 0.01 for subjects 4, 9, 17); 1 subject with fewer
-    than 10 scored events per free parameter (subject 2: 41 events, 10 free)"``.
-    """
-    require_variables(fits, ["value", "n", "free", "lower", "upper", "at_bound", "few_events"], "recall_fit")
-    pooled = "subject" not in fits["value"].dims
-    order = ("parameter",) if pooled else ("subject", "parameter")
-    n_params = fits.sizes["parameter"]
-    at_bound = np.asarray(fits["at_bound"].transpose(*order).values, dtype=bool).reshape(-1, n_params)
-    value = fits["value"].transpose(*order).values.reshape(-1, n_params)
-    labels = ["pooled"] if pooled else [str(label) for label in fits["subject"].values]
-    k = int(np.asarray(fits["free"].values).sum())
-    parts = []
-    if at_bound.any():
-        groups = []
-        for j, name in enumerate(str(p) for p in fits["parameter"].values):
-            lower, upper = float(fits["lower"].values[j]), float(fits["upper"].values[j])
-            nearer_lower = value[:, j] - lower <= upper - value[:, j]
-            for side, bound, hit in (("lower", lower, at_bound[:, j] & nearer_lower),
-                                     ("upper", upper, at_bound[:, j] & ~nearer_lower)):
-                if hit.any():
-                    named = [label for label, h in zip(labels, hit) if h]
-                    where = "" if pooled else f" for {'subject' if len(named) == 1 else 'subjects'} {_listed(named)}"
-                    groups.append(f"{name} at its {side} bound {bound:g}{where}")
-        parts.append(f"{int(at_bound.sum())} of {_plural(k * len(labels), 'estimate')} at a bound "
-                     f"({'; '.join(groups)})")
-    few = np.atleast_1d(np.asarray(fits["few_events"].values, dtype=bool))
-    if few.any():
-        floor = int(fits.attrs.get("min_events_per_parameter", MIN_EVENTS_PER_PARAMETER))
-        events = np.atleast_1d(np.asarray(fits["n"].values))
-        if pooled:
-            parts.append(f"the pooled fit has fewer than {floor} scored events per free parameter "
-                         f"({int(events[0])} events, {k} free)")
-        else:
-            named = [f"subject {label}: {int(count)} events" for label, count, f in zip(labels, events, few) if f]
-            parts.append(f"{_plural(len(named), 'subject')} with fewer than {floor} scored events per free "
-                         f"parameter ({_listed(named)}, {k} free)")
-    return "; ".join(parts)
 
 
 def parameter_recovery(

@@ -64,7 +64,10 @@ def posterior_predictive(
     xarray.Dataset
         Kind ``predictive_check`` (docs/schema.md): ``crp`` (source, subject, lag), ``spc`` and
         ``pfr`` (source, subject, serial_position) with ``source`` = ``data``, ``model``, and
-        group means ``crp_group``, ``spc_group``, ``pfr_group`` with ``*_group_sem``.
+        group means ``crp_group``, ``spc_group``, ``pfr_group`` with ``*_group_sem``. When
+        ``params`` is a recall_fit with a convergence verdict, attrs ``fit_converged`` (units
+        whose fit converged), ``fit_units`` and ``fit_not_converged`` (their labels, comma
+        separated): a check of a fit that missed its maximum is a check of the search too.
     """
     events = as_events(events)
     reps = integer(n_rep, "n_rep")
@@ -89,4 +92,10 @@ def posterior_predictive(
     ds.attrs = provenance_attrs("predictive_check", "cmr.posterior_predictive", n_rep=reps, seed=int(seed),
                                 pool_size=pool_size, patterns=patterns is not None)
     ds.attrs["n_rep"] = reps
+    if isinstance(params, xr.Dataset) and "converged" in params.data_vars:
+        converged = np.atleast_1d(np.asarray(params["converged"].values, dtype=bool))
+        labels = [str(s) for s in params["subject"].values] if "subject" in params["converged"].dims else ["pooled"]
+        ds.attrs["fit_converged"] = int(converged.sum())
+        ds.attrs["fit_units"] = int(converged.size)
+        ds.attrs["fit_not_converged"] = ", ".join(label for label, ok in zip(labels, converged) if not ok)
     return ds

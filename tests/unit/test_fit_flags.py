@@ -113,7 +113,7 @@ def test_fit_recall_warns_once_with_the_summary(small_table):
     flagged = [w for w in record if issubclass(w.category, FitWarning)]
     assert len(flagged) == 1
     message = str(flagged[0].message)
-    assert message == f"fit_recall: {flag_summary(fits)}; see the fit's at_bound and few_events"
+    assert message == f"fit_recall: {flag_summary(fits)}; see the fit's at_bound, few_events and converged"
     assert "2 subjects with fewer than 10 scored events per free parameter" in message
     assert "\n" not in message and "np." not in message
 
@@ -142,7 +142,7 @@ def test_cli_prints_the_flags_in_one_line(tmp_path, capsys):
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 2 and lines[0].startswith("wrote ")
     fits = load_dataset(out, kind="recall_fit")
-    assert lines[1] == f"check: {flag_summary(fits)} (see at_bound, few_events)"
+    assert lines[1] == f"check: {flag_summary(fits)} (see at_bound, few_events, converged)"
     assert lines[1].startswith("check: ") and " of 4 estimates at a bound (" in lines[1]
     assert "; 2 subjects with fewer than 10 scored events per free parameter (subject 1: 18 events, " in lines[1]
 

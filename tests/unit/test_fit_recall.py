@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import xarray as xr
 import pytest
 
 from cmr.errors import ParameterError
@@ -117,6 +118,14 @@ def test_cli_loglik_and_fit_recall(tmp_path, capsys):
                  "--no-progress", "--bounds", "T=0.05:0.5"]) == 0
     fits = load_dataset(out, kind="recall_fit")
     assert 0.05 <= float(fits["value"].sel(parameter="T")[0]) <= 0.5
+    summary = capsys.readouterr().out.splitlines()[0]
+    assert summary.endswith(f"; converged {int(fits['converged'].sum())} of 2 subjects (best two restarts within "
+                            f"0.1 log units)"), summary
+    assert main(["fit-recall", str(csv), "--free", "T", "-o", str(out), "--no-progress", "--restarts", "1"]) == 0
+    assert "; convergence not checked (1 restart each; --restarts auto checks it)" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main(["fit-recall", str(csv), "--free", "T", "-o", str(out), "--restarts", "some"])
+    assert "expected 'auto' or a positive integer; got 'some'" in capsys.readouterr().err
     params.write_text(json.dumps({"T": 0.1}))
     assert main(["loglik", str(csv), "--params", str(params)]) == 1
     assert "missing CMR parameter" in capsys.readouterr().err
@@ -140,3 +149,62 @@ def test_kernel_compiled_once_for_all_subjects(fits):
 
     assert len(_lanes.population_log_likelihood.signatures) == 1
     assert len(_network.trials_log_likelihood.signatures) == 1
+
+
+def test_a_subjects_fit_depends_only_on_its_label_and_the_seed(two_subjects):
+    _, events = two_subjects
+    labels = events["subject"].values
+    third = events.isel(trial=np.flatnonzero(labels == "s1")[:10]).assign_coords()
+    third["subject"] = ("trial", np.full(third.sizes["trial"], "s0"))
+    first_rows = np.flatnonzero(labels == "s2")[:10]
+    both = xr.concat([third, events.isel(trial=np.flatnonzero(labels == "s1")[:10]), events.isel(trial=first_rows)],
+                     dim="trial")
+    both["trial"] = np.arange(both.sizes["trial"])
+    alone = events.isel(trial=first_rows)
+    options = dict(rng=7, progress=False, de_options=FAST_DE, n_restarts=2)
+    together = fit_recall(both, FitSpec(["T"]), **options)
+    single = fit_recall(alone, FitSpec(["T"]), **options)
+    assert list(together["subject"].values) == ["s0", "s1", "s2"]  # s2 third here, alone there
+    np.testing.assert_array_equal(together["restart_value"].sel(subject="s2").values,
+                                  single["restart_value"].sel(subject="s2").values)
+    np.testing.assert_array_equal(together["restart_seed"].sel(subject="s2").values,
+                                  single["restart_seed"].sel(subject="s2").values)
+    # another seed, or another label, gives other searches
+    assert together["restart_seed"].sel(subject="s0")[0] != together["restart_seed"].sel(subject="s1")[0]
+    other = fit_recall(alone, FitSpec(["T"]), **dict(options, rng=8))
+    assert other["restart_seed"].values[0, 0] != single["restart_seed"].values[0, 0]
+
+
+def test_restarts_run_until_two_agree_and_the_verdict_is_kept(fits):
+    ran = fits["n_restarts"].values
+    info = json.loads(fits.attrs["provenance"])
+    assert info["n_restarts"] == "auto" and info["max_restarts"] == 8 and fits.attrs["convergence_tolerance"] == 0.1
+    assert ((ran >= 2) & (ran <= 8)).all()
+    for s in range(fits.sizes["subject"]):
+        logl = np.sort(fits["restart_logl"].values[s, : ran[s]])
+        assert np.isnan(fits["restart_logl"].values[s, ran[s]:]).all()  # padding of subjects with fewer restarts
+        assert fits["logl_gap"].values[s] == pytest.approx(logl[-1] - logl[-2])
+        assert fits["logl_spread"].values[s] == pytest.approx(logl[-1] - logl[0])
+        assert bool(fits["converged"].values[s]) == (logl[-1] - logl[-2] <= 0.1)
+        # stopped at the first restart that made two agree, or after the last
+        if ran[s] > 2:
+            earlier = np.sort(fits["restart_logl"].values[s, : ran[s] - 1])
+            assert earlier[-1] - earlier[-2] > 0.1
+
+
+def test_a_fit_that_did_not_converge_is_named_in_one_warning(two_subjects):
+    from cmr.errors import FitWarning
+
+    _, events = two_subjects
+    one = events.isel(trial=slice(0, 12))
+    with pytest.warns(FitWarning, match=r"1 of 1 subject not converged: best two restarts more than 0.1 log units "
+                                        r"apart \(subject s1: [0-9.]+ apart after 2 restarts\)"):
+        fits = fit_recall(one, FitSpec(["B_enc", "T", "B_rec"]), rng=2, progress=False, polish=False,
+                          de_options=dict(popsize=3, maxiter=1), max_restarts=2)
+    assert not fits["converged"].values[0] and fits["logl_gap"].values[0] > 0.1
+    single = fit_recall(one, FitSpec(["T"]), rng=0, progress=False, n_restarts=1, de_options=FAST_DE)
+    assert not single["converged"].values[0] and np.isnan(single["logl_gap"].values[0])
+    with pytest.raises(ParameterError, match="n_restarts must be 'auto' or an integer >= 1; got 'many'"):
+        fit_recall(one, FitSpec(["T"]), n_restarts="many", progress=False)
+    with pytest.raises(ParameterError, match="max_restarts must be an integer >= 2; got 1"):
+        fit_recall(one, FitSpec(["T"]), max_restarts=1, progress=False)

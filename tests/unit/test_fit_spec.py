@@ -101,7 +101,8 @@ def test_pool_size_below_the_longest_list_is_found_with_the_data(events):
 def test_deprecated_fit_recall_arguments_give_the_same_fit(events):
     options = dict(rng=3, progress=False, de_options=FAST_DE, polish=False)
     spec = cmr.FitSpec(["T"], {"B_rec": 0.8}, {"T": (0.05, 0.6)}, tied={"B_enc": "B_rec"}, pool_size=8)
-    new = cmr.fit_recall(events, spec, **options)
+    with pytest.warns(FitWarning, match="T at its upper bound 0.6 for subject a"):  # its maximum: T beyond 0.6
+        new = cmr.fit_recall(events, spec, **options)
     with pytest.warns(DeprecationWarning, match="FitSpec") as record:
         old = cmr.fit_recall(events, ["T"], {"B_rec": 0.8}, {"T": (0.05, 0.6)}, tied={"B_enc": "B_rec"},
                              pool_size=8, **options)

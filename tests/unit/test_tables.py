@@ -82,12 +82,13 @@ def test_a_recall_fit_gives_one_row_per_subject_with_each_parameter_as_a_column(
     table = cmr.unit_table(recall_fit)
     assert list(table.columns) == ["subject", *cmr.PARAMETER_NAMES, "logl", "n", "aic", "bic", "nfev", "nit",
                                    "success", "n_nan", "n_invalid", "seconds", "message", "best_restart",
-                                   *(f"at_bound_{name}" for name in cmr.PARAMETER_NAMES), "few_events"]
+                                   *(f"at_bound_{name}" for name in cmr.PARAMETER_NAMES), "few_events",
+                                   "n_restarts", "logl_gap", "logl_spread", "converged"]
     assert table["subject"].tolist() == SUBJECTS
     assert isinstance(table.index, pd.RangeIndex)
     for name in cmr.PARAMETER_NAMES:
         np.testing.assert_array_equal(table[name], recall_fit["value"].sel(parameter=name).values)
-    for name in ("n", "nfev", "nit", "success", "n_nan", "n_invalid"):
+    for name in ("n", "nfev", "nit", "success", "n_nan", "n_invalid", "n_restarts"):
         assert table[name].dtype == np.int64
     np.testing.assert_array_equal(table["logl"], recall_fit["logl"].values)
     assert table["message"].map(type).eq(str).all()
