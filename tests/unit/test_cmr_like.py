@@ -139,6 +139,13 @@ def test_hand_built_profiles_under_both_definitions(grid):
     assert verdicts(null, "passes_forward")[3] == 0
     assert null.attrs["share_cmr_like_study"] == 1.0 and null.attrs["share_cmr_like_strict"] == 0.25
     np.testing.assert_allclose(null["amplitude"].values.ravel(), np.ptp(scores, axis=1))
+    # fitting the probabilities themselves: a flat, near-zero profile with a tiny bump at +1 has the
+    # shape of the induction head (the distance cannot see the scale) and fails on mass alone
+    bump = 1e-4 + 1e-5 * planted / planted.max()
+    probs_fit = cmr_like_null(heads(scores[:1], bump, sem=1e-7), grid, objective="lsq", n_null=99, n_bank=2000,
+                              variable="prob_profile")
+    assert verdicts(probs_fit, "cmr_like_study") == [1] and verdicts(probs_fit, "cmr_like_strict") == [0]
+    assert [verdicts(probs_fit, name)[0] for name in ("passes_mass", "passes_forward", "passes_mirror")] == [0, 1, 1]
 
 
 def test_the_effect_floor_is_the_constant(grid):
@@ -302,3 +309,16 @@ def test_uniform_level_is_the_profile_of_uniform_attention_at_every_lag(n):
     summary = hp.prompt_summary(np.log(np.maximum(probs, 1e-300)), probs, n, lags)
     ds = hp.head_profile_dataset(hp.pool_summaries([summary]), lags=lags, n_words=n, model="m")
     np.testing.assert_allclose(ds["prob_profile"].values.ravel(), uniform_attention_prob(n, lags), rtol=1e-12)
+
+
+def test_null_shares_of_a_heads_file_apply_the_mass_criterion(tmp_path):
+    from cmr.io import save_dataset
+    from icl_cmr.analyses.null_shares import null_table
+
+    rows = np.random.default_rng(3).normal(size=(4, 11))
+    ds = heads(rows, np.full(rows.shape, 0.02))
+    ds["induction_score"] = ds["prob_profile"].sel(lag=1)
+    save_dataset(ds, tmp_path / "heads.nc")
+    table = null_table(heads_path=tmp_path / "heads.nc", objectives=("lsq",), models=(), humans=(), n_null=19)
+    assert len(table) == 1 and table[0]["mass criterion"] == "applied"
+    assert table[0]["CMR-like, strict"].startswith("0 of 4")  # mass ratio 0.22 / 0.075 < 3 for every head
