@@ -20,8 +20,8 @@ head) and a 3% forward lean all pass it. The **strict** definition adds three cr
 3. **mirror**: the profile with its lags reversed is *not* CMR-like beyond chance, while the
    profile is. The mirrored profile has the unit's values and roughness, so the unit's own
    permuted-lag and smooth null profiles are its nulls too; its ``p_mirror`` (the larger of its
-   two p-values, as ``p_value``) must exceed ``alpha``. So ``d`` lies below the null's alpha
-   quantile and the mirror's distance above it. A symmetric profile is its own mirror and fails.
+   two p-values, as ``p_value``) must exceed ``alpha``. So ``d`` lies below both nulls' alpha
+   quantiles and the mirror's distance above at least one of them. A symmetric profile is its own mirror and fails.
 
 See docs/null-models.md for the rules, constants and the shares under both definitions.
 """
