@@ -261,6 +261,7 @@ def _ablation(ctx: RunContext) -> dict:
 
 def _llm_recall(ctx: RunContext) -> dict:
     from icl_cmr.analyses import llm_recall
+    from icl_cmr.analyses.causal import recall
     from cmr.io import load_dataset, save_dataset
 
     s = ctx.settings
@@ -268,11 +269,11 @@ def _llm_recall(ctx: RunContext) -> dict:
     heads = load_dataset(ctx.path(HEADS_FILE), kind="lag_profile")
     fits = load_dataset(ctx.path(head_fit_file("lsq")), kind="profile_fit")
     size = min(int(s["recall_heads"]), heads.sizes["layer"] * heads.sizes["head"] // 2)  # random sets need room
-    sets = llm_recall.head_sets(heads, fits, n_heads=size, n_random=int(s["recall_random"]), n_layer_matched=0,
-                                seed=int(s["seed"]))
+    sets = recall.head_sets(heads, fits, n_heads=size, n_random=int(s["recall_random"]), n_layer_matched=0,
+                            seed=int(s["seed"]))
     events, _ = llm_recall.model_recall(model, n_lists=int(s["recall_lists"]), seed=int(s["seed"]))
-    result = llm_recall.recall_ablation(model, sets, n_lists=int(s["recall_lists"]), seed=int(s["seed"]),
-                                        baseline=events, progress=lambda name: ctx.log(f"recall with {name} ablated"))
+    result = recall.recall_ablation(model, sets, n_lists=int(s["recall_lists"]), seed=int(s["seed"]),
+                                    baseline=events, progress=lambda name: ctx.log(f"recall with {name} ablated"))
     save_dataset(events, ctx.path(LLM_RECALL_FILE))
     save_dataset(result, ctx.path(LLM_RECALL_ABLATION_FILE))
     return llm_recall.recall_summary(events, result)

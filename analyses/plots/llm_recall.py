@@ -72,7 +72,7 @@ def recall_ablation_effects(result, *, level: float = 0.95, ncols: int = 4):
     Parameters
     ----------
     result : xarray.Dataset
-        Kind ``llm_recall_ablation`` from :func:`icl_cmr.analyses.llm_recall.recall_ablation`.
+        Kind ``llm_recall_ablation`` from :func:`icl_cmr.analyses.causal.recall.recall_ablation`.
     level : float
         Confidence level of the intervals, in (0, 1).
     ncols : int
@@ -90,7 +90,7 @@ def recall_ablation_effects(result, *, level: float = 0.95, ncols: int = 4):
     from ._common import checked
     from .style import PALETTE, REFERENCE_GREY, house_style, new_figure
 
-    result = checked(result, "llm_recall_ablation", "icl_cmr.analyses.llm_recall.recall_ablation")
+    result = checked(result, "llm_recall_ablation", "icl_cmr.analyses.causal.recall.recall_ablation")
     if isinstance(level, bool) or not isinstance(level, (int, float, np.number)) or not 0.0 < float(level) < 1.0:
         raise ParameterError(f"level must be a confidence level in (0, 1); got {level!r}")
     sets = [str(s) for s in result["head_set"].values if str(s) != "none"]

@@ -20,6 +20,18 @@ MOVED = {
 }
 
 
+@pytest.mark.parametrize("name", ["recall_ablation", "head_sets", "ablation_table", "validate_llm_recall_ablation"])
+def test_recall_ablation_names_under_llm_recall_warn_and_are_the_moved_ones(name):
+    from icl_cmr.analyses import llm_recall
+    from icl_cmr.analyses.causal import recall
+
+    with pytest.warns(DeprecationWarning, match=rf"llm_recall\.{name} is deprecated .*causal\.recall\.{name}"):
+        old = getattr(llm_recall, name)
+    assert old is getattr(recall, name)
+    with pytest.raises(AttributeError, match="no attribute 'no_such_name'"):
+        llm_recall.no_such_name  # noqa: B018
+
+
 @pytest.mark.parametrize("old", sorted(MOVED))
 def test_a_moved_module_imports_under_its_old_name_with_a_warning(old):
     new, name = MOVED[old]

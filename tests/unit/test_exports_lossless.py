@@ -99,8 +99,8 @@ def model_results():
     from icl_cmr.adapters.lm.causal_composition import path_ablation
     from icl_cmr.adapters.lm.composition import composition_scores
     from icl_cmr.adapters.lm.loading import tiny_model
-    from icl_cmr.analyses import llm_recall
     from icl_cmr.analyses.causal.ablation import run_ablation
+    from icl_cmr.analyses.causal.recall import recall_ablation
 
     model = tiny_model()
     scores = composition_scores(model, n_baseline=10)
@@ -111,7 +111,7 @@ def model_results():
         "path_ablation": path_ablation(model, [(1, 0), (1, 1)], n_words=12, n_prompts=1, composition=scores),
         "ablation": run_ablation(model.bridge, passages, [(1, 0)], n_random=3, early=4, late=25, window=2,
                                  modes=("zero",), progress=False),
-        "llm_recall_ablation": llm_recall.recall_ablation(model, sets, n_lists=2, list_length=4, seed=5),
+        "llm_recall_ablation": recall_ablation(model, sets, n_lists=2, list_length=4, seed=5),
     }
 
 
