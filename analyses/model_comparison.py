@@ -98,7 +98,9 @@ def run(args) -> int:
         spec = cmr.comparison_spec(VARIANTS[name], pools[name])
         options = dict(rng=args.seed, n_jobs=args.jobs, progress=False,
                        de_options=None if args.maxiter is None else dict(maxiter=args.maxiter))
-        fits[name] = cmr.fit_recall(events, spec, **options)
+        # a variant nesting the localist one searches from its fit too (its weights at 0 give it exactly)
+        nested_fit = fits.get("localist") if name != "localist" else None
+        fits[name] = cmr.fit_recall(events, spec, start=nested_fit, **options)
         cvs[name] = cmr.cross_validate(events, spec, n_folds=args.folds, **options)
         save_dataset(fits[name], out / f"fits_{name}.nc")
         save_dataset(cvs[name], out / f"cv_{name}.nc")

@@ -111,7 +111,8 @@ def _specs(models, patterns) -> dict:
 
 
 def fit_models(events, models, *, patterns=None, n_folds: int | None = None, session: str | None = None,
-               n_restarts=None, rng=0, n_jobs: int = 1, polish: bool = True, progress: bool = False,
+               nested: Mapping[str, str] | None = None, n_restarts=None, rng=0, n_jobs: int = 1,
+               polish: bool = True, progress: bool = False,
                de_options: Mapping | None = None) -> tuple[dict, dict | None]:
     """Fit several CMR variants to the same events, each per subject (and cross-validate them).
 
@@ -127,6 +128,11 @@ def fit_models(events, models, *, patterns=None, n_folds: int | None = None, ses
         (:func:`cmr.cross_validate`; textbook variants only).
     session : str, optional
         CMR2's session variable (:func:`cmr.fit_cmr2`).
+    nested : mapping of model name -> name of a model it nests, optional
+        Each nesting model's search also starts from its nested model's fit (``start=`` of
+        :func:`cmr.fit_recall`; its extra weights at 0 give the nested model exactly), so its
+        maximum is never below the nested one's. Default: :data:`NESTED_MODELS` among named
+        models, none for a mapping of specs.
     n_restarts : int or "auto", optional
         Searches per subject, as :func:`cmr.fit_recall` (default: the fitters' own default).
     rng, n_jobs, polish, progress, de_options
@@ -149,20 +155,36 @@ def fit_models(events, models, *, patterns=None, n_folds: int | None = None, ses
                                  "(leave out the folds, or the CMR2 model)")
     if len({isinstance(spec, CMR2FitSpec) for spec in specs.values()}) == 2:
         _check_same_events(events, session)
+    nested = _nested_among(specs, models, nested)
     options = dict(rng=rng, n_jobs=n_jobs, polish=polish, progress=progress, de_options=de_options)
     if n_restarts is not None:
         options["n_restarts"] = n_restarts
     fits, cvs = {}, ({} if n_folds is not None else None)
+    order = sorted(specs, key=lambda name: name in nested)  # nested models first: they start the nesting ones
     with warnings.catch_warnings():  # flagged in each fit's at_bound and few_events
         warnings.simplefilter("ignore", FitWarning)
-        for name, spec in specs.items():
+        for name in order:
+            spec = specs[name]
             if isinstance(spec, CMR2FitSpec):
                 fits[name] = fit_cmr2(events, spec, session=session, **options)
-            else:
-                fits[name] = fit_recall(events, spec, **options)
-                if cvs is not None:
-                    cvs[name] = cross_validate(events, spec, n_folds=n_folds, **options)
-    return fits, cvs
+                continue
+            start = {"start": fits[nested[name]]} if name in nested else {}
+            fits[name] = fit_recall(events, spec, **options, **start)
+            if cvs is not None:
+                cvs[name] = cross_validate(events, spec, n_folds=n_folds, **options)
+    return {name: fits[name] for name in specs}, None if cvs is None else {name: cvs[name] for name in specs}
+
+
+def _nested_among(specs, models, nested) -> dict:
+    """Nesting model -> nested model among ``specs``, both textbook variants (the start of a search)."""
+    if nested is None:
+        nested = {} if isinstance(models, Mapping) else NESTED_MODELS
+    nested = {outer: inner for outer, inner in dict(nested).items() if outer in specs and inner in specs}
+    for outer, inner in nested.items():
+        if nested.get(inner) is not None or not all(isinstance(specs[m], FitSpec) for m in (outer, inner)):
+            raise ParameterError(f"nested: {outer!r} in {inner!r} must be two textbook variants, without a chain; "
+                                 f"got {dict(nested)}")
+    return nested
 
 
 def _check_same_events(events, session) -> None:
@@ -206,10 +228,11 @@ def compare_recall_models(events, models: Sequence[str] | Mapping | str = ("text
     """
     if test not in PAIRED_TESTS:
         raise ParameterError(f"test must be one of {', '.join(PAIRED_TESTS)}; got {test!r}")
-    fits, cvs = fit_models(events, models, patterns=patterns, n_folds=n_folds, session=session,
+    if nested is None:
+        nested = {} if isinstance(models, Mapping) else NESTED_MODELS
+    fits, cvs = fit_models(events, models, patterns=patterns, n_folds=n_folds, session=session, nested=nested,
                            n_restarts=n_restarts, rng=rng, n_jobs=n_jobs, polish=polish, progress=progress,
                            de_options=de_options)
-    if nested is None:
-        nested = {outer: inner for outer, inner in NESTED_MODELS.items() if outer in fits and inner in fits}
+    nested = {outer: inner for outer, inner in nested.items() if outer in fits and inner in fits}
     comparison = compare_models(fits, cv=cvs, nested=nested, test=test, nested_tolerance=nested_tolerance)
     return comparison, fits, cvs

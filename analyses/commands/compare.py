@@ -32,9 +32,10 @@ What is written (-o; .nc keeps everything, .csv/.parquet one row per model and s
     two-sided Wilcoxon signed-rank, default, or paired t) and the share of subjects where the
     row model beats the column model. The compared score is cv_logl with --cv, else the
     AIC-penalised log-likelihood logl - k;
-  the nested-model check: a model that nests another can never have a lower maximum; each
-    subject where it does (by more than 0.01) is flagged (fits_worse_than_nested) and named
-    in the summary: refit that subject with more --restarts.
+  the nested-model check: a model that nests another can never have a lower maximum, and its
+    search also starts from the nested model's fit; each subject where its log-likelihood is
+    still lower (by more than 0.01) is flagged (fits_worse_than_nested) and named in the
+    summary. Cross-validation folds search without that start.
 A summary is printed: the table per model, the p-matrix, the flagged subjects and the
 parameter means with 95% intervals over subjects.
 
