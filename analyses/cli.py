@@ -35,6 +35,7 @@ COMMANDS = (
     "export",
     "plot",
     "ablate",
+    "dissociate",
     "recall_lm",
     "composition",
     "train_toy",
