@@ -2,8 +2,11 @@
 
 Ablation sets, induction controls, the composition test's targets, the top-N table of the
 published profiles and the command-line summaries all rank heads with :func:`rank_heads`, so
-they agree on direction, on heads without a score and on ties. :func:`cmr_like_heads` chooses
-the top CMR-like heads under either definition of :mod:`cmr.cmr_like` (the study's, or strict).
+they agree on direction, on heads without a score and on ties. :func:`top_heads` is the
+``(layer, head)`` list of a dataset's best heads; :func:`cmr_like_heads` chooses the top
+CMR-like heads under either definition of :mod:`cmr.cmr_like` (the study's, or strict);
+:func:`composing_heads` holds the one rule that keeps layer 0 out of a ranking (the
+composition test's targets, which need an earlier head to compose with).
 """
 from __future__ import annotations
 
@@ -11,10 +14,13 @@ import numpy as np
 
 from cmr.checks import integer
 
-__all__ = ["rank_heads", "cmr_like_heads", "CMR_LIKE_DEFINITIONS"]
+__all__ = ["rank_heads", "top_heads", "composing_heads", "cmr_like_heads", "CMR_LIKE_DEFINITIONS",
+           "FIRST_COMPOSING_LAYER"]
 
 #: the definitions of "CMR-like" a head set can be ranked by (``icl-cmr ablate --rank-by``)
 CMR_LIKE_DEFINITIONS = ("study", "strict")
+#: the first layer whose heads can compose with an earlier head: layer 0 has none before it
+FIRST_COMPOSING_LAYER = 1
 
 
 def rank_heads(scores, n: int | None = None, *, largest: bool = True) -> np.ndarray:
@@ -52,6 +58,19 @@ def rank_heads(scores, n: int | None = None, *, largest: bool = True) -> np.ndar
     return order if n is None else order[: int(n)]
 
 
+def composing_heads(scores) -> np.ndarray:
+    """A float64 copy of a (layer, head) grid of scores with the layers before
+    :data:`FIRST_COMPOSING_LAYER` set to NaN, so :func:`rank_heads` never ranks them: a head of
+    layer 0 has no earlier head to compose with (the composition test's targets)."""
+    from cmr.errors import ParameterError
+
+    grid = np.array(scores, dtype=np.float64)
+    if grid.ndim != 2:
+        raise ParameterError(f"scores must be a (layer, head) grid; got shape {grid.shape}")
+    grid[:FIRST_COMPOSING_LAYER] = np.nan
+    return grid
+
+
 def _head_grid(dataset, variable):
     """``variable`` of a dataset as a float64 (layer, head) grid with its layer and head labels."""
     from cmr.errors import SchemaError
@@ -66,6 +85,56 @@ def _head_grid(dataset, variable):
     values = values.squeeze(extra, drop=True).transpose("layer", "head")
     return (np.asarray(values.values, dtype=np.float64), np.asarray(values["layer"].values),
             np.asarray(values["head"].values))
+
+
+def top_heads(ranked, variable: str = "distance", *, fraction: float = 0.1, n_heads: int | None = None,
+              largest: bool = False, composing: bool = False) -> list[tuple[int, int]]:
+    """The best heads of a dataset by ``variable``: the study's one way to choose a head set.
+
+    Parameters
+    ----------
+    ranked : xarray.Dataset
+        A dataset whose ``variable`` has dims ``layer`` and ``head`` (other dims, e.g. ``model``
+        and ``checkpoint``, of size 1): a ``profile_fit`` ranked by ``distance`` (the top
+        CMR-like heads), or a head ``lag_profile`` ranked by ``induction_score`` with
+        ``largest=True`` (the top induction heads).
+    variable : str
+        The score that ranks the heads.
+    fraction : float
+        Set size as a share of all heads: ``round(fraction * heads)``, at least 1.
+    n_heads : int, optional
+        Set size, instead of ``fraction``.
+    largest : bool
+        True: the largest scores first; False (default): the smallest (a distance).
+    composing : bool
+        Leave out the heads that cannot compose with an earlier head (layer 0,
+        :func:`composing_heads`).
+
+    Returns
+    -------
+    list of (layer, head)
+        Best first, by :func:`rank_heads` (heads without a finite score never chosen, ties in
+        (layer, head) order).
+
+    Raises
+    ------
+    cmr.errors.ParameterError
+        Fewer heads with a finite score than the set size.
+    cmr.errors.SchemaError
+        No ``variable``, or not a (layer, head) grid.
+    """
+    from cmr.errors import ParameterError
+
+    grid, layers, heads = _head_grid(ranked, variable)
+    if composing:
+        grid = composing_heads(grid)
+    size = integer(n_heads, "n_heads", minimum=1) if n_heads is not None else max(
+        1, int(round(float(fraction) * grid.size)))
+    order = rank_heads(grid, largest=largest)
+    if size > order.size:
+        raise ParameterError(f"cannot choose {size} heads: {order.size} of {grid.size} heads have a finite {variable}")
+    rows, cols = np.unravel_index(order[:size], grid.shape)
+    return [(int(layers[r]), int(heads[c])) for r, c in zip(rows, cols)]
 
 
 def cmr_like_heads(ranked, definition: str = "study", *, fraction: float = 0.1,

@@ -11,6 +11,7 @@ from pathlib import Path
 from cmr.constants import CMR_LIKE_DISTANCE, PAPER_LAGS, RECALL_LAGS
 
 from icl_cmr.adapters.lm._model_files import DEFAULT_MODEL
+from icl_cmr.analyses.causal.design import PRESETS
 
 __all__ = [
     "DEFAULT_RECALL",
@@ -46,13 +47,15 @@ DEMO_SETTINGS = {
     "n_words": 100,
     "seed": 0,
     "grid_trials": 50,  # Monte Carlo trials per start position (the study used 500)
-    # 6 passages x (intact + top + induction control + 50 random sets): about 5 minutes of the
-    # demo's 10 on 2 cores (48 s per passage measured); the full test is `icl-cmr ablate`.
-    "ablation_passages": 6,
-    "ablation_random": 50,
-    "ablation_matched": 0,
-    "ablation_modes": ["zero"],
-    "ablation_fraction": 0.1,
+    # the ablation stage: the demo design of the causal test (icl-cmr ablate --design demo), 6 passages
+    # x (intact + top + induction control + 50 random sets), about 5 minutes of the demo's 10 on 2
+    # cores (48 s per passage measured); the full test is `icl-cmr ablate`.
+    "ablation_passages": PRESETS["demo"].n_passages,
+    "ablation_random": PRESETS["demo"].n_random,
+    "ablation_matched": PRESETS["demo"].n_matched,
+    "ablation_modes": list(PRESETS["demo"].modes),
+    "ablation_fraction": PRESETS["demo"].top_fraction,
+    "ablation_measures": list(PRESETS["demo"].measures),
     # the model as a free-recall subject: lists of 16 PEERS words, intact and with head sets
     # ablated (top CMR-like, top induction, random); 0 lists skips the stage
     "recall_lists": 6,

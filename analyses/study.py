@@ -45,7 +45,7 @@ from icl_cmr.analyses.run_layout import (
     human_fit_files,
 )
 
-__all__ = ["run_study", "build_stages", "load_study_model", "check_settings"]
+__all__ = ["run_study", "build_stages", "load_study_model", "check_settings", "ablation_design"]
 
 #: null profiles per unit and null behind the report's "beyond chance" share (about 15 s for 270 heads)
 NULL_PROFILES = 200
@@ -101,12 +101,12 @@ def _heads(ctx: RunContext) -> dict:
         heads = extract_heads(model, n_words=int(s["n_words"]), n_prompts=int(s["n_prompts"]), seed=int(s["seed"]),
                               progress=bar.update)
     save_dataset(heads, ctx.path(HEADS_FILE))
-    from icl_cmr.analyses.causal.ablation import top_heads_from_fits
+    from icl_cmr.adapters.head_ranking import top_heads
 
     induction = heads["induction_score"].squeeze(drop=True)
     top = [
         {"layer": layer, "head": head, "induction_score": float(induction.sel(layer=layer, head=head))}
-        for layer, head in top_heads_from_fits(heads, variable="induction_score", n_heads=5, largest=True)
+        for layer, head in top_heads(heads, "induction_score", n_heads=5, largest=True)
     ]
     loss = heads["position_loss"].squeeze(drop=True).values if "position_loss" in heads else None
     best = top[0]  # one more forward pass: the top induction head's attention over prompt 0 (Fig. 3b)
@@ -206,7 +206,7 @@ COMPOSITION_TOP = 3
 def _composition(ctx: RunContext) -> dict:
     from cmr.io import load_dataset, save_dataset
     from icl_cmr.adapters.lm import causal_composition, composition
-    from icl_cmr.adapters.head_ranking import rank_heads
+    from icl_cmr.adapters.head_ranking import composing_heads, rank_heads
     from icl_cmr.analyses.report import composition_stage_summary
 
     s = ctx.settings
@@ -217,7 +217,7 @@ def _composition(ctx: RunContext) -> dict:
     distance = load_dataset(ctx.path(head_fit_file("lsq")), kind="profile_fit")["distance"]
     distance = distance.squeeze([d for d in ("model", "checkpoint") if d in distance.dims], drop=True)
     distance = distance.transpose("layer", "head").values
-    induction[0], distance[0] = -np.inf, np.inf  # layer 0 has no earlier head to compose with: never ranked
+    induction, distance = composing_heads(induction), composing_heads(distance)
     picks = {"induction": rank_heads(induction, COMPOSITION_TOP),
              "cmr_like": rank_heads(distance, COMPOSITION_TOP, largest=False)}
     roles = {}
@@ -230,25 +230,38 @@ def _composition(ctx: RunContext) -> dict:
     return composition_stage_summary(scores, causal, roles, distance)
 
 
+def ablation_design(settings: dict):
+    """The design of the ablation stage: the ``demo`` preset of
+    :class:`~icl_cmr.analyses.causal.design.AblationDesign`, with the run's ``ablation_*``
+    settings (``--ablation-passages`` and the others) replacing its sizes."""
+    from icl_cmr.analyses.causal.design import AblationDesign
+
+    measures = settings.get("ablation_measures")
+    return AblationDesign.preset(
+        "demo", n_passages=settings.get("ablation_passages"), n_random=settings.get("ablation_random"),
+        n_matched=settings.get("ablation_matched"), top_fraction=settings.get("ablation_fraction"),
+        modes=None if settings.get("ablation_modes") is None else tuple(settings["ablation_modes"]),
+        measures=None if measures is None else tuple(measures))
+
+
 def _ablation(ctx: RunContext) -> dict:
     from icl_cmr.adapters.text_corpus import load_passages
     from icl_cmr.adapters.lm.loading import measure_peak_memory, with_run_record
-    from icl_cmr.analyses.causal.ablation import run_ablation, top_heads_from_fits
+    from icl_cmr.adapters.head_ranking import top_heads
+    from icl_cmr.analyses.causal.ablation import run_ablation
     from cmr.io import load_dataset, save_dataset
 
     s = ctx.settings
+    design = ablation_design(s)
     model = load_study_model(s["model"], device=s["device"], dtype=s["dtype"])
     fits = load_dataset(ctx.path(head_fit_file("lsq")), kind="profile_fit")
-    top = top_heads_from_fits(fits, fraction=float(s["ablation_fraction"]))
-    control = top_heads_from_fits(load_dataset(ctx.path(HEADS_FILE)), variable="induction_score", n_heads=len(top),
-                                  largest=True)
-    passages, articles = load_passages("wikipedia", model.tokenizer, n_passages=int(s["ablation_passages"]),
-                                       n_tokens=512, seed=int(s["seed"]), return_articles=True)
+    top = top_heads(fits, fraction=design.top_fraction)
+    control = top_heads(load_dataset(ctx.path(HEADS_FILE)), "induction_score", n_heads=len(top), largest=True)
+    passages, articles = load_passages("wikipedia", model.tokenizer, n_passages=design.n_passages,
+                                       n_tokens=design.n_tokens, seed=int(s["seed"]), return_articles=True)
     with measure_peak_memory(model.device) as memory:
         result = run_ablation(
-            model.bridge, passages, top, n_random=int(s["ablation_random"]),
-            n_matched=int(s.get("ablation_matched", 0)), control_heads=control, seed=int(s["seed"]),
-            modes=tuple(s["ablation_modes"]), articles=articles,
+            model.bridge, passages, top, design, control_heads=control, seed=int(s["seed"]), articles=articles,
             info={"model": s["model"], "text": "wikipedia (gensim test data)", "top_heads_from": "fits_heads_lsq.nc distance",
                   "control_heads_from": "heads.nc induction_score"},
         )
@@ -343,6 +356,8 @@ def check_settings(settings: dict) -> None:
     for name, low in minimum.items():
         if name in settings:
             integer(settings[name], f"{name} (--{name.replace('_', '-')})", minimum=low)
+    if int(settings.get("ablation_passages", 0)) > 0:
+        ablation_design(settings)  # the ablation stage's design, refused now rather than after the first stages
     for source in settings["recall"]:
         if source not in BUNDLED and not Path(source).is_file():
             raise DataSourceError(f"recall data {source!r} is neither a bundled name ({', '.join(BUNDLED)}) "

@@ -22,7 +22,7 @@ __all__ = ["make_all"]
 
 def make_all(ctx) -> list[str]:
     """Draw every figure the run's outputs allow (PNG + PDF); return their paths relative to the run dir."""
-    from icl_cmr.analyses.causal.ablation import top_heads_from_fits
+    from icl_cmr.adapters.head_ranking import top_heads
 
     made = []
 
@@ -36,7 +36,7 @@ def make_all(ctx) -> list[str]:
         return made
     heads = load_dataset(ctx.path(HEADS_FILE), kind="lag_profile")
     fits = {o: load_dataset(ctx.path(head_fit_file(o)), kind="profile_fit") for o in OBJECTIVES}
-    top = top_heads_from_fits(fits["lsq"], fraction=float(ctx.settings["ablation_fraction"]))
+    top = top_heads(fits["lsq"], fraction=float(ctx.settings["ablation_fraction"]))
     save(plots.head_profiles(heads, fits["lsq"]), "top_heads_fits.png")
     if ctx.path(ATTENTION_FILE).is_file():
         save(plots.attention_pattern(load_dataset(ctx.path(ATTENTION_FILE), kind="attention_pattern")),

@@ -29,7 +29,7 @@ import xarray as xr
 from cmr.errors import ParameterError, SchemaError
 from cmr.schema import provenance_attrs, require_dims, require_variables, validate
 
-from icl_cmr.adapters.head_ranking import rank_heads
+from icl_cmr.adapters.head_ranking import top_heads
 from icl_cmr.adapters.lm.ablation_engine import donor_passages, set_losses
 from icl_cmr.adapters.lm.interventions import SET_MODES as MODES, geometry
 from .power import holm_rank_floor, rank_family_size
@@ -45,7 +45,6 @@ from .statistics import rank_pvalue as rank_pvalue
 __all__ = [
     "MODES",
     "parse_heads",
-    "top_heads_from_fits",
     "random_head_sets",
     "head_sets",
     "icl_scores",
@@ -88,32 +87,12 @@ def parse_heads(text: str) -> list[tuple[int, int]]:
 
 def top_heads_from_fits(fits: xr.Dataset, fraction: float = 0.1, variable: str = "distance",
                         n_heads: int | None = None, largest: bool = False) -> list[tuple[int, int]]:
-    """The ``fraction`` of heads with the smallest ``variable`` (CMR distance) in a dataset.
+    """Deprecated: :func:`icl_cmr.adapters.head_ranking.top_heads` (``variable`` second, the rest by keyword)."""
+    from cmr._deprecate import warn
 
-    ``fits`` is a ``profile_fit`` dataset (or a head ``lag_profile`` dataset, ranked e.g. by
-    ``induction_score`` with ``largest=True``) whose ``variable`` has dims ``layer`` and ``head``
-    (other unit dims, e.g. ``model`` and ``checkpoint``, must have size 1). NaN (unfitted)
-    heads are never chosen. The set size is ``round(fraction * total heads)``, at least 1,
-    unless ``n_heads`` is given. Returns heads sorted by ``variable``, best first.
-    """
-    if variable not in fits:
-        raise SchemaError(f"fit dataset has no variable {variable!r}; variables: {', '.join(map(str, fits.data_vars))}")
-    values = fits[variable]
-    extra = [d for d in values.dims if d not in ("layer", "head")]
-    if any(values.sizes[d] != 1 for d in extra) or not {"layer", "head"} <= set(values.dims):
-        raise SchemaError(
-            f"{variable!r} must have dims layer and head (others of size 1) to rank heads; got {dict(values.sizes)}"
-        )
-    values = values.squeeze(extra, drop=True).transpose("layer", "head")
-    grid = np.asarray(values.values, dtype=np.float64)
-    layers = np.asarray(values["layer"].values)
-    heads = np.asarray(values["head"].values)
-    size = int(n_heads) if n_heads is not None else max(1, int(round(float(fraction) * grid.size)))
-    ranked = rank_heads(grid, largest=largest)
-    if size < 1 or size > ranked.size:
-        raise ParameterError(f"cannot choose {size} heads: {ranked.size} of {grid.size} heads have a finite {variable}")
-    rows, cols = np.unravel_index(ranked[:size], grid.shape)
-    return [(int(layers[r]), int(heads[c])) for r, c in zip(rows, cols)]
+    warn("icl_cmr.analyses.causal.ablation.top_heads_from_fits is deprecated and will be removed in the next "
+         "release; use icl_cmr.adapters.head_ranking.top_heads", skip=1)
+    return top_heads(fits, variable, fraction=fraction, n_heads=n_heads, largest=largest)
 
 
 def check_heads(heads, n_layers: int, n_heads: int) -> list[tuple[int, int]]:
@@ -214,10 +193,10 @@ def head_sets(n_layers: int, n_heads: int, top_heads, *, n_random: int = 50, n_m
     return sets, names, families
 
 
-def run_ablation(bridge, passages, top_heads, *, n_random=50, n_matched=50, control_heads=None, seed=0,
-                 modes=("zero", "mean"), early=50, late=500, window=5, batch_size=8, n_boot=2000, time_budget_s=None,
-                 progress=True, info=None, measures=("icl",), wide_early=(20, 100), wide_late=(400, 505),
-                 repeat_length=100, articles=None) -> xr.Dataset:
+def run_ablation(bridge, passages, top_heads, design=None, *, control_heads=None, seed=0, time_budget_s=None,
+                 progress=True, info=None, articles=None, n_random=None, n_matched=None, modes=None, measures=None,
+                 early=None, late=None, window=None, batch_size=None, n_boot=None, wide_early=None, wide_late=None,
+                 repeat_length=None) -> xr.Dataset:
     """Ablate ``top_heads``, a control set and random sets; an ``ablation`` dataset with the test.
 
     Parameters
@@ -226,28 +205,15 @@ def run_ablation(bridge, passages, top_heads, *, n_random=50, n_matched=50, cont
     passages : ndarray of int, shape (n_passage, n_token)
     top_heads : sequence of (layer, head)
         Fixed before any ablation (e.g. from head profiles of a held-out prompt seed).
-    n_random, n_matched : int
-        Random sets and layer-matched random sets of the top set's size (:func:`head_sets`).
+    design : AblationDesign or str, optional
+        The test's sizes, modes and measures (:class:`icl_cmr.analyses.causal.design.AblationDesign`,
+        or a preset name: ``cpu``, ``study``, ``demo``); default ``AblationDesign()``, the
+        defaults of ``icl-cmr ablate``. Its ``n_passages``, ``n_tokens``, ``top_fraction`` and
+        ``dtype`` say how the passages, the top set and the model were made; the rest is used here.
     control_heads : sequence of (layer, head), optional
         A control set of the same size, e.g. the top induction heads.
     seed : int
         Seed of the random sets (``seed``, ``seed + 1``) and of the bootstrap intervals.
-    modes : sequence of {"zero", "mean", "resample"}
-        ``resample``: each ablated head's output is taken from another passage at the same
-        positions, passage ``p`` from ``donor_passages(n, seed + 3)[p]`` (a seeded derangement).
-    early, late, window : int
-        ICL score positions and half-window.
-    measures : sequence of str
-        :data:`icl_cmr.analyses.causal.measures.MEASURES` to report beside the ICL score
-        (``icl`` always), with their statistics on a ``measure`` dim; the natural-text ones come
-        from the same passes, ``repeated_tokens`` from passages of ``repeat_length`` random
-        ids repeated once (seed ``seed + 2``), as many as the natural-text passages done.
-    wide_early, wide_late : (int, int)
-        Inclusive text positions of the ``wide_icl`` windows.
-    batch_size : int
-        Ablated conditions per forward pass.
-    n_boot : int
-        Bootstrap resamples of the passages for the d_z intervals.
     time_budget_s : float, optional
         Start no passage's ablations after this many seconds; the test then uses the passages
         done (at least 2; attrs ``n_passages_done`` and ``n_passages_requested`` say so).
@@ -260,6 +226,20 @@ def run_ablation(bridge, passages, top_heads, *, n_random=50, n_matched=50, cont
         (:func:`icl_cmr.adapters.text_corpus.load_passages` with ``return_articles=True``):
         contrasts and intervals then use article means as their unit. Without it each passage
         is its own unit.
+    n_random, n_matched, modes, measures, early, late, window, batch_size, n_boot, wide_early, wide_late, repeat_length
+        Replace the design's field of that name when given (see ``AblationDesign``):
+        ``n_random`` random and ``n_matched`` layer-matched random sets of the top set's size
+        (:func:`head_sets`); ``modes`` among zero, mean and resample (``resample``: each
+        ablated head's output is taken from another passage at the same positions, passage
+        ``p`` from ``donor_passages(n, seed + 3)[p]``, a seeded derangement); ``measures`` of
+        :data:`icl_cmr.analyses.causal.measures.MEASURES` beside the ICL score, with their
+        statistics on a ``measure`` dim (``all``: those that fit the passages and the model's
+        context; the natural-text ones come from the same passes, ``repeated_tokens`` from
+        passages of ``repeat_length`` random ids repeated once, seed ``seed + 2``, as many as
+        the natural-text passages done); ``early``, ``late``, ``window``: the ICL score's
+        positions and half-window; ``wide_early``, ``wide_late``: inclusive ``wide_icl``
+        windows; ``batch_size`` ablated conditions per forward pass; ``n_boot`` bootstrap
+        resamples of the passages for the d_z intervals.
 
     Returns
     -------
@@ -268,13 +248,20 @@ def run_ablation(bridge, passages, top_heads, *, n_random=50, n_matched=50, cont
     from tqdm.auto import tqdm
 
     from . import measures as am
+    from .design import AblationDesign
 
-    modes = tuple(modes)
-    if not modes or any(m not in MODES for m in modes):
-        raise ParameterError(f"modes must be a non-empty subset of {MODES}; got {modes}")
-    measures = am.check_measures(measures)
-    if n_random < 1:
-        raise ParameterError(f"the rank test needs random sets; got n_random={n_random}")
+    if design is None:
+        design = AblationDesign()
+    elif isinstance(design, str):
+        design = AblationDesign.preset(design)
+    elif not isinstance(design, AblationDesign):
+        raise ParameterError(f"design must be an AblationDesign or a preset name; got {type(design).__name__}")
+    design = design.replace(n_random=n_random, n_matched=n_matched, modes=modes, measures=measures, early=early,
+                            late=late, window=window, batch_size=batch_size, n_boot=n_boot, wide_early=wide_early,
+                            wide_late=wide_late, repeat_length=repeat_length)
+    modes, n_random, n_matched = design.modes, design.n_random, design.n_matched
+    early, late, window, batch_size, n_boot = design.early, design.late, design.window, design.batch_size, design.n_boot
+    wide_early, wide_late, repeat_length = design.wide_early, design.wide_late, design.repeat_length
     passages = np.ascontiguousarray(passages, dtype=np.int64)
     if passages.ndim != 2 or passages.shape[0] < 2:
         raise ParameterError(f"passages must be (n_passage >= 2, n_token); got shape {passages.shape}")
@@ -286,6 +273,7 @@ def run_ablation(bridge, passages, top_heads, *, n_random=50, n_matched=50, cont
             raise ParameterError(f"articles must give one article per passage ({passages.shape[0]}); "
                                  f"got shape {articles.shape}")
     targets = scored_positions(int(early), int(late), int(window), passages.shape[1])
+    measures, _ = design.fitted_measures(passages.shape[1], getattr(bridge.cfg, "n_ctx", None))
     last = int(late) + int(window)
     wide = dict(wide_early=tuple(wide_early), wide_late=tuple(wide_late))
     if "wide_icl" in measures:

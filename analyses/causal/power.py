@@ -26,7 +26,7 @@ import numpy as np
 from cmr.errors import ParameterError
 
 __all__ = ["rank_family_size", "holm_rank_floor", "random_sets_for_holm", "paired_t_power", "passages_for_power",
-           "rank_test_power", "rank_design_power", "power_lines", "DESIGNS", "design_lines"]
+           "rank_test_power", "rank_design_power", "power_lines"]
 
 
 def rank_family_size(n_matched: int = 0, n_modes: int = 1, control: bool = False, n_measures: int = 1) -> int:
@@ -208,20 +208,3 @@ def power_lines(result, alpha: float = 0.05, power: float = 0.8, m: int | None =
                              f"d_z {dz:+.2f}: {need} units for {power:.0%} power at alpha {alpha:g}/{m}")
     return lines + rank_power_lines(result, alpha)
 
-
-#: presets of ``icl-cmr ablate --design``; explicit options override them. ``cpu``: the power
-#: calculation of docs/ablation.md ("Power and the CPU design") on SmolLM2-135M, 2 cores, 2 hours;
-#: 120 random sets, not 1,000, because 1,000 would take 8 times as long. ``study``: 1,000 random
-#: and 1,000 layer-matched sets, so that the rank test resolves p far below Holm's level and its
-#: power is set by the sets' spread, not by their number (about 2 hours on one H100 in bfloat16).
-DESIGNS = {
-    "cpu": dict(n_passages=24, n_random=120, n_matched=0, mode="zero", measures="icl,bigram,repeated_tokens",
-                dtype="float32"),
-    "study": dict(n_passages=300, n_random=1000, n_matched=1000, mode="both", measures="icl"),
-}
-
-
-def design_lines() -> list[str]:
-    """What each preset sets, for ``--help``."""
-    return [f"{name}: " + ", ".join(f"--{k.replace('_', '-')} {v}" for k, v in preset.items())
-            for name, preset in DESIGNS.items()]

@@ -18,7 +18,9 @@ from cmr.errors import ParameterError, SchemaError
 from cmr.schema import provenance_attrs, require_dims, require_variables, validate
 
 from ..llm_recall import MEASURES, model_recall, recall_measures
-from .ablation import random_head_sets, top_heads_from_fits
+from icl_cmr.adapters.head_ranking import top_heads
+
+from .ablation import random_head_sets
 from .statistics import paired_statistics
 
 __all__ = ["KIND", "validate_llm_recall_ablation", "head_sets", "recall_ablation", "ablation_table"]
@@ -37,8 +39,8 @@ def head_sets(heads: xr.Dataset, fits: xr.Dataset, *, fraction: float = 0.1, n_h
     avoid the top CMR-like set; layer-matched sets have its count of heads in every layer. The
     set size is ``n_heads``, or ``fraction`` of all heads.
     """
-    top = top_heads_from_fits(fits, fraction=fraction, n_heads=n_heads)
-    induction = top_heads_from_fits(heads, variable="induction_score", n_heads=len(top), largest=True)
+    top = top_heads(fits, fraction=fraction, n_heads=n_heads)
+    induction = top_heads(heads, "induction_score", n_heads=len(top), largest=True)
     n_layers, n_heads = int(heads.sizes["layer"]), int(heads.sizes["head"])
     sets = {"top_cmr": top, "top_induction": induction}
     for i, chosen in enumerate(random_head_sets(n_layers, n_heads, top, n_random, seed)):

@@ -61,40 +61,44 @@ the next passage of a random cyclic order seeded --seed + 3), both (zero + mean)
 default, all measures, leaves out with a note those that cannot fit (the wide windows in short
 passages, repeated tokens beyond the model's context); named ones that cannot fit are an error.
 
-Designs (--design; explicit options override a preset):
+Designs (--design; explicit options override a preset; without --design the defaults above,
+analyses.causal.design.AblationDesign()):
   cpu    chosen from the power calculation (docs/ablation.md) for >= 80% power of the
          bigram and repeated_tokens measures within 2 hours on 2 CPU cores (SmolLM2-135M):
          {cpu}
   study  the study's size, 1,000 random and layer-matched sets, for --device cuda --dtype bfloat16:
          {study}
+  demo   the ablation stage of icl-cmr run:
+         {demo}
 """
 
 
 def _description():
-    from icl_cmr.analyses.causal.power import DESIGNS
+    from icl_cmr.analyses.causal.design import PRESETS
 
     text = DESCRIPTION
-    for name, preset in DESIGNS.items():
-        text = text.replace("{" + name + "}", " ".join(f"--{k.replace('_', '-')} {v}" for k, v in preset.items()))
+    for name, preset in PRESETS.items():
+        text = text.replace("{" + name + "}", preset.options())
     return text
 
 
-#: defaults of the options a --design preset may set
-_DEFAULTS = dict(n_passages=300, n_random=120, n_matched=50, mode="both", measures="all", dtype="float32")
 #: --mode values -> ablation modes
 MODE_CHOICES = {"zero": ("zero",), "mean": ("mean",), "resample": ("resample",), "both": ("zero", "mean"),
                 "all": ("zero", "mean", "resample")}
 
 
-def apply_design(args):
-    """Fill the options left unset from ``--design`` (then from the defaults); explicit options win."""
-    from icl_cmr.analyses.causal.power import DESIGNS
+def build_design(args):
+    """The :class:`~icl_cmr.analyses.causal.design.AblationDesign` the options ask for: ``--design``
+    (or the defaults), with every option given replacing its field."""
+    from icl_cmr.analyses.causal.design import AblationDesign
 
-    preset = DESIGNS[args.design] if args.design else {}
-    for key, default in _DEFAULTS.items():
-        if getattr(args, key, None) is None:
-            setattr(args, key, preset.get(key, default))
-    return args
+    base = AblationDesign.preset(args.design) if args.design else AblationDesign()
+    return base.replace(
+        n_passages=args.n_passages, n_random=args.n_random, n_matched=args.n_matched,
+        modes=MODE_CHOICES[args.mode] if args.mode else None, measures=args.measures, dtype=args.dtype,
+        top_fraction=args.top_fraction, n_tokens=args.n_tokens, early=args.early, late=args.late, window=args.window,
+        wide_early=args.wide_early, wide_late=args.wide_late, repeat_length=args.repeat_length,
+        batch_size=args.batch_size)
 
 
 def _window(text):
@@ -110,8 +114,10 @@ def _window(text):
 def register(sub):
     import argparse
 
+    from icl_cmr.analyses.causal.design import PRESETS, AblationDesign
     from icl_cmr.analyses.commands.options import add_device, add_output
 
+    D = AblationDesign()
     p = sub.add_parser("ablate", help=HELP, description=_description(),
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("model", nargs="?", default="smollm2-135m",
@@ -124,12 +130,14 @@ def register(sub):
                         "smallest CMR distance, the study's top set) or strict (heads that pass the strict definition, "
                         "smallest distance first; needs a profile_null file from icl-cmr null); or a variable of "
                         "--heads-from (distance: smallest first; induction_score and other *_score: largest first)")
-    p.add_argument("--top-fraction", type=float, default=0.1, help="share of all heads in the top set (default 0.1)")
-    p.add_argument("--design", choices=("cpu", "study"), default=None,
+    p.add_argument("--top-fraction", type=float, default=None,
+                   help=f"share of all heads in the top set (default {D.top_fraction:g})")
+    p.add_argument("--design", choices=tuple(PRESETS), default=None,
                    help="a preset of sizes, modes, measures and dtype (see above); explicit options override it")
     p.add_argument("--n-random", type=int, default=None,
-                   help="random head sets (default 120: enough for Holm's correction over both modes)")
-    p.add_argument("--n-matched", type=int, default=None, help="layer-matched random head sets (default 50; 0: none)")
+                   help=f"random head sets (default {D.n_random}: enough for Holm's correction over both modes)")
+    p.add_argument("--n-matched", type=int, default=None,
+                   help=f"layer-matched random head sets (default {D.n_matched}; 0: none)")
     p.add_argument("--control-from", metavar="HEADS.nc",
                    help="heads file (icl-cmr heads) whose top induction_score heads form a control set")
     p.add_argument("--mode", choices=tuple(MODE_CHOICES), default=None,
@@ -137,28 +145,29 @@ def register(sub):
     p.add_argument("--measures", default=None, metavar="M[,M]",
                    help="measures beside the study's icl score: wide_icl, bigram, repeated_tokens, or all (default all)")
     p.add_argument("--wide-early", type=_window, default=None, metavar="FIRST:LAST",
-                   help="tokens of the wide_icl early window, inclusive (default 20:100)")
+                   help="tokens of the wide_icl early window, inclusive (default {}:{})".format(*D.wide_early))
     p.add_argument("--wide-late", type=_window, default=None, metavar="FIRST:LAST",
-                   help="tokens of the wide_icl late window, inclusive (default 400:505)")
-    p.add_argument("--repeat-length", type=int, default=100,
-                   help="random tokens repeated once in each repeated_tokens passage (default 100)")
-    p.add_argument("--n-passages", type=int, default=None, help="text passages (default 300)")
-    p.add_argument("--n-tokens", type=int, default=512, help="tokens per passage (default 512)")
+                   help="tokens of the wide_icl late window, inclusive (default {}:{})".format(*D.wide_late))
+    p.add_argument("--repeat-length", type=int, default=None,
+                   help=f"random tokens repeated once in each repeated_tokens passage (default {D.repeat_length})")
+    p.add_argument("--n-passages", type=int, default=None, help=f"text passages (default {D.n_passages})")
+    p.add_argument("--n-tokens", type=int, default=None, help=f"tokens per passage (default {D.n_tokens})")
     p.add_argument("--text", default="wikipedia",
                    help="text source: wikipedia (default), kjv, a text file, a directory or a MediaWiki dump")
     p.add_argument("--max-per-article", type=int, default=4,
                    help="windows of one document (article) at most (default 4; 0: no cap, e.g. for one long text file)")
-    p.add_argument("--early", type=int, default=50, help="early token (default 50)")
-    p.add_argument("--late", type=int, default=500, help="late token (default 500)")
-    p.add_argument("--window", type=int, default=5, help="half-window of tokens averaged (default 5)")
+    p.add_argument("--early", type=int, default=None, help=f"early token (default {D.early})")
+    p.add_argument("--late", type=int, default=None, help=f"late token (default {D.late})")
+    p.add_argument("--window", type=int, default=None, help=f"half-window of tokens averaged (default {D.window})")
     p.add_argument("--seed", type=int, default=0,
                    help="seed of the passages, the random sets and the bootstrap (default 0)")
-    p.add_argument("--batch-size", type=int, default=8, help="ablated conditions per forward pass (default 8)")
+    p.add_argument("--batch-size", type=int, default=None,
+                   help=f"ablated conditions per forward pass (default {D.batch_size})")
     p.add_argument("--time-budget", type=float, default=None, metavar="MINUTES",
                    help="start no passage's ablations after this many minutes; test the passages done")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
     add_device(p)
-    p.set_defaults(dtype=None)  # float32 unless a --design sets it
+    p.set_defaults(dtype=None)  # the design's (float32) unless given
     add_output(p, "ABLATION.nc")
     p.set_defaults(func=run)
 
@@ -196,6 +205,7 @@ def shared_with(args) -> str:
 def run(args) -> int:
     import time
 
+    from icl_cmr.adapters.head_ranking import CMR_LIKE_DEFINITIONS, cmr_like_heads, top_heads
     from icl_cmr.adapters.text_corpus import load_passages
     from icl_cmr.adapters.lm.loading import describe_peak_memory, load_model, measure_peak_memory, with_run_record
     from icl_cmr.analyses.causal import ablation
@@ -203,34 +213,22 @@ def run(args) -> int:
     from cmr.io import load_dataset, result_format, write_result
     from icl_cmr.analyses.commands.options import check_counts, check_fraction
 
-    from icl_cmr.analyses.causal.measures import check_measures, check_window
-    from icl_cmr.analyses.causal.power import DESIGNS
+    from icl_cmr.analyses.causal.measures import check_window
 
-    # measures the user named (or a preset did) must fit; the default, all, leaves out those that cannot
-    chosen = args.measures is not None or "measures" in DESIGNS.get(args.design, {})
-    windows_given = args.wide_early is not None or args.wide_late is not None
-    args.wide_early, args.wide_late = args.wide_early or (20, 100), args.wide_late or (400, 505)
-    apply_design(args)
     result_format(args.output)
-    measures = check_measures(args.measures)
-    try:
-        if "wide_icl" in measures:
-            check_window(args.wide_early, args.n_tokens, "--wide-early")
-            check_window(args.wide_late, args.n_tokens, "--wide-late")
-    except ParameterError:
-        if chosen or windows_given:
-            raise
-        measures = tuple(m for m in measures if m != "wide_icl")
-        print(f"note: wide_icl left out: its windows {args.wide_early[0]}:{args.wide_early[1]} and "
-              f"{args.wide_late[0]}:{args.wide_late[1]} do not fit passages of {args.n_tokens} tokens "
-              "(--wide-early, --wide-late)", flush=True)
-    if args.n_random < 1 or args.n_passages < 2 or args.n_matched < 0:
-        raise ParameterError(f"--n-random must be >= 1, --n-matched >= 0 and --n-passages >= 2; "
-                             f"got {args.n_random}, {args.n_matched}, {args.n_passages}")
-    check_fraction(args.top_fraction, "--top-fraction")
-    check_counts(args, n_tokens=2, early=0, late=1, window=0, batch_size=1, seed=0, repeat_length=2,
-                 max_per_article=0)
-    ablation.scored_positions(args.early, args.late, args.window, args.n_tokens)  # before the model loads
+    check_counts(args, n_random=1, n_matched=0, n_passages=2, n_tokens=2, early=0, late=1, window=0, batch_size=1,
+                 seed=0, repeat_length=2, max_per_article=0)
+    if args.top_fraction is not None:
+        check_fraction(args.top_fraction, "--top-fraction")
+    design = build_design(args)
+    # windows given must fit; measures the user named (or a preset did) must fit; all leaves out those that cannot
+    for name in ("wide_early", "wide_late"):
+        if getattr(args, name) is not None and (not design.named_measures or "wide_icl" in design.measures):
+            check_window(getattr(design, name), design.n_tokens, "--" + name.replace("_", "-"))
+    measures, notes = design.fitted_measures()
+    for note in notes:
+        print(f"note: {note}", flush=True)
+    ablation.scored_positions(design.early, design.late, design.window, design.n_tokens)  # before the model loads
     if args.time_budget is not None and not args.time_budget > 0:
         raise ParameterError(f"--time-budget must be a positive number of minutes; got {args.time_budget:g}")
     if args.threads:
@@ -241,23 +239,20 @@ def run(args) -> int:
     if args.heads:
         top, source = ablation.parse_heads(args.heads), "explicit list"
     else:
-        from icl_cmr.adapters.head_ranking import CMR_LIKE_DEFINITIONS, cmr_like_heads
-
         ranked = load_dataset(args.heads_from)
         if args.rank_by in CMR_LIKE_DEFINITIONS:
-            top, notes = cmr_like_heads(ranked, args.rank_by, fraction=args.top_fraction)
+            top, notes = cmr_like_heads(ranked, args.rank_by, fraction=design.top_fraction)
             source = (f"{args.heads_from}: CMR-like by the {args.rank_by} definition, smallest distance first, "
-                      f"top {args.top_fraction:g}")
+                      f"top {design.top_fraction:g}")
             for note in notes:
                 print(f"note: {note}", flush=True)
         else:
             largest = args.rank_by.endswith("_score")
-            top = ablation.top_heads_from_fits(ranked, args.top_fraction, args.rank_by, largest=largest)
-            source = f"{args.heads_from}: {'largest' if largest else 'smallest'} {args.rank_by}, top {args.top_fraction:g}"
+            top = top_heads(ranked, args.rank_by, fraction=design.top_fraction, largest=largest)
+            source = f"{args.heads_from}: {'largest' if largest else 'smallest'} {args.rank_by}, top {design.top_fraction:g}"
     control = None
     if args.control_from:
-        control = ablation.top_heads_from_fits(load_dataset(args.control_from), variable="induction_score",
-                                               n_heads=len(top), largest=True)
+        control = top_heads(load_dataset(args.control_from), "induction_score", n_heads=len(top), largest=True)
     listed = ",".join(f"L{l}.H{h}" for l, h in top)
     print(f"top set fixed before any ablation ({len(top)} heads, {source}): {listed}", flush=True)
     if not args.heads:
@@ -266,44 +261,36 @@ def run(args) -> int:
             print(f"note: the top set was ranked on head profiles of prompt seed {shared}, {shared_with(args)}; it is "
                   "not held out, so the test also measures how the set was chosen: rank on profiles of another seed "
                   "(icl-cmr heads --seed 1, then icl-cmr fit)", flush=True)
-    modes = MODE_CHOICES[args.mode]
-    family = (args.n_matched, len(modes), control is not None, len(measures))
-    floor = ablation.holm_rank_floor(args.n_random, *family)
+    modes = design.modes
+    family = (design.n_matched, len(modes), control is not None, len(measures))
+    floor = ablation.holm_rank_floor(design.n_random, *family)
     if floor >= 0.05:
-        print(f"note: with {args.n_random} random and {args.n_matched} layer-matched sets, no rank test can reach "
+        print(f"note: with {design.n_random} random and {design.n_matched} layer-matched sets, no rank test can reach "
               f"p < 0.05 after Holm's correction over {len(measures)} measures x {len(modes)} modes "
               f"(smallest adjusted p {floor:.3f}); --n-random {20 * ablation.rank_family_size(*family)} or more lifts it",
               flush=True)
-    model = load_model(args.model, device=args.device, dtype=args.dtype)
-    context = getattr(model.bridge.cfg, "n_ctx", None)
-    if "repeated_tokens" in measures and context is not None and 2 * args.repeat_length + 1 > int(context):
-        if chosen:
-            raise ParameterError(f"repeated_tokens passages of 2 x {args.repeat_length} tokens and a BOS exceed the "
-                                 f"model's context of {int(context)} tokens; give a smaller --repeat-length")
-        measures = tuple(m for m in measures if m != "repeated_tokens")
-        print(f"note: repeated_tokens left out: 2 x {args.repeat_length} tokens and a BOS exceed the model's context "
-              f"of {int(context)} tokens (--repeat-length)", flush=True)
-    passages, articles = load_passages(args.text, model.tokenizer, args.n_passages, args.n_tokens, seed=args.seed,
+    model = load_model(args.model, device=args.device, dtype=design.dtype)
+    measures, later = design.fitted_measures(n_ctx=getattr(model.bridge.cfg, "n_ctx", None))
+    for note in later[len(notes):]:
+        print(f"note: {note}", flush=True)
+    passages, articles = load_passages(args.text, model.tokenizer, design.n_passages, design.n_tokens, seed=args.seed,
                                        max_per_document=args.max_per_article or None, return_articles=True)
     info = model.provenance()
-    info.update(text_source=str(args.text), top_heads_source=source, top_heads=listed, n_passages=int(args.n_passages),
-                design=str(args.design or "none"))
+    info.update(text_source=str(args.text), top_heads_source=source, top_heads=listed,
+                n_passages=int(design.n_passages), design=str(args.design or "none"))
     if control is not None:
         info.update(control_heads=",".join(f"L{l}.H{h}" for l, h in control),
                     control_heads_source=f"{args.control_from}: largest induction_score")
     with measure_peak_memory(model.device) as memory:
         result = ablation.run_ablation(
-            model.bridge, passages, top, n_random=args.n_random, n_matched=args.n_matched, control_heads=control,
-            seed=args.seed, modes=modes, early=args.early, late=args.late, window=args.window,
-            batch_size=args.batch_size, info=info, measures=measures, wide_early=args.wide_early,
-            wide_late=args.wide_late, repeat_length=args.repeat_length,
-            time_budget_s=None if args.time_budget is None else 60.0 * args.time_budget, articles=articles)
+            model.bridge, passages, top, design.replace(measures=measures), control_heads=control, seed=args.seed,
+            info=info, time_budget_s=None if args.time_budget is None else 60.0 * args.time_budget, articles=articles)
     result = with_run_record(result, **memory)
     path = write_result(result, args.output)
     print(f"wrote {path} in {time.perf_counter() - started:.0f} s")
     print(f"{args.model} on {model.device} in {model.dtype}; {describe_peak_memory(result.attrs)}")
     print(f"unablated ICL score {float(result['baseline_icl_score'].mean()):+.3f} nats "
-          f"({result.sizes['passage']} of {args.n_passages} passages, from {result.attrs['n_articles']} articles)")
+          f"({result.sizes['passage']} of {design.n_passages} passages, from {result.attrs['n_articles']} articles)")
     for line in ablation.summary_lines(result):
         print(line)
     from icl_cmr.analyses.causal.measures import measure_summary_lines

@@ -67,7 +67,7 @@ def run(args) -> int:
     from cmr.errors import ParameterError
     from cmr.io import result_format, write_result
     from icl_cmr.adapters.lm import causal_composition, composition
-    from icl_cmr.adapters.head_ranking import rank_heads
+    from icl_cmr.adapters.head_ranking import composing_heads, rank_heads
     from icl_cmr.adapters.lm.loading import load_model
     from icl_cmr.analyses.causal.ablation import parse_heads
     from icl_cmr.analyses.commands.options import check_counts
@@ -94,7 +94,7 @@ def run(args) -> int:
               file=sys.stderr, flush=True)
         induction = causal_composition.induction_scores(model, n_words=args.n_words, n_prompts=args.n_prompts,
                                                         seed=args.seed)
-        induction[0] = -np.inf  # layer 0 has no earlier head to compose with: never ranked
+        induction = composing_heads(induction)  # never layer 0: no earlier head to compose with
         order = rank_heads(induction, args.top)
         heads = [tuple(int(i) for i in np.unravel_index(flat, induction.shape)) for flat in order]
     from tqdm.auto import tqdm

@@ -88,7 +88,8 @@ def choose_heads(ds: xr.Dataset, variable: str, units, default: int, largest: bo
     ``units`` is None (the ``default`` best), an int, a sequence of (layer, head) pairs or a
     string such as ``"L18.H6,L17.H3"``.
     """
-    from icl_cmr.analyses.causal.ablation import parse_heads, top_heads_from_fits
+    from icl_cmr.adapters.head_ranking import top_heads
+    from icl_cmr.analyses.causal.ablation import parse_heads
 
     if variable not in ds:
         raise SchemaError(f"head dataset has no variable {variable!r}; variables: {', '.join(map(str, ds.data_vars))}")
@@ -99,7 +100,7 @@ def choose_heads(ds: xr.Dataset, variable: str, units, default: int, largest: bo
         units = parse_heads(units)
     if is_integer(units):
         n = min(integer(units, "units as a number of heads"), int(np.isfinite(score.values).sum()))
-        return top_heads_from_fits(ds, variable=variable, n_heads=max(n, 1), largest=largest)
+        return top_heads(ds, variable, n_heads=max(n, 1), largest=largest)
     try:
         heads = [(int(layer), int(head)) for layer, head in units]
     except (TypeError, ValueError):

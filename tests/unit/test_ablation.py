@@ -131,7 +131,7 @@ def test_set_losses_equal_one_bridge_pass_per_set(tiny, monkeypatch):
     assert zero_only[2] is None
     with pytest.raises(ParameterError, match="time budget"):
         ablation.run_ablation(bridge, passages, [(1, 0)], n_random=2, n_matched=0, early=EARLY, late=LATE,
-                              window=WINDOW, time_budget_s=-1.0, progress=False)
+                              window=WINDOW, measures="icl", time_budget_s=-1.0, progress=False)
     monkeypatch.setattr(interventions, "plain_model", lambda bridge: None)  # models outside the direct families
     fallback = ablation_engine.set_losses(bridge, passages, targets, sets[:1], ("zero",))
     np.testing.assert_allclose(fallback[1][0, 0], losses[0, 0], rtol=0, atol=1e-5)
@@ -141,7 +141,8 @@ def test_run_ablation_dataset_round_trip(tiny, tmp_path):
     bridge, _, passages = tiny
     articles = [7, 7, 2, 9, 9]  # passages 0-1 and 3-4 are windows of one article each
     ds = ablation.run_ablation(bridge, passages, [(1, 0), (1, 3)], n_random=3, n_matched=2, control_heads=[(0, 1), (1, 2)],
-                               seed=4, early=EARLY, late=LATE, window=WINDOW, batch_size=3, n_boot=200, progress=False,
+                               seed=4, early=EARLY, late=LATE, window=WINDOW, batch_size=3, n_boot=200, measures="icl",
+                               progress=False,
                                info={"model": "tiny"}, articles=articles)
     assert ds.sizes == {"mode": 2, "head_set": 7, "passage": 5, "member": 2, "comparison": 6}
     assert ds["article"].values.tolist() == articles and ds.attrs["n_articles"] == 3
@@ -243,16 +244,24 @@ def test_random_sets_depend_on_the_seed_and_refuse_heads_outside_the_model():
         ablation.head_sets(4, 3, [(0, 0)], control_heads=[(1, 0), (1, 1)])
 
 
-def test_top_heads_from_fits_picks_smallest_finite_distance():
+def test_top_heads_picks_smallest_finite_distance():
+    from icl_cmr.adapters.head_ranking import top_heads
+
     distance = np.array([[0.9, 0.1, np.nan], [0.05, 0.7, 0.3]])
     fits = xr.Dataset({"distance": (("model", "layer", "head"), distance[None])},
                       coords={"layer": [0, 1], "head": [0, 1, 2], "model": ["m"]})
-    assert ablation.top_heads_from_fits(fits, n_heads=3) == [(1, 0), (0, 1), (1, 2)]
-    assert ablation.top_heads_from_fits(fits, fraction=0.1) == [(1, 0)]
+    assert top_heads(fits, n_heads=3) == [(1, 0), (0, 1), (1, 2)]
+    assert top_heads(fits, fraction=0.1) == [(1, 0)]
+    assert top_heads(fits, n_heads=3, composing=True) == [(1, 0), (1, 2), (1, 1)]  # never layer 0
     with pytest.raises(ParameterError, match="finite"):
-        ablation.top_heads_from_fits(fits, n_heads=6)
+        top_heads(fits, n_heads=6)
+    with pytest.raises(ParameterError, match="3 of 6 heads have a finite distance"):
+        top_heads(fits, n_heads=4, composing=True)
     with pytest.raises(SchemaError, match="no variable"):
-        ablation.top_heads_from_fits(fits, variable="cmr_distance")
+        top_heads(fits, "cmr_distance")
+    with pytest.warns(DeprecationWarning, match="top_heads_from_fits is deprecated .*head_ranking.top_heads"):
+        assert ablation.top_heads_from_fits(fits, 0.5, "distance", largest=True) == top_heads(
+            fits, fraction=0.5, largest=True)
 
 
 # --- statistics -----------------------------------------------------------------------------

@@ -152,7 +152,8 @@ def test_wide_icl_scores():
 def test_run_ablation_measures_keep_the_icl_score(tiny, passages, tmp_path):
     kw = dict(n_random=3, n_matched=2, control_heads=[(0, 0), (0, 1)], early=EARLY, late=LATE, window=WINDOW,
               seed=1, n_boot=50, progress=False)
-    plain = ablation.run_ablation(tiny.bridge, passages, [(1, 0), (1, 3)], modes=("zero", "mean"), **kw)
+    plain = ablation.run_ablation(tiny.bridge, passages, [(1, 0), (1, 3)], modes=("zero", "mean"), measures="icl",
+                                  **kw)
     assert "measure" not in plain.dims
     full = ablation.run_ablation(tiny.bridge, passages, [(1, 0), (1, 3)], modes=("zero", "mean", "resample"),
                                  measures="all", wide_early=(3, 10), wide_late=(30, 42), repeat_length=12, **kw)
@@ -211,18 +212,54 @@ def test_random_sets_for_the_holm_floor():
     assert ablation_power.rank_family_size(0, 1, True, 3) == 6 and ablation_power.random_sets_for_holm(6) == 120
 
 
+def test_design_presets_are_the_documented_ones():
+    from icl_cmr.analyses.causal.design import PRESETS, AblationDesign
+
+    # docs/ablation.md: icl-cmr ablate's defaults, --design cpu, --design study; run_layout: the demo stage
+    assert (AblationDesign().n_passages, AblationDesign().n_random, AblationDesign().n_matched) == (300, 120, 50)
+    assert (AblationDesign().modes, AblationDesign().measures, AblationDesign().dtype) == (("zero", "mean"), "all",
+                                                                                           "float32")
+    cpu = PRESETS["cpu"]
+    assert (cpu.n_passages, cpu.n_random, cpu.n_matched, cpu.modes, cpu.dtype) == (24, 120, 0, ("zero",), "float32")
+    assert cpu.measures == ("icl", "bigram", "repeated_tokens")
+    study = PRESETS["study"]
+    assert (study.n_passages, study.n_random, study.n_matched, study.modes, study.measures) == (
+        300, 1000, 1000, ("zero", "mean"), ("icl",))
+    demo = PRESETS["demo"]
+    assert (demo.n_passages, demo.n_random, demo.n_matched, demo.modes) == (6, 50, 0, ("zero",))
+    assert "icl" in demo.measures and {"bigram", "repeated_tokens"} & set(demo.measures)
+    assert AblationDesign.preset("study", n_passages=9, n_random=None).n_random == 1000  # None keeps the field
+    for bad in (dict(n_random=0), dict(modes=("zero", "half")), dict(measures="bigram,induction"),
+                dict(top_fraction=0.0), dict(wide_early="20")):
+        with pytest.raises(ParameterError):
+            AblationDesign(**bad)
+    with pytest.raises(ParameterError, match="presets: cpu, study, demo"):
+        AblationDesign.preset("gpu")
+    with pytest.raises(ParameterError, match="unknown design fields"):
+        AblationDesign().replace(n_sets=3)
+    # "all" leaves out what cannot fit, with a note; named measures that cannot fit are an error
+    measures, notes = AblationDesign(repeat_length=200).fitted_measures(n_tokens=32, n_ctx=256)
+    assert measures == ("icl", "bigram") and len(notes) == 2
+    with pytest.raises(ParameterError, match="exceed the model's context of 256"):
+        cpu.replace(repeat_length=200).fitted_measures(n_ctx=256)
+
+
 def test_cli_designs_and_measures(tmp_path, capsys):
+    from icl_cmr.analyses.causal.design import PRESETS, AblationDesign
     from icl_cmr.analyses.cli import build_parser, main
-    from icl_cmr.analyses.commands.ablate import apply_design
+    from icl_cmr.analyses.commands.ablate import build_design
 
     parse = build_parser().parse_args
-    cpu = apply_design(parse(["ablate", "--design", "cpu", "--heads", "L1.H0", "-o", "a.nc"]))
-    assert (cpu.mode, cpu.n_matched, cpu.dtype) == ("zero", 0, "float32")
-    assert cpu.n_passages == ablation_power.DESIGNS["cpu"]["n_passages"]
-    mine = apply_design(parse(["ablate", "--design", "study", "--n-passages", "9", "--heads", "L1.H0", "-o", "a.nc"]))
-    assert (mine.n_passages, mine.n_random, mine.n_matched) == (9, 1000, 1000)
-    plain = apply_design(parse(["ablate", "--heads", "L1.H0", "-o", "a.nc"]))
-    assert (plain.mode, plain.measures, plain.dtype, plain.n_passages) == ("both", "all", "float32", 300)
+    for name in PRESETS:  # a preset alone builds exactly that preset
+        assert build_design(parse(["ablate", "--design", name, "--heads", "L1.H0", "-o", "a.nc"])) == PRESETS[name]
+    mine = build_design(parse(["ablate", "--design", "study", "--n-passages", "9", "--heads", "L1.H0", "-o", "a.nc"]))
+    assert mine == PRESETS["study"].replace(n_passages=9)
+    plain = build_design(parse(["ablate", "--heads", "L1.H0", "-o", "a.nc"]))
+    assert plain == AblationDesign()  # no options: the documented defaults, nothing else
+    given = build_design(parse(["ablate", "--heads", "L1.H0", "--mode", "all", "--measures", "bigram", "--early", "7",
+                                "--wide-late", "300:400", "-o", "a.nc"]))
+    assert given == AblationDesign(modes=("zero", "mean", "resample"), measures=("icl", "bigram"), early=7,
+                                   wide_late=(300, 400))
     for argv, expected in ((["--measures", "bigram,induction"], "measures must be among"),
                            (["--wide-late", "400:600"], "--wide-late must satisfy")):
         assert main(["ablate", "--heads", "L1.H0", *argv, "-o", str(tmp_path / "a.nc")]) == 1
@@ -260,3 +297,14 @@ def test_cli_default_measures_leave_out_what_cannot_fit(tl, tmp_path, capsys):
     assert "at most 4 per document" in line and "--max-per-article" in line
     assert main(["ablate", *many, "--max-per-article", "-1", "-o", str(tmp_path / "c.nc")]) == 1
     assert "--max-per-article must be an integer >= 0" in capsys.readouterr().err
+
+
+def test_the_run_ablation_stage_uses_the_demo_design():
+    from icl_cmr.analyses.causal.design import PRESETS
+    from icl_cmr.analyses.run_layout import DEMO_SETTINGS
+    from icl_cmr.analyses.study import ablation_design
+
+    assert ablation_design(DEMO_SETTINGS) == PRESETS["demo"]
+    assert ablation_design({**DEMO_SETTINGS, "ablation_random": 7}) == PRESETS["demo"].replace(n_random=7)
+    with pytest.raises(ParameterError, match="modes"):
+        ablation_design({**DEMO_SETTINGS, "ablation_modes": ["half"]})

@@ -110,7 +110,7 @@ def model_results():
         "composition": scores,
         "path_ablation": path_ablation(model, [(1, 0), (1, 1)], n_words=12, n_prompts=1, composition=scores),
         "ablation": run_ablation(model.bridge, passages, [(1, 0)], n_random=3, early=4, late=25, window=2,
-                                 modes=("zero",), progress=False),
+                                 modes=("zero",), measures="icl", progress=False),
         "llm_recall_ablation": recall_ablation(model, sets, n_lists=2, list_length=4, seed=5),
     }
 

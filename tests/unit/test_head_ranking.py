@@ -55,16 +55,27 @@ def test_scores_are_not_modified():
 
 
 def test_ablation_sets_rank_through_rank_heads():
-    from icl_cmr.analyses.causal.ablation import top_heads_from_fits
+    from icl_cmr.adapters.head_ranking import top_heads
 
     distance = np.array([[[[0.3, np.nan, 0.1],
                            [0.1, 0.2, np.nan]]]])
     fits = xr.Dataset({"distance": (("model", "checkpoint", "layer", "head"), distance)},
                       coords={"layer": [4, 5], "head": [0, 1, 2]})
-    assert top_heads_from_fits(fits, n_heads=3) == [(4, 2), (5, 0), (5, 1)]
-    assert top_heads_from_fits(fits, n_heads=2, largest=True) == [(4, 0), (5, 1)]
+    assert top_heads(fits, n_heads=3) == [(4, 2), (5, 0), (5, 1)]
+    assert top_heads(fits, n_heads=2, largest=True) == [(4, 0), (5, 1)]
     with pytest.raises(ParameterError, match="4 of 6 heads have a finite distance"):
-        top_heads_from_fits(fits, n_heads=5)
+        top_heads(fits, n_heads=5)
+
+
+def test_layer_zero_is_never_a_composing_head():
+    from icl_cmr.adapters.head_ranking import composing_heads
+
+    scores = np.array([[9.0, 8.0], [1.0, 2.0], [3.0, np.nan]])
+    grid = composing_heads(scores)
+    assert np.isnan(grid[0]).all() and scores[0, 0] == 9.0  # a copy: the input is unchanged
+    assert rank_heads(grid).tolist() == [4, 3, 2]
+    with pytest.raises(ParameterError, match="grid"):
+        composing_heads(np.ones(3))
 
 
 # --- the top CMR-like heads under either definition ------------------------------------------
@@ -89,12 +100,12 @@ STRICT = [[0, 1, 1],
 
 def test_the_study_definition_is_the_study_top_set():
     from icl_cmr.adapters.head_ranking import cmr_like_heads
-    from icl_cmr.analyses.causal.ablation import top_heads_from_fits
+    from icl_cmr.adapters.head_ranking import top_heads
 
     null = _null(DISTANCE, STRICT)
     for fraction in (0.2, 0.5, 0.8):
         heads, notes = cmr_like_heads(null, "study", fraction=fraction)
-        assert heads == top_heads_from_fits(null, fraction) and notes == []
+        assert heads == top_heads(null, fraction=fraction) and notes == []
     assert cmr_like_heads(null, "study", n_heads=2)[0] == [(4, 0), (3, 0)]
     with pytest.raises(ParameterError, match="5 of 6 heads have a finite distance"):
         cmr_like_heads(null, "study", n_heads=6)

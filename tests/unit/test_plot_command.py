@@ -103,6 +103,7 @@ def _ablation(model):
 
     passages = np.random.default_rng(0).integers(2, 60, size=(3, 30))
     return run_ablation(model.bridge, passages, [(1, 0)], n_random=3, early=4, late=25, window=2, modes=("zero",),
+                        measures="icl",
                         progress=False)
 
 

@@ -332,7 +332,7 @@ def test_ablation_result_marks_the_top_set_among_random_sets(tiny):
     model, heads, *_ = tiny
     passages = np.random.default_rng(0).integers(2, 60, size=(4, 36))
     ablation = run_ablation(model.bridge, passages, [(1, 0)], n_random=5, early=5, late=30, window=2,
-                            modes=("zero",), progress=False)
+                            modes=("zero",), measures="icl", progress=False)
     ax = _figure(plots.ablation_result(ablation)).axes[0]
     top = next(line for line in ax.lines if line.get_label() == "top CMR-like set")
     assert top.get_xdata()[0] == pytest.approx(float(ablation["mean_effect"].sel(mode="zero", head_set="top")))
