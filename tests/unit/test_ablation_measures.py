@@ -188,6 +188,21 @@ def test_run_ablation_measures_keep_the_icl_score(tiny, passages, tmp_path):
     back = load_dataset(path, "ablation")
     np.testing.assert_array_equal(back["measure_score"].values, full["measure_score"].values)
     assert back.attrs["measure_conventions"] == full.attrs["measure_conventions"]
+    # the figure: one row per mode, one column per measure, each titled with its own rank p and z
+    from icl_cmr.analyses import plots
+
+    fig = plots.ablation_result(full)
+    assert len(fig.axes) == 3 * 4
+    panel = fig.axes[4 * 0 + 2]  # zero ablation, bigram
+    row = full.sel(measure="bigram", mode="zero", comparison="top_vs_random")
+    assert panel.get_title() == (f"bigram, zero: rank p = {float(row['measure_rank_pvalue']):.3f}, "
+                                 f"z = {float(row['measure_z']):+.2f}")
+    top = next(line for line in panel.lines if line.get_label() == "top CMR-like set")
+    assert top.get_xdata()[0] == pytest.approx(float(full["measure_mean_effect"].sel(measure="bigram", mode="zero",
+                                                                                      head_set="top")))
+    assert len(plots.ablation_result(full, measures=["icl", "repeated_tokens"]).axes) == 3 * 2
+    with pytest.raises(ParameterError, match="measures must be among"):
+        plots.ablation_result(plain, measures="bigram")
 
 
 def test_power_of_the_paired_t_test():
