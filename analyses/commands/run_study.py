@@ -49,6 +49,9 @@ def register(sub):
                    help=f"layer-matched random head sets (default {D['ablation_matched']})")
     p.add_argument("--ablation-modes", nargs="+", choices=("zero", "mean"), default=D["ablation_modes"],
                    help="ablation modes (default: zero)")
+    p.add_argument("--ablation-measures", default=",".join(D["ablation_measures"]), metavar="M[,M]",
+                   help="measures beside the ICL score: wide_icl, bigram, repeated_tokens (default "
+                        f"{','.join(D['ablation_measures'])}, the demo design of icl-cmr ablate)")
     p.add_argument("--seed", type=int, default=D["seed"], help="seed of prompts, grid, passages and random sets")
     add_device(p, D["device"], D["dtype"])
     p.add_argument("--resume", action="store_true", help="skip stages finished by an earlier run in DIR (outputs verified by checksum)")
@@ -63,6 +66,7 @@ def run(args) -> int:
         grid_trials=args.grid_trials, n_prompts=args.n_prompts, n_words=args.n_words,
         ablation_passages=args.ablation_passages, ablation_random=args.ablation_random,
         ablation_matched=args.ablation_matched,
+        ablation_measures=[m.strip() for m in args.ablation_measures.split(",") if m.strip()],
         ablation_modes=list(args.ablation_modes), recall_lists=args.recall_lists, seed=args.seed, device=args.device, dtype=args.dtype,
     )
     if args.grid:
