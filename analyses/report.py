@@ -35,6 +35,16 @@ def ablation_summary(result, top_heads) -> dict:
                 for name in result.data_vars if result[name].dims == ("mode", "comparison")
             }
         out["modes"][str(mode)] = entry
+    if "measure" in result.dims:  # the measures beside the ICL score: each set against the random sets
+        out["measures"] = {
+            str(measure): {str(mode): {str(c): {name: float(result[f"measure_{name}"].sel(measure=measure, mode=mode,
+                                                                                         comparison=c))
+                                               for name in ("mean_difference", "rank", "n_null", "rank_pvalue", "z",
+                                                            "holm_rank_pvalue")}
+                                       for c in ("top_vs_random", "induction_vs_random")
+                                       if c in result["comparison"].values}
+                           for mode in result["mode"].values}
+            for measure in result["measure"].values if str(measure) != "icl"}
     return out
 
 
@@ -241,6 +251,16 @@ def _ablation_section(ctx) -> list[str]:
                     f"[{_fmt(c.get('ci_low'))}, {_fmt(c.get('ci_high'))}], rank {_fmt(c.get('rank'), 0)} of "
                     f"{_fmt(c.get('n_null', float('nan')) + 1, 0)}, p {_fmt(c.get('rank_pvalue'), 3)} "
                     f"(Holm {_fmt(c.get('holm_rank_pvalue'), 3)}, family: primary).")
+    if s.get("measures"):
+        lines += ["", "Measures beside the ICL score (docs/ablation.md, \"Measures with power\"; effect = ablated - "
+                  "intact, > 0: ablation hurts; Holm over every measure, mode and comparison):", ""]
+        for measure, modes in s["measures"].items():
+            for mode, comparisons in modes.items():
+                for comparison, c in comparisons.items():
+                    lines.append(
+                        f"- {measure}, {mode}, {comparison.replace('_', ' ')}: mean difference "
+                        f"{_fmt(c['mean_difference'])}, rank {_fmt(c['rank'], 0)} of {_fmt(c['n_null'] + 1, 0)}, "
+                        f"p {_fmt(c['rank_pvalue'], 3)} (Holm {_fmt(c['holm_rank_pvalue'], 3)}), z {_fmt(c['z'], 2)}.")
     lines += ["", "![Ablation](figures/ablation.png)", ""]
     return lines
 

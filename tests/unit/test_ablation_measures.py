@@ -201,6 +201,14 @@ def test_run_ablation_measures_keep_the_icl_score(tiny, passages, tmp_path):
     assert top.get_xdata()[0] == pytest.approx(float(full["measure_mean_effect"].sel(measure="bigram", mode="zero",
                                                                                       head_set="top")))
     assert len(plots.ablation_result(full, measures=["icl", "repeated_tokens"]).axes) == 3 * 2
+    # the report's summary carries the measures beside the ICL score, JSON-safe
+    from icl_cmr.analyses.report import ablation_summary
+
+    summary = json.loads(json.dumps(ablation_summary(full, [(1, 0), (1, 3)])))
+    assert sorted(summary["measures"]) == ["bigram", "repeated_tokens", "wide_icl"]
+    entry = summary["measures"]["bigram"]["zero"]["top_vs_random"]
+    assert entry["rank_pvalue"] == pytest.approx(float(row["measure_rank_pvalue"]))
+    assert "measures" not in ablation_summary(plain, [(1, 0), (1, 3)])
     with pytest.raises(ParameterError, match="measures must be among"):
         plots.ablation_result(plain, measures="bigram")
 
