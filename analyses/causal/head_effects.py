@@ -48,9 +48,10 @@ def set_effects(bridge, passages, sets, modes=("zero",), measures=("bigram", "re
     seed : int
         ``repeated_tokens`` passages come from ``seed + 2`` (as in ``icl-cmr ablate``).
     deadline : float, optional
-        A ``time.monotonic()`` value after which no passage starts; with both measures the
-        natural-text passages stop at three quarters of the time left, the repeated-token
-        passages at the deadline, and the passages done by both are kept.
+        A ``time.monotonic()`` value after which no natural-text passage starts; with both
+        measures that happens at half the time left, and then as many
+        repeated-token passages run as natural-text passages were done (as ``icl-cmr ablate``
+        does), so the last started passage and the repeated tokens may pass the deadline.
     """
     from tqdm.auto import tqdm
 
@@ -68,8 +69,8 @@ def set_effects(bridge, passages, sets, modes=("zero",), measures=("bigram", "re
     rows = {}
     done = n
     natural_deadline = deadline
-    if deadline is not None and len(measures) == 2:  # a repeated-token passage costs about a third of a 512-token one
-        natural_deadline = time.monotonic() + 0.75 * (deadline - time.monotonic())
+    if deadline is not None and len(measures) == 2:  # the repeated-token passages run after, for as many passages
+        natural_deadline = time.monotonic() + 0.5 * (deadline - time.monotonic())
     if "bigram" in measures:
         positions = np.arange(1, last + 1, dtype=np.int64)
         donors = donor_passages(n, int(seed) + 3) if "resample" in modes else None
@@ -82,19 +83,18 @@ def set_effects(bridge, passages, sets, modes=("zero",), measures=("bigram", "re
         rows["bigram"] = (measure_scores("bigram", extra["losses"], positions, **kw)
                           - measure_scores("bigram", extra["base"], positions, **kw)[None, None, :])
     if "repeated_tokens" in measures and done > 0:
-        repeated = _repeated(bridge, done, repeat_length, int(seed) + 2)
+        # resample ablation needs a donor: with one natural-text passage done, two repeated-token ones run
+        n_repeated = max(done, 2) if "resample" in modes else done
+        repeated = _repeated(bridge, n_repeated, repeat_length, int(seed) + 2)
         scored = repeated_positions(repeat_length)
-        if "resample" in modes and done < 2:
-            raise ParameterError("resample ablation needs at least 2 passages done; give more time or passages")
-        donors = donor_passages(done, int(seed) + 3) if "resample" in modes else None
-        with tqdm(total=done, desc=f"{desc}: repeated tokens", unit="passage", disable=not progress) as bar:
+        donors = donor_passages(n_repeated, int(seed) + 3) if "resample" in modes else None
+        with tqdm(total=n_repeated, desc=f"{desc}: repeated tokens", unit="passage", disable=not progress) as bar:
             base, losses, _ = set_losses(bridge, repeated, scored, sets, modes, batch_size=batch_size, progress=bar,
-                                         deadline=deadline, donors=donors)
-        kept = losses.shape[2]
+                                         donors=donors, deadline=None if "bigram" in measures else deadline)
         rows["repeated_tokens"] = (measure_scores("repeated_tokens", losses, scored, repeat_length=repeat_length)
                                    - measure_scores("repeated_tokens", base, scored,
                                                     repeat_length=repeat_length)[None, None, :])
-        done = kept
+        done = min(losses.shape[2], done)
     if done < 1:
         raise ParameterError("the time budget ran out before the first passage; give a longer budget")
     return np.stack([rows[m][..., :done] for m in measures]), int(done)

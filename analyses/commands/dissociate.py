@@ -27,8 +27,10 @@ tokens repeated once; docs/ablation.md). Effect = ablated - intact (> 0: ablatio
 Each printed test names its Holm family within its experiment: primary (the CMR tests on
 --primary-measure, every mode) or all measures. --effects-from reuses the single-head effects
 of an earlier dissociation file (no ablation). --time-budget is wall time in seconds for the
-whole command: no passage starts after it (one started passage still finishes), and the sets
-experiment gets what the heads experiment leaves.
+whole command: the heads experiment gets half of what is left after loading (all of it when it
+runs alone), the sets experiment the rest; within each, no natural-text passage starts after
+half of its time, then as many repeated-token passages run as natural-text ones
+were done, so a run can pass its budget by about one passage and the repeated tokens.
 
 Designs (--design; explicit options override a preset):
   cpu    {cpu}
@@ -100,7 +102,7 @@ def register(sub):
     p.add_argument("--seed", type=int, default=0, help="seed of passages, random sets and resamples (default 0)")
     p.add_argument("--batch-size", type=int, default=None, help="ablated conditions per forward pass (default 8)")
     p.add_argument("--time-budget", type=float, default=None, metavar="SECONDS",
-                   help="wall time of the whole command: no passage starts after it")
+                   help="wall time of the whole command: no natural-text passage starts after it (see above)")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
     add_device(p)
     p.set_defaults(dtype=None)

@@ -221,3 +221,19 @@ def test_dissociate_runs_end_to_end_on_a_tiny_model(tl, tmp_path, capsys):
     np.testing.assert_array_equal(reused["head_partial_r2"].values, result["head_partial_r2"].values)
     assert main([*argv[:-2], "--experiments", "random_sets", "-o", str(tmp_path / "f.nc")]) == 1
     assert "random_sets experiment needs --ablation-from" in capsys.readouterr().err
+
+
+def test_set_effects_refuse_a_budget_spent_before_the_first_passage(tiny):
+    import time
+
+    from icl_cmr.analyses.causal.head_effects import set_effects
+
+    passages = np.random.default_rng(0).integers(3, 40, size=(2, 24))
+    with pytest.raises(ParameterError, match="time budget ran out before the first passage"):
+        set_effects(tiny.bridge, passages, [[(0, 1)]], ("zero",), ("bigram",), deadline=time.monotonic() - 1,
+                    progress=False)
+    effects, done = set_effects(tiny.bridge, passages, [[(0, 1)], [(1, 0), (1, 2)]], ("zero", "resample"),
+                                ("repeated_tokens",), repeat_length=8, progress=False)
+    assert effects.shape == (1, 2, 2, 2) and done == 2 and np.isfinite(effects).all()
+    with pytest.raises(ParameterError, match="measures must be among bigram, repeated_tokens"):
+        set_effects(tiny.bridge, passages, [[(0, 1)]], measures=("icl",))
