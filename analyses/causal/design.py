@@ -172,12 +172,13 @@ class AblationDesign:
         return tuple(measures), notes
 
     def options(self) -> str:
-        """The preset as ``icl-cmr ablate`` options (for ``--help``)."""
+        """The preset as ``icl-cmr ablate`` options (for ``--help``; ``--dtype`` only when not float32)."""
         mode = {("zero",): "zero", ("mean",): "mean", ("resample",): "resample", ("zero", "mean"): "both",
                 ("zero", "mean", "resample"): "all"}.get(self.modes, ",".join(self.modes))
         measures = self.measures if self.measures == ALL_MEASURES else ",".join(self.measures)
+        dtype = "" if self.dtype == AblationDesign.dtype else f" --dtype {self.dtype}"
         return (f"--n-passages {self.n_passages} --n-random {self.n_random} --n-matched {self.n_matched} "
-                f"--mode {mode} --measures {measures} --dtype {self.dtype}")
+                f"--mode {mode} --measures {measures}{dtype}")
 
 
 #: the named designs of docs/ablation.md; explicit options override them. ``cpu``: the power
