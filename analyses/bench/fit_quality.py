@@ -1,0 +1,123 @@
+"""Does the default fit reach the maximum? Textbook CMR on psifr:Morton2013 against the best known.
+
+The best known maximum of each subject (``icl_cmr.data``'s ``fit_reference_morton2013.csv``;
+data/README.md says how it was made) is compared with what ``cmr.fit_recall(events,
+cmr.FitSpec())`` reaches by default, subject by subject: the share within
+``CONVERGENCE_TOLERANCE`` (0.1 log units) of it, the shortfalls, the convergence verdicts and
+the fitting time per subject. cymr's ``Recall.fit_indiv`` (its differential evolution and
+polish, scipy's defaults) runs on the first ``cymr_subjects`` of the same subjects, side by
+side: it takes minutes per subject, so by default on one.
+"""
+from __future__ import annotations
+
+import time
+import warnings
+from importlib import resources
+
+import numpy as np
+import pandas as pd
+
+REFERENCE_FILE = "fit_reference_morton2013.csv"
+FIXED = dict(Afc=0.0, Acf=0.0, Dfc=0.85, Dcf=0.85)  # FitSpec()'s fixed values (cmr.default_parameters)
+
+
+def load_reference() -> pd.DataFrame:
+    """The best known maximum per Morton2013 subject: ``subject``, ``logl``, the ten free parameters."""
+    text = resources.files("icl_cmr.data").joinpath(REFERENCE_FILE).read_text()
+    from io import StringIO
+
+    return pd.read_csv(StringIO(text), comment="#")
+
+
+def _cymr_fit(events, subjects, bounds, **options) -> pd.DataFrame:
+    """cymr's fit_indiv (method 'de', one search per subject; ``options`` go to its search) of ``subjects``.
+
+    One row per subject: ``subject``, ``logl`` and ``seconds``.
+    """
+    from icl_cmr.analyses.bench.cmr_fit import cymr_modules
+    from cmr.events import to_table
+
+    cymr_cmr, _ = cymr_modules()
+    rows = []
+    for subject in subjects:
+        table = to_table(events.isel(trial=np.flatnonzero(events["subject"].values == subject)))
+        table["item_index"] = table.groupby("item", sort=True).ngroup()
+        param_def, patterns = cymr_cmr.config_loc_cmr(int(table["item_index"].max()) + 1)
+        param_def.set_fixed(**FIXED)
+        param_def.set_free(**{name: tuple(bound) for name, bound in bounds.items()})
+        start = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            result = cymr_cmr.CMR().fit_indiv(table, param_def, patterns=patterns, n_jobs=1, method="de", **options)
+        rows.append(dict(subject=subject, logl=float(np.max(result["logl"].astype(float))),
+                         seconds=time.perf_counter() - start))
+    return pd.DataFrame(rows)
+
+
+def bench_fit_quality(repeats: int = 1, subjects=None, cymr_subjects: int = 1, n_jobs: int = 1) -> dict:
+    """Share of Morton2013 subjects the default fit brings within 0.1 log units of the best known; vs cymr.
+
+    ``repeats`` is not used (one fit of every subject is the measurement). ``n_jobs=1``: one
+    subject at a time on one thread, so ``seconds`` is a subject's own cost.
+    """
+    import cmr
+    from cmr.constants import CONVERGENCE_TOLERANCE
+    from cmr.textbook.parameters import fit_bounds
+    from cmr.errors import FitWarning
+    from icl_cmr.adapters.recall_data import load_recall_data
+
+    reference = load_reference()
+    reference["subject"] = reference["subject"].astype(str)
+    events = load_recall_data("psifr:Morton2013")
+    labels = np.asarray(events["subject"].values).astype(str)
+    wanted = [str(s) for s in (subjects if subjects is not None else reference["subject"])]
+    events = events.isel(trial=np.flatnonzero(np.isin(labels, wanted)))
+    spec = cmr.FitSpec()
+    start = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FitWarning)
+        fits = cmr.fit_recall(events, spec, rng=0, n_jobs=n_jobs, progress=False)
+    wall = time.perf_counter() - start
+    ours = pd.DataFrame(dict(subject=np.asarray(fits["subject"].values).astype(str), logl=fits["logl"].values,
+                             first=fits["restart_logl"].isel(restart=0).values, seconds=fits["seconds"].values,
+                             restarts=fits["n_restarts"].values, converged=fits["converged"].values))
+    both = ours.merge(reference[["subject", "logl"]].rename(columns={"logl": "best"}), on="subject")
+    gap = both["best"] - both["logl"]
+    first_gap = both["best"] - both["first"]
+    within = gap <= CONVERGENCE_TOLERANCE
+    result = {
+        "name": "fit-quality",
+        "ours_s": float(both["seconds"].median()),
+        "reference": "cymr fit_indiv (DE + polish), per subject",
+        "reference_s": None,
+        "ratio": None,
+        "subjects": int(len(both)),
+        "within_0.1": int(within.sum()),
+        "within_share": float(within.mean()),
+        "total_shortfall": float(gap.clip(lower=0).sum()),
+        "max_shortfall": float(gap.max()),
+        "converged": int(both["converged"].sum()),
+        "converged_but_short": int((both["converged"] & ~within).sum()),
+        "median_restarts": float(both["restarts"].median()),
+        "one_search_within_0.1": int((first_gap <= CONVERGENCE_TOLERANCE).sum()),
+        "above_best_known": int((gap < -CONVERGENCE_TOLERANCE).sum()),
+        "wall_s": wall,
+    }
+    if cymr_subjects:
+        chosen = list(both["subject"][: int(cymr_subjects)])
+        bounds = dict(zip(spec.free, fit_bounds(spec.free, spec.bounds)))
+        originals = np.asarray(events["subject"].values)
+        texts = originals.astype(str)
+        theirs = _cymr_fit(events, [originals[np.flatnonzero(texts == s)[0]] for s in chosen], bounds)
+        theirs["subject"] = theirs["subject"].astype(str)
+        theirs = theirs.merge(both[["subject", "best", "seconds", "logl"]].rename(columns={"logl": "ours_logl"}),
+                              on="subject", suffixes=("", "_ours"))
+        result.update({
+            "reference_s": float(theirs["seconds"].median()),
+            "ratio": float(theirs["seconds"].median() / theirs["seconds_ours"].median()),
+            "cymr_subjects": chosen,
+            "cymr_within_0.1": int((theirs["best"] - theirs["logl"] <= CONVERGENCE_TOLERANCE).sum()),
+            "cymr_shortfall": [round(float(v), 3) for v in theirs["best"] - theirs["logl"]],
+            "ours_shortfall_same_subjects": [round(float(v), 3) for v in theirs["best"] - theirs["ours_logl"]],
+        })
+    return result
