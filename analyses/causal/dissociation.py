@@ -395,5 +395,6 @@ def random_set_regression(ablation: xr.Dataset, table: xr.Dataset, named_head=(1
                    ablation_provenance=ablation.attrs.get("provenance", ""), primary_measure=primary_measure)
     ds.attrs.update(provenance_attrs(KIND, "icl_cmr.analyses.causal.dissociation.random_set_regression", **details))
     ds.attrs.update(experiments="random_sets", named_head=details["named_head"], primary_measure=primary_measure,
+                    cmr_like_rule=details["cmr_like_rule"],
                     holm_families=json.dumps(HOLM_FAMILIES["random_sets"]))
     return ds

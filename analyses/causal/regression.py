@@ -255,5 +255,6 @@ def head_regression(effects, table, *, layer_terms: str = "factor", n_boot: int 
     ds.attrs.update({k: v for k, v in effects.attrs.items() if k in ("layers", "n_passages_done", "seconds")})
     ds.attrs.update(provenance_attrs(KIND, "icl_cmr.analyses.causal.regression.head_regression", **details))
     ds.attrs.update(experiments="heads", primary_measure=primary_measure, layer_terms=layer_terms,
+                    cmr_like_rule=details["cmr_like_rule"],
                     holm_families=json.dumps(HOLM_FAMILIES["heads"]))
     return ds

@@ -210,6 +210,7 @@ def test_dissociate_runs_end_to_end_on_a_tiny_model(tl, tmp_path, capsys):
     out = capsys.readouterr().out
     result = load_dataset(tmp_path / "d.nc", dis.KIND)
     assert result.attrs["experiments"] == "sets,heads"
+    assert result.attrs["cmr_like_rule"].startswith("CMR distance below 0.5")
     assert result["head_effect"].sizes == {"head_measure": 2, "head_mode": 2, "layer": 3, "head": 8, "passage": 3}
     assert np.isfinite(result["head_effect"].sel(head_measure="repeated_tokens").values).all()
     assert np.isfinite(result["head_n_rows"].values).all() and (result["head_n_rows"].values == 24).all()
