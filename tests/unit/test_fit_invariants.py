@@ -85,3 +85,16 @@ def test_a_start_must_cover_the_subjects():
         cmr.fit_recall(events, cmr.FitSpec(["B_enc"]), start=fits, **CHEAP)
     with pytest.raises(ParameterError, match="start must be a recall_fit dataset or a mapping"):
         cmr.fit_recall(events, cmr.FitSpec(["B_enc"]), start=[0.5], **CHEAP)
+
+
+def test_the_verdict_travels_with_cross_validation_and_predictive_checks():
+    events = small_events(8)
+    fits = quiet(cmr.fit_recall)(events, cmr.FitSpec(["B_enc"]), rng=0, **CHEAP)
+    check = cmr.posterior_predictive(events, fits, n_rep=1, rng=0)
+    not_converged = [str(s) for s, ok in zip(fits["subject"].values, fits["converged"].values) if not ok]
+    assert check.attrs["fit_converged"] == int(fits["converged"].sum()) and check.attrs["fit_units"] == 2
+    assert check.attrs["fit_not_converged"] == ", ".join(not_converged)
+    cv = cmr.cross_validate(events, cmr.FitSpec(["B_enc"]), n_folds=2, rng=0, **CHEAP)
+    assert cv["fold_converged"].dims == ("subject", "fold") and cv.attrs["convergence_tolerance"] == 0.1
+    np.testing.assert_array_equal(cv["converged"].values, cv["fold_converged"].values.all(axis=1))
+    assert ((cv["fold_n_restarts"] >= 2) & (cv["fold_n_restarts"] <= 3)).all()
