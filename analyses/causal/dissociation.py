@@ -42,7 +42,8 @@ from icl_cmr.analyses.causal.head_effects import set_effects
 from icl_cmr.analyses.causal.statistics import holm, rank_pvalue, set_z
 
 __all__ = ["KIND", "DEFINITIONS", "DIS_MEASURES", "INDUCTION_THRESHOLD", "head_table", "induction_bins",
-           "stratified_sets", "target_sets", "null_sets", "set_statistics", "set_experiment", "random_set_regression", "validate_dissociation", "head_grid", "HOLM_FAMILIES"]
+           "stratified_sets", "target_sets", "null_sets", "set_statistics", "set_experiment", "random_set_regression",
+           "validate_dissociation", "head_grid", "HOLM_FAMILIES"]
 
 #: definitions of CMR-like (docs/null-models.md)
 DEFINITIONS = ("study", "strict")

@@ -12,8 +12,8 @@ import numpy as np
 
 from cmr.errors import ParameterError
 
-__all__ = ["design_matrix", "fit_rss", "nested_regression", "ols_table", "head_regression", "NESTED_STATS", "BASELINE_FEATURES",
-           "CMR_FEATURES"]
+__all__ = ["design_matrix", "fit_rss", "nested_regression", "ols_table", "head_regression", "NESTED_STATS",
+           "BASELINE_FEATURES", "CMR_FEATURES"]
 
 #: what :func:`nested_regression` returns, in this order
 NESTED_STATS = ("n_rows", "r2_base", "r2_full", "delta_r2", "partial_r2", "partial_r2_adjusted", "ci_low", "ci_high",
@@ -248,7 +248,8 @@ def head_regression(effects, table, *, layer_terms: str = "factor", n_boot: int 
     ds["head_cmr_coefficient"] = (("measure", "mode", "feature"), coefficients)
     ds["head_cmr_coefficient"].attrs["long_name"] = "full-model coefficient per sd of the CMR feature (nats)"
     ds = ds.merge(effects[[v for v in ("head_effect", "head_mean_effect") if v in effects]])
-    details = dict(baseline=",".join(BASELINE_FEATURES) + f",layer ({layer_terms})", cmr_features=",".join(CMR_FEATURES),
+    details = dict(baseline=",".join(BASELINE_FEATURES) + f",layer ({layer_terms})",
+                   cmr_features=",".join(CMR_FEATURES),
                    n_boot=int(n_boot), n_perm=int(n_perm), seed=int(seed), primary_measure=primary_measure,
                    cmr_like_rule=table.attrs.get("cmr_like_rule", ""),
                    effects_provenance=effects.attrs.get("provenance", ""))

@@ -229,7 +229,7 @@ def run(args) -> int:
 
 
 def dis_effects(model, passages, layers, modes, deadline, info, articles, common):
-    """The single-head effects of the heads experiment (:func:`~icl_cmr.analyses.causal.head_effects.single_head_effects`)."""
+    """The heads experiment's effects (:func:`~icl_cmr.analyses.causal.head_effects.single_head_effects`)."""
     from icl_cmr.analyses.causal.head_effects import single_head_effects
 
     return single_head_effects(model.bridge, passages, layers=layers, modes=modes, deadline=deadline, info=info,
