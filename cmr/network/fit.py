@@ -3,8 +3,9 @@ network's ``CMRParameters``).
 
 The data are prepared once; each evaluation recomputes only the parameters, the weights and the
 kernel. The search is scipy's differential evolution (cymr's default) within the given bounds,
-seeded from ``rng``; a parameter set whose likelihood is NaN scores as impossible (+inf) and is
-counted, never replaced by a number.
+seeded from ``rng`` and the unit's label, with restarts and the convergence verdict of
+:func:`cmr.fit_recall`; a parameter set whose likelihood is NaN scores as impossible (+inf) and
+is counted, never replaced by a number.
 """
 from __future__ import annotations
 
@@ -14,8 +15,11 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from ..checks import as_generator, shown
+from ..checks import seed_of, shown
+from ..constants import CONVERGENCE_TOLERANCE
 from ..errors import ParameterError
+from ..textbook._optimize import has_converged, logl_gap, run_restarts
+from ..textbook.fit import restart_plan, unit_seeds
 from ._arrays import list_parameters, network_weights
 from ._lists import lists_of
 from .config import NetworkConfig
@@ -44,7 +48,7 @@ def _bounds(free) -> dict:
 
 
 def fit_network(data, *, config: NetworkConfig, patterns, free, fixed=None, by: str | None = "subject", rng=None,
-                de_options=None) -> xr.Dataset:
+                de_options=None, n_restarts=1, max_restarts: int = 8) -> xr.Dataset:
     """Fit the free parameters of a CMR network by maximum likelihood.
 
     Parameters
@@ -60,17 +64,25 @@ def fit_network(data, *, config: NetworkConfig, patterns, free, fixed=None, by: 
     by : {"subject", None}
         One fit per subject, or one pooled fit of all lists.
     rng : numpy.random.Generator, int or None
-        Seeds each search (one seed drawn per fit).
+        Root seed (a Generator draws one); each unit's searches are seeded by it and the unit's
+        label, as :func:`cmr.fit_recall`'s.
     de_options : mapping, optional
         Options of ``scipy.optimize.differential_evolution`` (default tol 1e-6, maxiter 1000,
         popsize 15).
+    n_restarts : int or "auto"
+        Searches per unit. One by default (a network's search takes minutes, and one search
+        leaves ``converged`` False); ``"auto"`` searches until the best two agree within
+        ``CONVERGENCE_TOLERANCE`` log units, at most ``max_restarts``, as :func:`cmr.fit_recall`.
+    max_restarts : int
+        Most searches per unit with ``n_restarts="auto"``.
 
     Returns
     -------
     xarray.Dataset
         ``value`` (unit, parameter) of the free parameters, ``logl``, ``n`` (events), ``n_nan``
-        (evaluations with a NaN likelihood) and ``success`` per unit (``unit``: the subject, or
-        ``"all"``); attrs ``k`` (free parameters) and ``method``.
+        (evaluations with a NaN likelihood), ``success``, ``n_restarts``, ``logl_gap`` (best minus
+        second-best search) and ``converged`` per unit (``unit``: the subject, or ``"all"``);
+        attrs ``k`` (free parameters), ``method`` and ``convergence_tolerance``.
     """
     from scipy import optimize
 
@@ -85,7 +97,8 @@ def fit_network(data, *, config: NetworkConfig, patterns, free, fixed=None, by: 
         raise ParameterError(f"parameter(s) {', '.join(both)} are both free and fixed; give each once")
     options = dict(DE_DEFAULTS)
     options.update(de_options or {})
-    generator = as_generator(rng)
+    count, min_restarts = restart_plan(n_restarts, max_restarts)
+    seed = seed_of(rng if rng is not None else np.random.default_rng())
     patterns, lists = prepared_lists(data, config, patterns)
     names = list(bounds)
     first = {**fixed, **{name: low for name, (low, _) in bounds.items()}}
@@ -96,7 +109,9 @@ def fit_network(data, *, config: NetworkConfig, patterns, free, fixed=None, by: 
     n_events = np.zeros(len(units), dtype=np.int64)
     n_nan = np.zeros(len(units), dtype=np.int64)
     success = np.zeros(len(units), dtype=np.int64)
-    for u, unit in enumerate(units):
+    ran, gap = np.zeros(len(units), dtype=np.int64), np.zeros(len(units))
+    converged = np.zeros(len(units), dtype=bool)
+    for u, (unit, seeds) in enumerate(zip(units, unit_seeds(seed, [str(unit) for unit in units], count))):
         part = lists if by is None else lists_of(lists, lists.subject == unit)
         nan_count = [0]
 
@@ -110,18 +125,26 @@ def fit_network(data, *, config: NetworkConfig, patterns, free, fixed=None, by: 
                 return np.inf
             return -total
 
-        seed = int(generator.integers(2**32))
-        result = optimize.differential_evolution(objective, [bounds[n] for n in names],
-                                                 rng=np.random.default_rng(seed), **options)
-        values[u] = result.x
-        logl[u] = -float(result.fun)
+        def one_search(search_seed, objective=objective):
+            result = optimize.differential_evolution(objective, [bounds[n] for n in names],
+                                                     rng=np.random.default_rng(search_seed), **options)
+            return dict(x=result.x, logl=-float(result.fun), success=bool(result.success))
+
+        searches = run_restarts(one_search, seeds, min_restarts)
+        best = max(searches, key=lambda r: r["logl"] if np.isfinite(r["logl"]) else -np.inf)
+        values[u] = best["x"]
+        logl[u] = best["logl"]
         n_events[u] = int((part.n_recall + 1).sum())
         n_nan[u] = nan_count[0]
-        success[u] = int(bool(result.success))
+        success[u] = int(best["success"])
+        scores = [r["logl"] for r in searches]
+        ran[u], gap[u], converged[u] = len(searches), logl_gap(scores), has_converged(scores)
     return xr.Dataset(
         {"value": (("unit", "parameter"), values), "logl": ("unit", logl), "n": ("unit", n_events),
-         "n_nan": ("unit", n_nan), "success": ("unit", success)},
+         "n_nan": ("unit", n_nan), "success": ("unit", success), "n_restarts": ("unit", ran),
+         "logl_gap": ("unit", gap), "converged": ("unit", converged)},
         coords={"unit": np.asarray(units).astype(str), "parameter": names},
         attrs={"k": len(names), "method": "differential_evolution", "by": by or "pooled",
-               "fixed": ",".join(f"{k}={float(v)!r}" for k, v in fixed.items())},
+               "fixed": ",".join(f"{k}={float(v)!r}" for k, v in fixed.items()),
+               "convergence_tolerance": CONVERGENCE_TOLERANCE},
     )
