@@ -52,7 +52,11 @@ STANDARD_FIGURES = (
 #: cmr is drawn; a kind registered by another package through ``cmr.dataset_kinds`` is refused, and a kind
 #: kept as a table would be listed here); every kind of :func:`cmr.schema.known_kinds` is here or in
 #: :data:`STANDARD_FIGURES` (a test walks them)
-NO_STANDARD_FIGURE: dict[str, str] = {}
+NO_STANDARD_FIGURE: dict[str, str] = {
+    "dissociation": "per experiment: set ranks (target x measure x mode), the head regression's partial R^2 with "
+                    "its bootstrap interval (measure x mode) and the random-set estimates (measure x mode x "
+                    "predictor); icl-cmr dissociate prints them",
+}
 
 
 #: the module of each figure function of the table

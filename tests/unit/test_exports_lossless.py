@@ -54,6 +54,31 @@ def _pattern(n_words=6):
     return attention_pattern_example(n_words)
 
 
+def _dissociation():
+    """All three experiments of a ``dissociation`` file from synthetic per-head and per-set effects."""
+    from icl_cmr.analyses.causal import dissociation as dis
+    from icl_cmr.analyses.causal.dissociation_io import combine
+    from icl_cmr.analyses.causal.regression import head_regression
+    from tests.unit.test_dissociation import _ablation, _sources
+
+    table = dis.head_table(*_sources(n_layers=4, n_heads=5))
+    rng = np.random.default_rng(1)
+    y = 0.8 * table["induction_score"].values - 0.1 * table["distance"].values
+    per_passage = y[None, None, :, :, None] + rng.normal(0, 0.05, (1, 1, 4, 5, 3))
+    effects = xr.Dataset({"head_effect": (("measure", "mode", "layer", "head", "passage"), per_passage),
+                          "head_mean_effect": (("measure", "mode", "layer", "head"), per_passage.mean(-1))},
+                         coords={"measure": ["bigram"], "mode": ["zero"], "layer": np.arange(4), "head": np.arange(5),
+                                 "passage": np.arange(3)})
+    heads = head_regression(effects, table, n_boot=20, n_perm=20, seed=0)
+    randoms = dis.random_set_regression(_ablation(table, n_sets=12, size=3), table, (1, 0))
+    set_effects = {"cmr_not_induction": (rng.normal(1.0, 0.1, (1, 1, 3)), rng.normal(0, 0.1, (1, 1, 9, 3))),
+                   "induction_only": (rng.normal(0, 0.1, (1, 1, 3)), rng.normal(0, 0.1, (1, 1, 9, 3)))}
+    sets = dis.set_statistics(set_effects, {"cmr_not_induction": 2, "induction_only": 1},
+                              {"cmr_not_induction": "L1.H0,L2.H0", "induction_only": "L3.H1"},
+                              {"cmr_not_induction": "stratified", "induction_only": "layer"}, measures=("bigram",))
+    return combine([sets, heads, randoms])
+
+
 @pytest.fixture(scope="module")
 def results():
     """name -> a small dataset; the names start with the dataset's kind."""
@@ -88,6 +113,7 @@ def results():
         "circuit_trace": cmr.attention_circuit(None, list_length=4, recalls=[2, 3]),
         "profile_null": _null(),
         "attention_pattern": _pattern(),
+        "dissociation": _dissociation(),
     }
     return out
 
