@@ -96,6 +96,7 @@ def _restarts(text: str):
 
 def run(args) -> int:
     import cmr
+    from cmr.checks import is_integer
     from cmr.errors import ParameterError
     from cmr.io import result_format, write_result
     from icl_cmr.adapters.recall_data import load_recall_data
@@ -104,7 +105,7 @@ def run(args) -> int:
 
     result_format(args.output)
     check_counts(args, cv=2, jobs=1, maxiter=1, popsize=1)
-    if isinstance(args.restarts, int):
+    if is_integer(args.restarts):
         check_counts(args, restarts=1)
     names = [name.strip() for name in args.models.split(",") if name.strip()]
     unknown = [name for name in names if name not in cmr.COMPARISON_MODELS]

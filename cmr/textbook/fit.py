@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from ..checks import integer, seed_of
+from ..checks import integer, is_integer, seed_of
 from ..checks import n_jobs as check_n_jobs
 from .._deprecate import warn
 from ..constants import AT_BOUND_TOLERANCE, CONVERGENCE_TOLERANCE, MIN_EVENTS_PER_PARAMETER
@@ -52,7 +52,7 @@ def unit_seeds(seed: int, labels, n_restarts: int) -> list[list[int]]:
     call, their order, ``n_jobs``, the executor or (for the first r restarts) ``n_restarts``.
     ``labels`` may be a count n, meaning the labels ``0..n-1``.
     """
-    if isinstance(labels, (int, np.integer)):
+    if is_integer(labels):
         labels = range(int(labels))
     out = []
     for label in labels:
