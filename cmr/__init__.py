@@ -57,6 +57,7 @@ from .events import from_recall_matrix as from_recall_matrix
 from .intrusions import intrusion_rates as intrusion_rates
 from .intrusions import pli_list_lag as pli_list_lag
 from .events import from_table as from_table
+from .ordering import study_order as study_order
 from .events import to_recall_matrix as to_recall_matrix
 from .events import to_table as to_table
 from .grids import cut_lag_window as cut_lag_window
@@ -160,6 +161,7 @@ __all__ = [
     "to_table",
     "from_recall_matrix",
     "to_recall_matrix",
+    "study_order",
     "validate",
     "lag_window",
     "save_dataset",

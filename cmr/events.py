@@ -29,6 +29,7 @@ import xarray as xr
 from .checks import parse_json, probability, recall_arrays
 from .constants import INTRUSION_CHECK_MIN_RECALLS, MAX_INTRUSION_SHARE
 from .errors import RecallDataError, RecallDataWarning
+from .ordering import study_order
 from .lab_tables import (intrusion_diagnosis, is_merged_table, list_key_columns, loose_item_codes, match_recalls,
                          numeric_text_codes, raw_from_merged, read_items, split_trial_types, texts_as_written)
 from .schema import provenance_attrs, validate
@@ -161,8 +162,8 @@ def from_table(
     Returns
     -------
     xarray.Dataset
-        Kind ``"events"``; dims ``trial`` (one per (subject, list), sorted), ``study_position``
-        and ``output_position``.
+        Kind ``"events"``; dims ``trial`` (one per (subject, list), in study order: see
+        :mod:`cmr.ordering`), ``study_position`` and ``output_position``.
 
     Raises
     ------
@@ -310,18 +311,16 @@ def _event_columns(table: pd.DataFrame, normalize_items: bool):
 
 
 def _list_trials(table, list_keys, subject, list_label, is_study, is_recall) -> tuple[pd.DataFrame, np.ndarray]:
-    """One trial per studied (subject, *list_keys, list), in sorted order: the trials' keys, and
+    """One trial per studied (subject, *list_keys, list), in study order (cmr.ordering): the trials' keys, and
     each row's trial (-1 for a row of no studied list; RecallDataError for such a recall)."""
     keys = {"subject": subject, **{k: _label_values(table[k], f"{k} labels") for k in list_keys}, "list": list_label}
     combined = np.zeros(len(table), dtype=np.int64)  # each row's rank of (subject, *list_keys, list)
     for name, labels in keys.items():
-        try:
-            code, distinct = pd.factorize(labels, sort=True)
-        except TypeError as exc:
-            raise RecallDataError(f"{', '.join(keys)} labels must be sortable; {exc}") from exc
-        if (int(combined.max()) + 1) * len(distinct) >= 2 ** 62:  # ranks made dense again before they overflow
+        code = study_order(labels, within=combined)  # numbers, "L1".."L12" by number; other text as in the file
+        n_ranks = int(code.max(initial=0)) + 1
+        if (int(combined.max()) + 1) * n_ranks >= 2 ** 62:  # ranks made dense again before they overflow
             combined = np.unique(combined, return_inverse=True)[1].reshape(-1)
-        combined = combined * len(distinct) + code
+        combined = combined * n_ranks + code
     studied, first_row = np.unique(combined[is_study], return_index=True)
     study_rows = np.nonzero(is_study)[0][first_row]
     study_keys = pd.DataFrame({name: labels[study_rows] for name, labels in keys.items()})

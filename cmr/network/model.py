@@ -14,6 +14,7 @@ import xarray as xr
 
 from ..checks import as_generator, integer
 from ..errors import ParameterError
+from ..ordering import replica_labels
 from . import _kernels
 from ._arrays import check_patterns, list_parameters, network_weights
 from ._lists import recall_lists
@@ -134,7 +135,9 @@ def simulate_network(data, params, *, config: NetworkConfig, patterns, subject_p
     """Free recall of the data's study lists under a CMR network (cymr's ``CMR.generate``).
 
     Returns a psifr table: the study rows of ``data`` (repeated ``n_rep`` times; repetition ``r``
-    numbers lists ``r * max_list + list`` as cymr does) and one recall row per simulated recall
+    numbers lists ``list + r * (max_list - min_list + 1)`` per subject, cymr's ``r * max_list + list``
+    for lists 1..N and never another replica's label: :func:`cmr.ordering.replica_labels`) and one
+    recall row per simulated recall
     (``item`` and ``item_index`` of the pool; with scope "pool" these may be intrusions).
     Randomness comes only from ``rng`` (a Generator, a seed or None).
     """
@@ -150,7 +153,6 @@ def simulate_network(data, params, *, config: NetworkConfig, patterns, subject_p
     pool_rows = np.arange(len(items))[None, :] if config.scope == "pool" else lists.study_index
     frames = []
     table = lists.study_table
-    max_list = table.groupby("subject", sort=False)["list"].transform("max")
     for rep in range(n_rep):
         out = np.zeros((lists.n_lists, n_seg), dtype=np.int64)
         _kernels.simulate_lists(net.w_fc, net.w_cf, net.w_ff, net.group, net.c_ind, n_seg, study, par.b_enc, par.lfc,
@@ -159,8 +161,8 @@ def simulate_network(data, params, *, config: NetworkConfig, patterns, subject_p
         rows_l, rows_o = np.nonzero(out >= 0)
         pool = np.broadcast_to(pool_rows, (lists.n_lists, pool_rows.shape[1]))[rows_l, out[rows_l, rows_o]]
         rep_study = table.copy()
-        rep_study["list"] = rep * max_list + table["list"]
-        list_of = rep * max_list.to_numpy().reshape(lists.n_lists, -1)[:, 0] + lists.list_number
+        rep_study["list"] = replica_labels(table["list"], rep, within=table["subject"])
+        list_of = replica_labels(lists.list_number, rep, within=lists.subject)
         recall = pd.DataFrame({"subject": lists.subject[rows_l], "list": list_of[rows_l], "trial_type": "recall",
                                "position": rows_o + 1, "item": items[pool], "item_index": pool})
         frames += [rep_study, recall]

@@ -22,6 +22,7 @@ import pandas as pd
 from ..checks import as_generator, integer, is_integer, shown
 from ..errors import ParameterError, RecallDataError
 from ..events import as_events, from_recall_matrix, to_table
+from ..ordering import replica_labels
 from . import _network
 from ._trials import TrialArrays, localist_arrays, trial_arrays
 from .parameter_sets import parameter_table, parameters_by_subject
@@ -173,9 +174,10 @@ def simulate_experiment(
     -------
     pandas.DataFrame
         Columns ``subject, list, trial_type, position, item, rep``: the data's subjects and
-        studied items; repetition r (0-based) of list ``l`` is list ``r * max_list + l`` of its
-        subject (cymr's ``generate`` numbering, so every simulated list has its own label);
-        ``rep`` says which repetition a list is. Lists labelled by text get ``"<rep>:<list>"``.
+        studied items; repetition r (0-based) of list ``l`` is list ``l + r * (max_list - min_list + 1)``
+        (:func:`cmr.ordering.replica_labels`: cymr's ``generate`` numbering for lists 1..N, and
+        every simulated list has its own label whatever the first list's number); ``rep`` says
+        which repetition a list is. Lists labelled by text get ``"<rep>:<list>"``.
         Data read with ``list_keys`` (list numbers that start again in each session): lists are
         numbered 1..N in the data's trial order within each subject, and each list key
         (``session``) is a column with the data's value, so the table reads back with
@@ -195,11 +197,7 @@ def simulate_experiment(
         subjects = pd.Series(events["subject"].values)
         lists = (subjects.groupby(subjects, sort=False).cumcount() + 1).to_numpy(dtype=np.int64)
     rep = np.repeat(np.arange(reps), arrays.n_trials)
-    if np.issubdtype(np.asarray(lists).dtype, np.integer):
-        step = int(np.max(lists))
-        labels = np.tile(lists, reps) + rep * step
-    else:
-        labels = np.array([f"{r}:{x}" for r, x in zip(rep, np.tile(lists, reps))], dtype=object)
+    labels = replica_labels(np.tile(lists, reps), rep)
     study = events["study_item"].transpose("trial", "study_position").values
     simulated = from_recall_matrix(recalls, events["list_length"].values[index], subject=events["subject"].values[index],
                                    list=labels, study_items=study[index], source="cmr.simulate_experiment")
