@@ -65,7 +65,7 @@ def category_crp(events, *, category_key="category", by="subject", item_query=No
         Kind ``"recall_stat"``, ``stat_kind="category_crp"``; dims ``(unit,)``; ``prob``,
         ``actual``, ``possible`` (int64).
     """
-    events = as_events(events)
+    events = as_events(events, "category_crp")
     recalls, lengths = to_recall_matrix(events)
     group, labels = group_index(events, by)
     codes, _, _ = _category_codes(events, category_key, lengths)
@@ -106,7 +106,7 @@ def category_clustering(events, *, category_key="category", by="subject") -> xr.
         Kind ``"recall_stat"``, ``stat_kind="category_clustering"``; dims ``(unit,)``;
         ``lbc``, ``arc`` (float64), ``n_lists`` and ``n_lists_arc`` (lists averaged).
     """
-    events = as_events(events)
+    events = as_events(events, "category_clustering")
     recalls, lengths = to_recall_matrix(events)
     group, labels = group_index(events, by)
     codes, n_categories, n_missing = _category_codes(events, category_key, lengths)

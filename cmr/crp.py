@@ -142,7 +142,7 @@ def lag_crp(events, *, by="subject", lags=None, lag_key=None, count_unique=False
         (treats transitions as independent, so it is a lower bound); pooled, the standard
         error across subjects of the per-subject profiles.
     """
-    events = as_events(events)
+    events = as_events(events, "lag_crp")
     recalls, lengths = to_recall_matrix(events)
     group, labels = group_index(events, by)
     options = (lag_key, count_unique, item_query, test_key, test)
@@ -206,7 +206,7 @@ def lag_crp_compound(events, *, by="subject", item_query=None, test_key=None, te
         Kind ``"lag_profile"``, ``profile_kind="lag_crp_compound"``; dims
         ``(unit, previous_lag, lag)``; ``profile``, ``actual``, ``possible``.
     """
-    events = as_events(events)
+    events = as_events(events, "lag_crp_compound")
     recalls, lengths = to_recall_matrix(events)
     group, labels = group_index(events, by)
     n_groups = int(group.max()) + 1
@@ -259,7 +259,7 @@ def input_crp(events, *, by="subject", item_query=None, test_key=None, test=None
     psifr 0.10 labels this table transposed: its row (previous=i, current=j) holds the counts
     of transitions from j to i. Here ``previous`` is the item recalled first.
     """
-    events = as_events(events)
+    events = as_events(events, "input_crp")
     recalls, lengths = to_recall_matrix(events)
     group, labels = group_index(events, by)
     mask = transition_mask(events, item_query, test_key, test)

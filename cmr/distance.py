@@ -41,9 +41,9 @@ __all__ = [
 ]
 
 
-def _prepared(events, index_key, distances, by, item_query=None, test_key=None, test=None):
+def _prepared(events, index_key, distances, by, item_query=None, test_key=None, test=None, analysis="distance_crp"):
     """Events, recall matrix, groups, item rows (int64, n_trials x n_study), matrix and masks."""
-    events = as_events(events)
+    events = as_events(events, analysis)
     recalls, lengths = to_recall_matrix(events)
     group, labels = group_index(events, by)
     matrix = np.ascontiguousarray(np.asarray(distances, dtype=np.float64))
@@ -134,7 +134,7 @@ def distance_crp(events, index_key, distances, edges, *, centers=None, count_uni
 
 def _ranks(events, index_key, distances, max_shift, by, item_query, test_key, test):
     events, recalls, lengths, group, labels, index, matrix, mask = _prepared(
-        events, index_key, distances, by, item_query, test_key, test)
+        events, index_key, distances, by, item_query, test_key, test, "distance_rank")
     rank_sum, n_ranked = _distance.rank_distance(recalls, lengths, group, int(group.max()) + 1, index, matrix,
                                                  mask.in_pool, mask.code, mask.allowed, max_shift)
     return events, labels, ratio(rank_sum, n_ranked), n_ranked
@@ -189,7 +189,7 @@ def _window(events, index_key, distances, window_lags, by, test_key, test, exclu
     if window.ndim != 1 or window.size == 0 or (np.asarray(window_lags) != window).any():
         raise ParameterError(f"window_lags must be a non-empty sequence of integer lags; got {window_lags!r}")
     events, recalls, lengths, group, labels, index, matrix, mask = _prepared(
-        events, index_key, distances, by, None, test_key, test)
+        events, index_key, distances, by, None, test_key, test, "distance_rank_window")
     sums = _distance.rank_distance_window(recalls, lengths, group, int(group.max()) + 1, index, matrix,
                                           mask.in_pool, mask.code, mask.allowed, window, bool(exclude_prev_window))
     return events, labels, window, sums

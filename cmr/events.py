@@ -128,7 +128,8 @@ def from_table(
         counted in ``attrs["ignored_trial_types"]``), ``position`` (serial position for study
         rows, output position for recall rows) and ``item``. A table scored by
         ``psifr.fr.merge_free_recall`` (columns ``input``, ``output``, ``study``,
-        ``recall``) is read too. Study positions of each list must be exactly 1..n.
+        ``recall``) is read too. Study positions of each list must be exactly 1..n; an item
+        studied again in its list is a repeat, recalled as its first (docs/repetition.md).
         Recall positions must be distinct whole numbers >= 1 within a list; they are
         renumbered 1..m in their order. Other columns are kept as ``study_<name>`` and
         ``recall_<name>`` variables. The table is not modified.
@@ -345,6 +346,8 @@ class _StudyEvents(NamedTuple):
     position: np.ndarray     # its serial position (1-based)
     list_length: np.ndarray  # (trial,)
     item: np.ndarray         # (trial, study_position) items as written, "" padding
+    first: np.ndarray        # serial position of its item's first presentation in its list
+    presentation: np.ndarray  # (trial, study_position) ``first`` by position, 0 padding
 
 
 class _RecallEvents(NamedTuple):
@@ -358,18 +361,38 @@ class _RecallEvents(NamedTuple):
 
 
 def _study_events(trial, position, items, match_keys, is_study, study_keys, list_keys, ignored=None) -> _StudyEvents:
-    """Checked study events (positions exactly 1..n per list, items distinct within a list)."""
+    """Checked study events (positions exactly 1..n per list) and the first presentation of each
+    one's item: an item studied again in its list (matched as recalls are) is a repeat."""
     s_trial, s_pos, s_item = trial[is_study], position[is_study], items.text[is_study]
-    list_length = _checked_list_lengths(s_trial, s_pos, match_keys[is_study], study_keys, list_keys, ignored, s_item)
+    list_length = _checked_list_lengths(s_trial, s_pos, study_keys, list_keys, ignored)
     study_item = np.full((len(study_keys), int(list_length.max())), "", dtype=object)
     study_item[s_trial, s_pos - 1] = s_item
-    return _StudyEvents(np.nonzero(is_study)[0], s_trial, s_pos, list_length, study_item)
+    first = _first_positions(s_trial, s_pos, match_keys[is_study])
+    presentation = np.zeros(study_item.shape, dtype=np.int64)
+    presentation[s_trial, s_pos - 1] = first
+    return _StudyEvents(np.nonzero(is_study)[0], s_trial, s_pos, list_length, study_item, first, presentation)
 
 
-def _checked_list_lengths(s_trial, s_pos, s_keys, study_keys, list_keys, ignored=None, s_item=None) -> np.ndarray:
-    """Length of each studied list; RecallDataError for positions < 1, repeated positions or
-    items (``s_keys``: item codes; ``s_item``: items as written, for the message), or gaps in a
-    list's positions."""
+def _first_positions(s_trial, s_pos, s_keys) -> np.ndarray:
+    """For each study event, the smallest serial position at which its (trial, item) pair is studied."""
+    if s_trial.size == 0:
+        return s_pos.astype(np.int64)
+    key = np.unique(s_keys, return_inverse=True)[1].reshape(-1)
+    pair = s_trial.astype(np.int64) * (int(key.max()) + 1) + key
+    distinct, index = np.unique(pair, return_inverse=True)
+    first = np.full(distinct.size, np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(first, index.reshape(-1), s_pos.astype(np.int64))
+    return first[index.reshape(-1)]
+
+
+def _first_presentations(study: _StudyEvents) -> np.ndarray:
+    """Which study events are their item's first presentation (the ones recalls are matched to)."""
+    return study.first == study.position
+
+
+def _checked_list_lengths(s_trial, s_pos, study_keys, list_keys, ignored=None) -> np.ndarray:
+    """Length of each studied list; RecallDataError for positions < 1, repeated positions or gaps
+    in a list's positions."""
     if (s_pos < 1).any():
         raise RecallDataError(f"study positions must be >= 1 (serial positions); got {s_pos.min()}")
     first = _first_repeat(s_trial, s_pos)
@@ -378,13 +401,6 @@ def _checked_list_lengths(s_trial, s_pos, s_keys, study_keys, list_keys, ignored
             _where("duplicate study position", study_keys, {"trial": s_trial[first], "pos": s_pos[first]})
             + ("" if list_keys else "; if list numbers start again in each session, name the column that tells "
                "sessions apart with list_keys (command line: --list-keys)")
-        )
-    first = _first_repeat(s_trial, s_keys)
-    if first >= 0:
-        item = s_keys[first] if s_item is None else s_item[first]
-        raise RecallDataError(
-            _where("duplicate study item", study_keys, {"trial": s_trial[first], "item": item})
-            + "; items must be unique within a studied list so recalls can be matched"
         )
     n_trials = len(study_keys)
     counts = np.bincount(s_trial, minlength=n_trials)
@@ -446,7 +462,9 @@ def _matched_recalls(study: _StudyEvents, items, match_keys, r_rows, r_trial, no
     matches items (by value); RecallDataError (with the likely cause) when intrusions exceed
     ``share_limit``; a RecallDataWarning for each other reading of the items that would match
     some recalls differently."""
-    serial = match_recalls(study.trial, study.position, match_keys[study.rows], r_trial, match_keys[r_rows])
+    first = _first_presentations(study)  # a recall of a repeated item is scored to its first presentation
+    serial = match_recalls(study.trial[first], study.position[first], match_keys[study.rows[first]], r_trial,
+                           match_keys[r_rows])
     n_intrusions = int((serial < 0).sum())
     as_numbers, number_pair = (_rescued(study, r_rows, r_trial, serial, numeric_text_codes(items), items.text)
                                if n_intrusions else (np.zeros(0, dtype=bool), None))
@@ -481,8 +499,9 @@ def _rescued(study: _StudyEvents, r_rows, r_trial, serial, other_codes, items=No
     """Which intrusions match a studied item of their list under ``other_codes`` (another reading
     of the items), and the first such recall and its studied item as text (with ``items``)."""
     intrusion = np.nonzero(serial < 0)[0]
-    other = match_recalls(study.trial, study.position, other_codes[study.rows], r_trial[intrusion],
-                          other_codes[r_rows[intrusion]])
+    first = _first_presentations(study)
+    other = match_recalls(study.trial[first], study.position[first], other_codes[study.rows[first]],
+                          r_trial[intrusion], other_codes[r_rows[intrusion]])
     found = other > 0
     if not found.any() or items is None:
         return found, None
@@ -544,6 +563,9 @@ def _events_dataset(table: pd.DataFrame, study_keys: pd.DataFrame, list_keys, st
         "recalls": (("trial", "output_position"), recall.recalls),
         **_extra_variables(table, list_keys, study, recall),
     }
+    repeated = bool((study.first != study.position).any())
+    if repeated:  # the map of repeat-free lists is 1..list_length, read as such where absent
+        data_vars["presentation_item"] = (("trial", "study_position"), study.presentation)
     ds = xr.Dataset(
         data_vars,
         coords={
@@ -560,6 +582,7 @@ def _events_dataset(table: pd.DataFrame, study_keys: pd.DataFrame, list_keys, st
     ds["study_item"].attrs["item_dtype"] = item_kind
     ds.attrs["table_columns"] = json.dumps([str(c) for c in table.columns])
     ds.attrs["list_keys"] = json.dumps(list(list_keys))
+    ds.attrs["repeated_items"] = int(repeated)
     return ds
 
 
@@ -744,11 +767,18 @@ def to_recall_matrix(events: xr.Dataset) -> tuple[np.ndarray, np.ndarray]:
 # --- what every analysis does first ---------------------------------------------------------
 
 
-def as_events(events) -> xr.Dataset:
-    """A validated events dataset; a psifr long table (pandas DataFrame) is converted first."""
-    if isinstance(events, pd.DataFrame):
-        return from_table(events)
-    return validate(events, "events")
+def as_events(events, analysis: str | None = None) -> xr.Dataset:
+    """A validated events dataset; a psifr long table (pandas DataFrame) is converted first.
+
+    With ``analysis`` (its name), lists with repeated study items are refused by that name
+    (:func:`cmr.repetition.refuse_repeats`): for analyses with no convention for them.
+    """
+    events = from_table(events) if isinstance(events, pd.DataFrame) else validate(events, "events")
+    if analysis is not None:
+        from .repetition import refuse_repeats
+
+        refuse_repeats(events, analysis)
+    return events
 
 
 def group_index(events: xr.Dataset, by) -> tuple[np.ndarray, np.ndarray | None]:

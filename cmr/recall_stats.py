@@ -24,6 +24,7 @@ from . import _recall_stats
 from ._numeric import ratio
 from .events import as_events, group_index, unit_coordinates
 from .masks import item_mask, transition_mask
+from .repetition import has_repeats, presentation_items, refuse_repeats, repeated_pnr_counts, repeated_spc_counts
 from .schema import provenance_attrs, validate, validate_recall_stat
 
 __all__ = ["spc", "pnr", "pfr", "lag_rank"]
@@ -143,7 +144,10 @@ def spc(events, *, by="subject", item_query=None, test_key=None, test=None) -> x
     """
     events, recalls, lengths, group, n_groups, labels = _prepared(events, by)
     n_pos = int(lengths.max())
-    if item_query is None and test_key is None and test is None:
+    if has_repeats(events):  # each presentation of a recalled item counts as recalled (docs/repetition.md)
+        _refuse_masks(events, "spc", item_query, test_key, test)
+        actual, possible = repeated_spc_counts(recalls, presentation_items(events)[:, :n_pos], group, n_groups)
+    elif item_query is None and test_key is None and test is None:
         actual, possible = _recall_stats.count_recalled(recalls, lengths, group, n_groups, n_pos)
     else:
         in_pool, code, passes = item_mask(events, item_query, test_key, test)
@@ -208,13 +212,22 @@ def _nth_recall_counts(events, by, item_query, test_key, test):
     """The events dataset, unit labels, pnr's counts (unit, output_position, serial_position) and the positions."""
     events, recalls, lengths, group, n_groups, labels = _prepared(events, by)
     n_pos = int(lengths.max())
-    if item_query is None and test_key is None and test is None:
+    if has_repeats(events):  # the nth recall counts at each presentation of its item (docs/repetition.md)
+        _refuse_masks(events, "pnr", item_query, test_key, test)
+        actual, possible = repeated_pnr_counts(recalls, presentation_items(events)[:, :n_pos], group, n_groups)
+    elif item_query is None and test_key is None and test is None:
         actual, possible = _recall_stats.count_outputs(recalls, lengths, group, n_groups, n_pos)
     else:
         in_pool, code, passes = item_mask(events, item_query, test_key, test)
         actual, possible = _recall_stats.count_outputs_masked(recalls, lengths, group, n_groups, n_pos, in_pool,
                                                               code, passes)
     return events, labels, actual, possible, np.arange(1, n_pos + 1, dtype=np.int64)
+
+
+def _refuse_masks(events, analysis, item_query, test_key, test):
+    """The masks have no convention for repeated items: refused by name where a list has repeats."""
+    if item_query is not None or test_key is not None or test is not None:
+        refuse_repeats(events, f"{analysis} with item_query, test_key or test")
 
 
 def _nth_recall_variables(actual, possible) -> dict:
@@ -244,6 +257,7 @@ def lag_rank(events, *, by="subject", item_query=None, test_key=None, test=None)
         no transition could be ranked) and ``n_transitions`` (ranked transitions).
     """
     events, recalls, lengths, group, n_groups, labels = _prepared(events, by)
+    refuse_repeats(events, "lag_rank")
     mask = transition_mask(events, item_query, test_key, test)
     rank_sum, n_ranked = _recall_stats.rank_lags(recalls, lengths, group, n_groups, mask.in_pool, mask.code,
                                                  mask.allowed)

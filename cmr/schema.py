@@ -14,6 +14,7 @@ import platform
 from importlib import metadata
 
 import numpy as np
+import pandas as pd
 import xarray as xr
 
 from .errors import SchemaError
@@ -148,6 +149,8 @@ def validate_events(ds: xr.Dataset) -> None:
             f"events dataset: list_length must be in 1..{ds.sizes['study_position']}; "
             f"got {length.min()}..{length.max()}"
         )
+    if "presentation_item" in variables:
+        _check_presentation_items(ds, length)
     if variables["recalls"].dims == ("trial", "output_position") and _recalls_in_order(recalls, length):
         return  # the common case, in a few whole-array passes
     if (recalls < -1).any() or (recalls > length[:, None]).any():
@@ -161,6 +164,56 @@ def validate_events(ds: xr.Dataset) -> None:
             "events dataset: padding (0) must come after the last recall of a trial; "
             f"trial {trial} has recalls after a 0: {recalls[trial].tolist()}"
         )
+
+
+def _check_presentation_items(ds: xr.Dataset, length: np.ndarray) -> None:
+    """SchemaError unless ``presentation_item`` maps each presentation to its item's first serial
+    position: a position in 1..itself whose ``study_item`` is the same and which maps to itself, and
+    0 beyond ``list_length`` (docs/repetition.md)."""
+    variable = ds.variables["presentation_item"]
+    require_dims(variable, ["trial", "study_position"], "events", "presentation_item")
+    first = np.asarray(variable.transpose("trial", "study_position").values)
+    if not np.issubdtype(first.dtype, np.integer):
+        raise SchemaError(f"events dataset: presentation_item must be integers; got {first.dtype}")
+    position = np.arange(1, first.shape[1] + 1)[None, :]
+    inside = position <= length[:, None]
+    bad = np.where(inside, (first < 1) | (first > position), first != 0)
+    if not bad.any():
+        rows = np.arange(first.shape[0])[:, None]
+        at = np.maximum(first, 1) - 1
+        items = ds.variables["study_item"].transpose("trial", "study_position").values
+        bad = inside & ((first[rows, at] != first) | ~_same_items(items[rows, at], items))
+        trial, column = np.nonzero(inside & (first == position))  # first presentations: no item twice
+        again = pd.DataFrame({"t": trial, "item": items[trial, column].astype(str)}).duplicated().to_numpy()
+        bad[trial[again], column[again]] = True
+    if bad.any():
+        trial = int(np.nonzero(bad.any(axis=1))[0][0])
+        items = ds.variables["study_item"].transpose("trial", "study_position").values[trial]
+        raise SchemaError(
+            "events dataset: presentation_item must give each presentation the serial position of its item's "
+            "first presentation (1..list_length, the same study_item, itself a first presentation) and 0 beyond "
+            f"list_length; trial {trial} has {first[trial].tolist()} for items {items.tolist()}"
+        )
+
+
+def _same_item_text(a, b) -> bool:
+    """Whether two item texts name one item as recalls are matched: as written, ignoring case and
+    surrounding spaces, or as equal numbers (``1`` and ``1.0``)."""
+    a, b = str(a).strip().casefold(), str(b).strip().casefold()
+    if a == b:
+        return True
+    try:
+        return float(a) == float(b)
+    except ValueError:
+        return False
+
+
+def _same_items(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Elementwise :func:`_same_item_text`; only pairs written differently (rare) are read one by one."""
+    same = np.asarray(a == b, dtype=bool)
+    for index in zip(*np.nonzero(~same)):
+        same[index] = _same_item_text(a[index], b[index])
+    return same
 
 
 def _recalls_in_order(recalls, length) -> bool:

@@ -30,8 +30,8 @@ from .events import as_events, group_index, to_recall_matrix
 __all__ = ["irt", "lag_crl", "stop_probability"]
 
 
-def _latencies(events, time_key, by):
-    events = as_events(events)
+def _latencies(events, time_key, by, analysis=None):
+    events = as_events(events, analysis)
     name = f"recall_{time_key}"
     if name not in events or events[name].dtype.kind != "f":
         columns = [v[len("recall_"):] for v in events.data_vars if v.startswith("recall_") and v != "recall_item"
@@ -80,7 +80,7 @@ def lag_crl(events, *, time_key="rt", by="subject") -> xr.Dataset:
         Kind ``"recall_stat"``, ``stat_kind="lag_crl"``; dims ``(unit, lag)``; ``crl`` (mean
         inter-response time of transitions at the lag) and ``n_transitions``.
     """
-    events, labels, max_lag, (_, _, total, n) = _latencies(events, time_key, by)
+    events, labels, max_lag, (_, _, total, n) = _latencies(events, time_key, by, "lag_crl")
     return stat_dataset(events, by, labels, "lag_crl", ("lag",), {"lag": np.arange(-max_lag, max_lag + 1, dtype=np.int64)}, {
         "crl": (ratio(total, n), {"long_name": "mean inter-response time at the lag", "units": time_key}),
         "n_transitions": (n, {"long_name": "transitions timed"}),

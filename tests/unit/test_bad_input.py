@@ -86,8 +86,6 @@ CASES = [
      errors.RecallDataError, r"1\.\.n without gaps.*3 study events but positions up to 4"),
     ("zero study position", lambda p: from_table(_with("position", [0, 1, 2, 1, 2])),
      errors.RecallDataError, r"study positions must be >= 1.*got 0"),
-    ("duplicate study item", lambda p: from_table(_with("item", ["a", "b", "a", "a", "b"])),
-     errors.RecallDataError, r"duplicate study item 'a' in subject 1, list 1"),
     ("duplicate recall position", lambda p: from_table(_with("position", [1, 2, 3, 1, 1])),
      errors.RecallDataError, r"duplicate recall \(output\) position 1 in subject 1, list 1"),
     ("NaN item", lambda p: from_table(_with("item", ["a", "b", None, "c", "a"])),

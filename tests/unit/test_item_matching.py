@@ -112,10 +112,11 @@ def test_normalize_items_joins_equal_values_and_spellings():
     assert messages == []  # spelling differences are what normalize_items asks to ignore
 
 
-def test_equal_values_in_one_studied_list_are_a_duplicate_item():
-    with pytest.raises(RecallDataError, match=r"^duplicate study item '1\.0' in subject 1, list 1; items must be "
-                                              r"unique within a studied list"):
-        cmr.from_table(_table([1, 2, 1.0], [2]))
+def test_equal_values_in_one_studied_list_are_one_item_studied_twice():
+    events = cmr.from_table(_table([1, 2, 1.0], [1, 2]))
+    assert events["presentation_item"].values.tolist() == [[1, 2, 1]]
+    assert _our_serials(events).tolist() == [1, 2]  # a repeated item's recall is scored to its first position
+    assert events.attrs["repeated_items"] == 1
 
 
 def test_mostly_numbers_written_apart_are_refused_with_the_cause():
