@@ -184,12 +184,26 @@ def read_item_vectors(path) -> tuple[np.ndarray, np.ndarray]:
                               f"{items.shape} and {vectors.shape}")
     if not np.issubdtype(vectors.dtype, np.number) or not np.isfinite(vectors.astype(np.float64)).all():
         raise FileFormatError(f"{label!r}: vectors must be finite numbers")
-    norms = np.linalg.norm(vectors.astype(np.float64), axis=1)
+    norms = _lengths(vectors.astype(np.float64))
+    if not np.isfinite(norms).all():  # cosines of such a vector would come out 0, itself included
+        huge = items[~np.isfinite(norms)].astype(str)
+        raise FileFormatError(f"{label!r}: {huge.size} item(s) have vectors too large to normalise (length beyond "
+                              f"{np.finfo(np.float64).max:.3g}), e.g. {', '.join(map(repr, huge[:5].tolist()))}; "
+                              f"scale the vectors down")
     if (norms == 0).any():
         zero = items[norms == 0].astype(str)
         raise FileFormatError(f"{label!r}: {zero.size} item(s) have an all-zero vector (no direction to compare), "
                               f"e.g. {', '.join(map(repr, zero[:5].tolist()))}")
     return _distinct_items(items, label), vectors.astype(np.float64)
+
+
+def _lengths(vectors: np.ndarray) -> np.ndarray:
+    """Euclidean length of each row, scaled first so that rows of huge finite values (1e200) do
+    not overflow on the way; inf only where the length itself is beyond float64."""
+    scale = np.max(np.abs(vectors), axis=1)
+    safe = np.where(scale > 0, scale, 1.0)
+    with np.errstate(over="ignore"):
+        return scale * np.linalg.norm(vectors / safe[:, None], axis=1)
 
 
 def _is_numeric(fields) -> bool:
@@ -251,18 +265,27 @@ def patterns_from_file(*, vectors=None, similarity=None, events=None, feature_la
     """
     if (vectors is None) == (similarity is None):
         raise ParameterError("give one of vectors (a word-vector file) or similarity (a similarity file)")
+    import warnings
+
+    from cmr.errors import SimilarityWarning
+    from cmr.similarity import check_similarity
+
     if vectors is not None:
         label = str(vectors)
         items, matrix = read_item_vectors(vectors)
-        unit = matrix / np.linalg.norm(matrix, axis=1, keepdims=True)
+        scaled = matrix / np.max(np.abs(matrix), axis=1, keepdims=True)  # no overflow on the way to unit length
+        unit = scaled / np.linalg.norm(scaled, axis=1, keepdims=True)
         sim = np.clip(unit @ unit.T, -1.0, 1.0)
     else:
         label = str(similarity)
         items, sim = read_item_similarity(similarity)
+        check_similarity(sim, f"similarity file {label!r}")  # named by its file; item_patterns checks again
     if events is not None:
         studied = np.unique(np.asarray(events["study_item"].values, dtype=object).astype(str))
         missing = np.setdiff1d(studied[studied != ""], items)
         if missing.size:
             raise RecallDataError(f"{missing.size} studied item(s) have no row in {label!r} ({items.size} items), e.g. "
                                   f"{', '.join(map(repr, missing[:5].tolist()))}; the file must cover every studied item")
-    return item_patterns(items, sim, feature_layer=feature_layer)
+    with warnings.catch_warnings():  # a warning was given once above, with the file's name
+        warnings.simplefilter("ignore", SimilarityWarning)
+        return item_patterns(items, sim, feature_layer=feature_layer)

@@ -21,6 +21,7 @@ __all__ = [
     "UnverifiedFileWarning",
     "RecallDataWarning",
     "FitWarning",
+    "SimilarityWarning",
 ]
 
 
@@ -76,3 +77,8 @@ class FitWarning(UserWarning):
     """A fit finished but some of its estimates need a second look: an estimate at its search
     bound, or a unit with few scored events per free parameter (the fit's ``at_bound`` and
     ``few_events`` variables say which)."""
+
+
+class SimilarityWarning(UserWarning):
+    """A similarity matrix that is not quite symmetric, inside [-1, 1] or positive semi-definite,
+    within the warning band of :data:`cmr.similarity.SIMILARITY_TOLERANCES`; used as given."""

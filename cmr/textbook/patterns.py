@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import ParameterError, RecallDataError
+from ..similarity import check_similarity
 
 __all__ = [
     "ItemPatterns",
@@ -212,7 +213,9 @@ def item_patterns(
     items : sequence of str, shape (P,)
         Every item that may be studied (cymr's ``patterns["items"]``); distinct.
     similarity : array_like, shape (P, P), optional
-        Pre-experimental similarity ``sem`` (e.g. :func:`similarity_from_distances`). Used as
+        Pre-experimental similarity ``sem`` (e.g. :func:`similarity_from_distances`): symmetric,
+        in [-1, 1] and positive semi-definite within :data:`cmr.similarity.SIMILARITY_TOLERANCES`
+        (ParameterError beyond them, SimilarityWarning inside their warning band). Used as
         cymr uses one matrix in both ``patterns["vector"]["sem"]`` (weights ``Sfc``, ``Scf``)
         and ``patterns["similarity"]["sem"]`` (weight ``Sff``).
     features : array_like, shape (P, U), optional
@@ -240,7 +243,7 @@ def item_patterns(
         raise ParameterError("items must be non-empty strings")
     labels.setflags(write=False)
     n = labels.size
-    sim = None if similarity is None else _matrix(similarity, "similarity", (n, n))
+    sim = None if similarity is None else check_similarity(_matrix(similarity, "similarity", (n, n)))
     feats = None if features is None else _matrix(features, "features", (n, None))
     if feature_layer not in FEATURE_LAYERS:
         raise ParameterError(f"feature_layer must be one of {FEATURE_LAYERS}; got {feature_layer!r}")
