@@ -181,3 +181,50 @@ def spacing_counts(recalls, pres, lengths, group, n_groups, max_spacing):
             if hit[item + 1]:
                 recalled[g, b] += 1
     return recalled, presented
+
+
+# --- serial position curve and nth recall of lists with repeats (cmr.spc, cmr.pnr, cmr.pfr) ------------
+
+
+def repeated_spc_counts(recalls, pres, group, n_groups):
+    """SPC counts when items repeat: a recalled item counts as recalled at every one of its
+    presentations (so a list's positions of one item are recalled together), each presentation as
+    studied. Returns actual, possible int64 (n_groups, n_pos)."""
+    n_trials, n_pos = pres.shape
+    recalled = np.zeros((n_trials, n_pos + 1), dtype=bool)
+    rows, cols = np.nonzero(recalls > 0)
+    recalled[rows, recalls[rows, cols]] = True
+    recalled[:, 0] = False
+    studied = pres > 0
+    actual = np.zeros((n_groups, n_pos), dtype=np.int64)
+    possible = np.zeros((n_groups, n_pos), dtype=np.int64)
+    np.add.at(actual, group, np.take_along_axis(recalled, pres, axis=1).astype(np.int64))
+    np.add.at(possible, group, studied.astype(np.int64))
+    return actual, possible
+
+
+def repeated_pnr_counts(recalls, pres, group, n_groups):
+    """PNR counts when items repeat: the n-th valid recall (intrusions and items recalled before
+    skipped, as psifr) counts at every presentation of its item, and every presentation of an item
+    not yet recalled is possible (jaxcmr's convention: presentations [1, 2, 1] and first recall
+    [1] give PFR [1, 0, 1]). Returns actual, possible int64 (n_groups, n_pos, n_pos)."""
+    n_trials, n_pos = pres.shape
+    seen = np.zeros((n_trials, n_pos + 1), dtype=bool)
+    seen[:, 0] = True  # padding is never possible
+    nth = np.zeros(n_trials, dtype=np.int64)
+    actual = np.zeros((n_groups, n_pos, n_pos), dtype=np.int64)
+    possible = np.zeros((n_groups, n_pos, n_pos), dtype=np.int64)
+    rows = np.arange(n_trials)
+    for o in range(recalls.shape[1]):  # vectorised over trials; outputs are few
+        r = recalls[:, o]
+        valid = (r > 0) & ~seen[rows, np.maximum(r, 0)] & (nth < n_pos)
+        t = rows[valid]
+        if t.size == 0:
+            continue
+        open_ = ~np.take_along_axis(seen[t], pres[t], axis=1)
+        hit = pres[t] == r[t][:, None]
+        np.add.at(actual, (group[t], nth[t]), hit.astype(np.int64))
+        np.add.at(possible, (group[t], nth[t]), open_.astype(np.int64))
+        seen[t, r[t]] = True
+        nth[t] += 1
+    return actual, possible

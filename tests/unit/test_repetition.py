@@ -251,3 +251,26 @@ def test_results_are_netcdf_safe(tmp_path):
         assert cmr.load_dataset(tmp_path / "r.nc").equals(result)
     cmr.save_dataset(_repeated(), tmp_path / "e.nc")
     assert isinstance(cmr.load_dataset(tmp_path / "e.nc"), xr.Dataset)
+
+
+def test_the_design_fills_every_spacing_bin_and_keeps_control_lists():
+    from cmr.repetition_design import repetition_design
+
+    design = repetition_design(n_subjects=2, n_control=1, n_mixed=3, seed=3)
+    assert design.sizes["trial"] == 8 and design.attrs["repeated_items"] == 1
+    result = spacing_recall(design, by=None)
+    assert result["possible"].values.tolist() == [2 * (24 + 3 * 12), 2 * 2, 2 * 4, 2 * 6, 2 * 6]
+    assert result["actual"].values.sum() == 0  # a template: nothing recalled
+    repeats = (presentation_items(design) != np.arange(1, 25)).any(axis=1)
+    assert repeats.sum() == 6  # the other 2 lists are repeat-free controls
+
+
+def test_the_embedded_simulated_set_reads_with_its_documented_design():
+    from importlib import resources
+
+    with resources.as_file(resources.files("icl_cmr.data") / "repetition_simulated.csv") as path:
+        events = cmr.from_table(pd.read_csv(path))
+    assert events.sizes["trial"] == 72 and set(events["list_length"].values) == {24}
+    repeats = (presentation_items(events) != np.arange(1, 25)).any(axis=1)
+    assert repeats.sum() == 48  # 8 mixed lists of 6 subjects; 4 control lists each
+    assert spacing_recall(events, by=None)["possible"].values.tolist() == [6 * (96 + 8 * 12), 36, 72, 90, 90]
