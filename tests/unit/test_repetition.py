@@ -274,3 +274,64 @@ def test_the_embedded_simulated_set_reads_with_its_documented_design():
     repeats = (presentation_items(events) != np.arange(1, 25)).any(axis=1)
     assert repeats.sum() == 48  # 8 mixed lists of 6 subjects; 4 control lists each
     assert spacing_recall(events, by=None)["possible"].values.tolist() == [6 * (96 + 8 * 12), 36, 72, 90, 90]
+
+
+# --- loaders of the user's own copies -------------------------------------------------------------
+
+
+def _jaxcmr_arrays():
+    return {
+        "pres_itemnos": np.array([[5, 6, 5, 7], [1, 2, 3, 0], [8, 9, 8, 9]]),
+        "recalls": np.array([[3, 2, 99, 0], [1, 0, 0, 0], [2, 1, 0, 0]]),  # 99: out of the list, an intrusion
+        "subject": np.array([[2], [1], [2]]),
+        "list_type": np.array([[4], [1], [3]]),
+    }
+
+
+def _check_loaded(events):
+    assert events["subject"].values.tolist() == [1, 2, 2]
+    assert events["presentation_item"].values.tolist() == [[1, 2, 3, 0], [1, 2, 1, 4], [1, 2, 1, 2]]
+    assert events["recalls"].values.tolist() == [[1, 0, 0], [1, 2, -1], [2, 1, 0]]
+    assert events["list_type"].values.tolist() == [1, 4, 3]
+
+
+def test_a_jaxcmr_hdf5_file_loads_with_its_arrays_transposed_back(tmp_path):
+    h5py = pytest.importorskip("h5py")
+    from icl_cmr.adapters.repetition_data import load_repetition_data
+
+    path = tmp_path / "LohnasKahana2014.h5"
+    with h5py.File(path, "w") as handle:
+        for name, values in _jaxcmr_arrays().items():
+            handle.create_dataset(f"data/{name}", data=values.T)  # jaxcmr's files hold the MATLAB order
+    _check_loaded(load_repetition_data(path))
+
+
+def test_an_hdf5_file_with_data_outside_itself_is_refused(tmp_path):
+    h5py = pytest.importorskip("h5py")
+    from cmr.errors import FileFormatError
+    from icl_cmr.adapters.repetition_data import load_repetition_data
+
+    other = tmp_path / "other.h5"
+    with h5py.File(other, "w") as handle:
+        handle["recalls"] = np.ones((2, 2))
+    path = tmp_path / "linked.h5"
+    with h5py.File(path, "w") as handle:
+        handle.create_dataset("data/pres_itemnos", data=np.ones((2, 2)))
+        handle["data/recalls"] = h5py.ExternalLink(str(other), "recalls")
+    with pytest.raises(FileFormatError, match="outside the file"):
+        load_repetition_data(path)
+
+
+def test_npz_and_csv_copies_load_too(tmp_path):
+    from icl_cmr.adapters.repetition_data import load_repetition_data
+
+    arrays = {name: values.reshape(values.shape[0], -1) if name != "subject" else values.ravel()
+              for name, values in _jaxcmr_arrays().items()}
+    np.savez(tmp_path / "HowardKahana2005.npz", **arrays)
+    events = load_repetition_data(tmp_path / "HowardKahana2005.npz")
+    _check_loaded(events)
+    cmr.to_table(events).to_csv(tmp_path / "copy.csv", index=False)
+    again = load_repetition_data(tmp_path / "copy.csv")
+    assert again["presentation_item"].values.tolist() == events["presentation_item"].values.tolist()
+    simulated = load_repetition_data("simulated")
+    assert simulated.sizes["trial"] == 72 and simulated.attrs["repeated_items"] == 1
