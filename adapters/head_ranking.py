@@ -14,7 +14,7 @@ import numpy as np
 
 from cmr.checks import integer
 
-__all__ = ["rank_heads", "top_heads", "composing_heads", "cmr_like_heads", "CMR_LIKE_DEFINITIONS",
+__all__ = ["rank_heads", "top_heads", "composing_heads", "cmr_like_heads", "ranked_head_set", "CMR_LIKE_DEFINITIONS",
            "FIRST_COMPOSING_LAYER"]
 
 #: the definitions of "CMR-like" a head set can be ranked by (``icl-cmr ablate --rank-by``)
@@ -195,3 +195,30 @@ def cmr_like_heads(ranked, definition: str = "study", *, fraction: float = 0.1,
         raise ParameterError(f"cannot choose {size} heads: {order.size} of {distance.size} heads have a finite distance")
     rows, cols = np.unravel_index(order[:size], distance.shape)
     return [(int(layers[r]), int(heads[c])) for r, c in zip(rows, cols)], notes
+
+
+def ranked_head_set(ranked, rank_by: str = "study", *, fraction: float = 0.1,
+                    n_heads: int | None = None) -> tuple[list[tuple[int, int]], str, list[str]]:
+    """The target head set of a causal test, read from a fits (or heads) dataset by ``rank_by``.
+
+    ``rank_by`` is a definition of CMR-like (:data:`CMR_LIKE_DEFINITIONS`, by
+    :func:`cmr_like_heads`) or a variable of ``ranked``: ``distance`` and other variables
+    smallest first, ``*_score`` variables (``induction_score``) largest first (:func:`top_heads`).
+    ``icl-cmr ablate --heads-from`` and ``icl-cmr recall-lm --sets-from`` choose their set here.
+
+    Returns
+    -------
+    heads : list of (layer, head)
+        Best first.
+    how : str
+        How the set was chosen, in words (``"CMR-like by the study definition, ..."``).
+    notes : list of str
+        What the caller should tell the user (:func:`cmr_like_heads`).
+    """
+    size = f"top {int(n_heads)} heads" if n_heads is not None else f"top {float(fraction):g}"
+    if rank_by in CMR_LIKE_DEFINITIONS:
+        heads, notes = cmr_like_heads(ranked, rank_by, fraction=fraction, n_heads=n_heads)
+        return heads, f"CMR-like by the {rank_by} definition, smallest distance first, {size}", notes
+    largest = str(rank_by).endswith("_score")
+    heads = top_heads(ranked, rank_by, fraction=fraction, n_heads=n_heads, largest=largest)
+    return heads, f"{'largest' if largest else 'smallest'} {rank_by}, {size}", []

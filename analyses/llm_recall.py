@@ -12,7 +12,12 @@ transition); ``forward_asymmetry`` = crp(+1) - crp(-1); ``forward_share``, the s
 list's valid transitions that go forward (defined whenever there is one, unlike crp(-1) after
 a recall in studied order, which never has a possible -1); ``n_correct`` (distinct studied items
 recalled); ``recall_early`` and ``recall_late``, the recall probability of the first and last
-third of the serial positions (the two ends of the SPC).
+third of the serial positions (the two ends of the SPC); ``temporal_factor``, the mean
+percentile rank of each transition's absolute lag among the lags available (Polyn, Norman &
+Kahana 2009; :func:`cmr.recall_stats.lag_rank`: 1 = always the nearest item, 0.5 = chance).
+
+Recall with heads ablated is labelled by its head set: the subject ``model|greedy|0`` of the
+intact model becomes ``model|greedy|0|ablate:top5`` (``head_set`` of :func:`model_recall`).
 """
 from __future__ import annotations
 
@@ -20,16 +25,19 @@ import numpy as np
 import xarray as xr
 
 from cmr.crp import lag_crp
+from cmr.recall_stats import lag_rank
+
 __all__ = ["MEASURES", "model_recall", "recall_measures", "recall_summary", "report_section"]
 
 #: per-list measures of :func:`recall_measures`
 MEASURES = ("crp_forward", "crp_backward", "forward_asymmetry", "forward_share", "n_correct", "recall_early",
-            "recall_late")
+            "recall_late", "temporal_factor")
 
 
 def model_recall(model, *, pool: str = "psifr:peers_notask", n_lists: int = 20, list_length: int = 16,
                  task: str = "free", decoding: str = "greedy", seeds=(0,), temperature: float = 0.7, seed: int = 0,
-                 batch_size: int = 16, heads=(), lists=None, max_new_tokens: int | None = None):
+                 batch_size: int = 16, heads=(), lists=None, max_new_tokens: int | None = None,
+                 head_set: str | None = None):
     """The model's recall of ``n_lists`` lists of ``list_length`` words from ``pool``.
 
     ``pool`` is a bundled recall data set whose studied items are the word pool (lower-cased),
@@ -39,6 +47,9 @@ def model_recall(model, *, pool: str = "psifr:peers_notask", n_lists: int = 20, 
     Answers are scored with the pool's longest item (in words) as the longest intrusion
     (``max_intrusion_words`` of :func:`icl_cmr.adapters.recall_text.parse_recall`) whenever
     the pool is read here (``lists`` not given, or ``pool`` a sequence).
+    With ``heads`` ablated every subject label gets ``|`` and ``head_set`` appended (default
+    ``ablate:`` and the heads, ``ablate:L1.H0+L2.H3``), so ablated recall never carries the
+    intact model's label.
     Returns ``(events, table)`` as :func:`icl_cmr.adapters.lm.recall_task.recall_events`.
     """
     from icl_cmr.adapters.lm import recall_task as task_module
@@ -56,6 +67,18 @@ def model_recall(model, *, pool: str = "psifr:peers_notask", n_lists: int = 20, 
                                               max_new_tokens=max_new_tokens, max_intrusion_words=longest or None)
     events.attrs["pool"] = pool if isinstance(pool, str) else "word list"
     events.attrs["list_seed"] = int(seed)
+    if heads:
+        label = head_set or "ablate:" + "+".join(f"L{int(l)}.H{int(h)}" for l, h in heads)
+        events, table = _labelled(events, table, label)
+    return events, table
+
+
+def _labelled(events, table, label: str):
+    """Events and table whose subject labels end in ``|label`` (the ablated head set)."""
+    events = events.assign_coords(subject=("trial", np.array([f"{s}|{label}" for s in events["subject"].values],
+                                                             dtype=object)))
+    events.attrs["head_set"] = label
+    table = table.assign(subject=[f"{s}|{label}" for s in table["subject"]])
     return events, table
 
 
@@ -80,13 +103,20 @@ def recall_measures(events) -> xr.Dataset:
     third = np.maximum(length // 3, 1)
     early = np.array([hit[t, :third[t]].mean() for t in range(n_trials)])
     late = np.array([hit[t, length[t] - third[t]:length[t]].mean() for t in range(n_trials)])
+    temporal = lag_rank(events, by="trial")["rank"].values.astype(np.float64)
     values = dict(crp_forward=forward, crp_backward=backward, forward_asymmetry=forward - backward, forward_share=share,
-                  n_correct=hit.sum(axis=1).astype(np.float64), recall_early=early, recall_late=late)
+                  n_correct=hit.sum(axis=1).astype(np.float64), recall_early=early, recall_late=late,
+                  temporal_factor=temporal)
     return xr.Dataset({name: ("trial", values[name]) for name in MEASURES},
                       coords={"trial": np.arange(n_trials)})
 
 
 # --- the study's stage and its report section ------------------------------------------------
+
+
+#: statistics of the recall ablation kept in the study's summary (rank test first; paired tests beside it)
+_SUMMARY_STATS = ("set_effect", "rank", "n_null", "rank_pvalue", "z", "mean_difference", "t_pvalue", "wilcoxon_pvalue",
+                  "cohens_dz", "n_lists")
 
 
 def recall_summary(events, ablation: xr.Dataset | None = None) -> dict:
@@ -108,11 +138,11 @@ def recall_summary(events, ablation: xr.Dataset | None = None) -> dict:
         out["lists_with_loop"] = int((events["loop_period"].values > 0).sum())
     if ablation is not None:
         stats = ablation["statistic"]
+        kept = [str(k) for k in ablation["stat"].values if str(k) in _SUMMARY_STATS]
         out["ablation"] = {
             "sets": {str(n): int(k) for n, k in zip(ablation["head_set"].values, ablation["n_ablated"].values)},
             "comparisons": {
-                str(c): {str(m): {str(s): float(stats.sel(comparison=c, measure=m, stat=s))
-                                  for s in ("mean_difference", "t_pvalue", "wilcoxon_pvalue", "cohens_dz", "n_lists")}
+                str(c): {str(m): {s: float(stats.sel(comparison=c, measure=m, stat=s)) for s in kept}
                          for m in ("crp_forward", "forward_share", "n_correct")}
                 for c in ablation["comparison"].values
             },
@@ -145,16 +175,24 @@ def report_section(summary: dict) -> list[str]:
     ]
     ablation = summary.get("ablation")
     if ablation:
-        lines += ["| comparison | measure | mean difference | p (t) | p (Wilcoxon) | d_z | lists |",
-                  "|---|---|---:|---:|---:|---:|---:|"]
+        lines += ["| comparison | measure | effect | rank among random sets | rank p | z | paired t p | Wilcoxon p | d_z | lists |",
+                  "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for comparison, measures in ablation["comparisons"].items():
             if comparison.endswith("_vs_none") and not comparison.startswith("top"):
                 continue
             for measure, st in measures.items():
-                lines.append(f"| {comparison} | {measure} | {_number(st['mean_difference'])} | {_number(st['t_pvalue'], 4)} | "
+                ranked = np.isfinite(st.get("rank_pvalue", np.nan))
+                rank = f"{st['rank']:.0f} of {st['n_null'] + 1:.0f}" if ranked else ""
+                lines.append(f"| {comparison} | {measure} | {_number(st.get('set_effect', st['mean_difference']))} | "
+                             f"{rank} | {_number(st['rank_pvalue'], 3) if ranked else ''} | "
+                             f"{_number(st['z'], 2) if ranked else ''} | {_number(st['t_pvalue'], 4)} | "
                              f"{_number(st['wilcoxon_pvalue'], 4)} | {_number(st['cohens_dz'], 2)} | {int(st['n_lists'])} |")
-        lines += ["", "Zero ablation during generation; differences are ablated - intact per list (paired over the "
-                  "same lists); `_vs_random` subtracts the mean effect of the random sets of the same size.", ""]
+        lines += ["", "Zero ablation during generation; effects are ablated - intact per list (paired over the same "
+                  "lists), averaged over the lists where the measure is defined. Against random sets the test is the "
+                  "target set's rank among them (1 = the lowest effect; one-sided p = (1 + #{random <= target}) / "
+                  "(1 + random sets), the set lowers the measure more than random sets) and z against their mean and "
+                  "sd; the paired t and Wilcoxon of the set's effect minus the random sets' mean effect over lists are "
+                  "secondary (they grow with lists for any fixed set). Against none they are the test.", ""]
     return lines
 
 

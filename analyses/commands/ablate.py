@@ -205,7 +205,7 @@ def shared_with(args) -> str:
 def run(args) -> int:
     import time
 
-    from icl_cmr.adapters.head_ranking import CMR_LIKE_DEFINITIONS, cmr_like_heads, top_heads
+    from icl_cmr.adapters.head_ranking import ranked_head_set, top_heads
     from icl_cmr.adapters.text_corpus import load_passages
     from icl_cmr.adapters.lm.loading import describe_peak_memory, load_model, measure_peak_memory, with_run_record
     from icl_cmr.analyses.causal import ablation
@@ -240,16 +240,10 @@ def run(args) -> int:
         top, source = ablation.parse_heads(args.heads), "explicit list"
     else:
         ranked = load_dataset(args.heads_from)
-        if args.rank_by in CMR_LIKE_DEFINITIONS:
-            top, notes = cmr_like_heads(ranked, args.rank_by, fraction=design.top_fraction)
-            source = (f"{args.heads_from}: CMR-like by the {args.rank_by} definition, smallest distance first, "
-                      f"top {design.top_fraction:g}")
-            for note in notes:
-                print(f"note: {note}", flush=True)
-        else:
-            largest = args.rank_by.endswith("_score")
-            top = top_heads(ranked, args.rank_by, fraction=design.top_fraction, largest=largest)
-            source = f"{args.heads_from}: {'largest' if largest else 'smallest'} {args.rank_by}, top {design.top_fraction:g}"
+        top, how, notes = ranked_head_set(ranked, args.rank_by, fraction=design.top_fraction)
+        source = f"{args.heads_from}: {how}"
+        for note in notes:
+            print(f"note: {note}", flush=True)
     control = None
     if args.control_from:
         control = top_heads(load_dataset(args.control_from), "induction_score", n_heads=len(top), largest=True)

@@ -16,7 +16,21 @@ repeats a block of 1 to 4 items three times in a row (a decoding loop, counted a
 Greedy decoding is deterministic; --decoding sample draws at --temperature once per seed of
 --seeds. Each (model, decoding, seed) is one subject, so every recall analysis applies:
   icl-cmr lag-crp model_recall.csv -o model_crp.nc
---ablate zero-ablates heads (L18.H6,L17.H3) during generation.
+--ablate zero-ablates heads (L18.H6,L17.H3) during generation; the ablated recall's subjects
+are labelled by the set (model|greedy|0|ablate:L18.H6+L17.H3), never as the intact model.
+
+Paired ablation during recall (--sets-from FITS.nc): the same lists are recalled intact, with
+the target set ablated (the top heads of a fits file, chosen as icl-cmr ablate --heads-from
+chooses them: --rank-by, --top-fraction or --n-heads) and with --n-random random sets of its
+size, drawn uniformly among all heads (or, with --layer-matched, as many heads per layer as
+the target). Greedy decoding. Effect = ablated - intact per list, on each recall measure
+(correct recalls, lag-CRP +1 and -1, forward share, temporal factor, recall of the first and
+last third). The test is by sets: the target's mean effect ranked among the random sets'
+(p = (1 + #{random <= target}) / (1 + K), one-sided: the set lowers the measure more than random
+sets; K = 19 gives the smallest p 0.05) and z against their mean and sd; a paired t over lists
+is printed beside it as secondary. -o is then the llm_recall_ablation dataset (.nc);
+--events-out keeps every set's recall, each subject labelled by its set
+(model|greedy|0|ablate:top5, ...|ablate:random3).
 
 The output's extension picks the format: .nc (the events dataset, with the per-list counts
 and the raw text of each recall), .csv or .parquet (the psifr long table: subject, list,
@@ -26,6 +40,7 @@ Examples:
   icl-cmr recall-lm --n-lists 20 -o smollm2_recall.csv
   icl-cmr recall-lm --task serial --n-lists 20 -o smollm2_serial.nc
   icl-cmr recall-lm --decoding sample --seeds 0,1,2 --ablate L18.H6,L17.H3 -o ablated.nc
+  icl-cmr recall-lm --sets-from fits1.nc --n-heads 5 --n-random 19 --n-lists 12 -o recall_ablation.nc
 """
 
 
@@ -48,13 +63,27 @@ def register(sub):
     p.add_argument("--temperature", type=float, default=0.7, help="sampling temperature (default 0.7)")
     p.add_argument("--seeds", default="0", help="comma-separated seeds of sampled decoding (default 0)")
     p.add_argument("--seed", type=int, default=0, help="seed of the study lists (default 0)")
-    p.add_argument("--ablate", metavar="L18.H6,L17.H3", default=None, help="heads zero-ablated during generation")
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--ablate", metavar="L18.H6,L17.H3", default=None, help="heads zero-ablated during generation")
+    which.add_argument("--sets-from", metavar="FITS.nc", default=None,
+                       help="profile_fit (or heads) file whose top heads are the target set of a paired ablation "
+                            "against random sets (see above)")
+    p.add_argument("--rank-by", default="study", metavar="{study,strict} or VARIABLE",
+                   help="how --sets-from ranks heads, as icl-cmr ablate --rank-by (default study: smallest CMR distance)")
+    size = p.add_mutually_exclusive_group()
+    size.add_argument("--top-fraction", type=float, default=None, help="target set size as a share of all heads (default 0.1)")
+    size.add_argument("--n-heads", type=int, default=None, help="target set size in heads (instead of --top-fraction)")
+    p.add_argument("--n-random", type=int, default=19, help="random sets the target is ranked among (default 19)")
+    p.add_argument("--layer-matched", action="store_true",
+                   help="random sets with the target's count of heads in every layer (default: uniform among all heads)")
+    p.add_argument("--events-out", metavar="EVENTS.csv", default=None,
+                   help="with --sets-from: every set's recall (.nc events, .csv or .parquet table), subjects labelled by set")
     p.add_argument("--batch-size", type=int, default=16, help="lists generated together (default 16)")
     p.add_argument("--max-new-tokens", type=int, default=None, help="token limit per answer (default 4 x list length + 16)")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
     add_device(p)
     add_output(p, "RECALL.csv")
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, output_args=("output", "events_out"))  # every file it writes
 
 
 def _pool(text: str):
@@ -86,6 +115,11 @@ def run(args) -> int:
     from icl_cmr.analyses.commands.options import check_counts
     from icl_cmr.analyses.llm_recall import model_recall
 
+    if args.sets_from:
+        return run_sets(args)
+    for option in ("rank_by", "top_fraction", "n_heads", "layer_matched", "events_out"):
+        if getattr(args, option) not in (None, False, "study"):
+            raise ParameterError(f"--{option.replace('_', '-')} needs --sets-from FITS.nc")
     suffix = result_format(args.output)
     try:
         seeds = [int(s) for s in str(args.seeds).split(",") if s.strip()]
@@ -114,3 +148,71 @@ def run(args) -> int:
     print(f"per list: {per_list['n_correct']:.1f} correct, {per_list['n_repeats']:.1f} repeats, "
           f"{per_list['n_intrusions']:.1f} intrusions, {per_list['n_filler']:.1f} prose segments")
     return 0
+
+
+def run_sets(args) -> int:
+    """``--sets-from``: the target set ranked among random sets during recall."""
+    import time
+
+    import pandas as pd
+
+    from cmr.errors import OutputError, ParameterError
+    from cmr.events import from_table, to_table
+    from cmr.io import check_output, load_dataset, result_format, save_dataset, write_table
+    from icl_cmr.adapters.head_ranking import ranked_head_set
+    from icl_cmr.adapters.lm.loading import load_model, set_threads
+    from icl_cmr.analyses.causal import recall
+    from icl_cmr.analyses.commands.options import check_counts, check_fraction
+
+    if result_format(args.output) != ".nc":
+        raise OutputError(f"with --sets-from, -o is the llm_recall_ablation dataset and must end in .nc; got "
+                          f"{args.output!r} (--events-out keeps the recall of every set as a table)")
+    if args.events_out:
+        result_format(args.events_out)
+        check_output(args.events_out)
+    if args.decoding != "greedy":
+        raise ParameterError("paired ablation during recall runs greedy decoding, so that the lists differ only by "
+                             f"the ablation; got --decoding {args.decoding}")
+    if args.n_lists < 2 or args.list_length < 1:
+        raise ParameterError(f"paired ablation needs --n-lists >= 2 and --list-length >= 1; got {args.n_lists}, "
+                             f"{args.list_length}")
+    check_counts(args, batch_size=1, max_new_tokens=1, seed=0, n_random=1, n_heads=1)
+    fraction = check_fraction(args.top_fraction, "--top-fraction") if args.top_fraction is not None else 0.1
+    target, how, notes = ranked_head_set(load_dataset(args.sets_from), args.rank_by, fraction=fraction,
+                                         n_heads=args.n_heads)
+    pool = _pool(args.pool)
+    set_threads(args.threads)
+    started = time.perf_counter()
+    model = load_model(args.model, device=args.device, dtype=args.dtype)
+    sets = recall.rank_test_sets(target, model.n_layers, model.n_heads, n_random=args.n_random,
+                                 layer_matched=args.layer_matched, seed=args.seed)
+    name = next(iter(sets))
+    for note in notes:
+        print(f"note: {note}", flush=True)
+    print(f"target set {name} ({args.sets_from}: {how}): {','.join(f'L{l}.H{h}' for l, h in target)}; "
+          f"{args.n_random} {'layer-matched' if args.layer_matched else 'uniform'} random sets of {len(target)} heads "
+          f"(seed {args.seed})", flush=True)
+    source = dict(sets_from=str(args.sets_from), target_set=f"{name}: {how}", rank_by=str(args.rank_by),
+                  random_sets="layer-matched" if args.layer_matched else "uniform among all heads",
+                  n_random=int(args.n_random), sets_seed=int(args.seed))
+    result, events = recall.recall_ablation(
+        model, sets, pool=pool, n_lists=args.n_lists, list_length=args.list_length, task=args.task, seed=args.seed,
+        batch_size=args.batch_size, max_new_tokens=args.max_new_tokens, keep_events=True, info=source)
+    path = save_dataset(result, args.output)
+    print(f"wrote {path} in {time.perf_counter() - started:.0f} s: {args.n_lists} lists of {args.list_length} words, "
+          f"intact and with {len(sets)} head sets ablated")
+    if args.events_out:
+        table = pd.concat([to_table(e) for e in events], ignore_index=True)
+        if result_format(args.events_out) == ".nc":
+            out = save_dataset(from_table(table, source=f"{model.name} recall with head sets ablated",
+                                          max_intrusion_share=1), args.events_out)
+        else:
+            out = write_table(table, args.events_out)
+        print(f"wrote {out}: the recall of every set, subjects labelled by set")
+    correct = result["set_effect"].sel(measure="n_correct")
+    print(f"correct recalls per list, intact {float(result['measure_value'].sel(head_set='none', measure='n_correct').mean()):.2f}; "
+          f"change with {name} {float(correct.sel(head_set=name)):+.2f}")
+    for line in recall.rank_lines(result):
+        print(line)
+    return 0
+
