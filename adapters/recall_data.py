@@ -92,6 +92,7 @@ def read_recall_table(source, *, columns=None):
     columns keep the file's names.
     """
     labels = tuple(dict(columns).get(name, name) if hasattr(columns, "items") else name for name in ("subject", "list"))
+    labels = tuple(dict.fromkeys(labels))  # subject=list: one column read once; from_table then says what clashes
     if isinstance(source, str) and source in BUNDLED:
         with _bundled_file(source, BUNDLED, "data set") as path:
             return _read_csv(path, source)

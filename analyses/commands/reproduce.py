@@ -104,6 +104,15 @@ def register(sub):
         analysis.set_defaults(func=run)
 
 
+#: the smallest value of each count option of the NAMEs (``--subjects 0`` is every subject; a
+#: correlation of true and recovered values needs two --sets)
+COUNT_MINIMUMS = {"sets": 2, "lists": 1, "list_length": 1, "jobs": 1, "seed": 0, "n_null": 1, "subjects": 0,
+                  "folds": 2, "rep": 1, "maxiter": 1}
+
+
 def run(args) -> int:
+    from icl_cmr.analyses.commands.options import check_counts
+
+    check_counts(args, **{name: low for name, low in COUNT_MINIMUMS.items() if hasattr(args, name)})
     module, _, _ = ANALYSES[args.analysis]
     return int(importlib.import_module(f"icl_cmr.analyses.{module}").run(args) or 0)

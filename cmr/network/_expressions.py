@@ -12,6 +12,10 @@ cymr evaluates these strings with ``eval`` in the numpy namespace; here they are
   over every axis but the first, which indexes lists, so one expression evaluated on all lists
   at once gives what cymr gives list by list.
 
+An expression is at most ``MAX_LENGTH`` characters and nested at most
+:data:`cmr.textbook.tied.MAX_EXPRESSION_DEPTH` levels deep (as tied expressions), so neither
+the parse nor the walk can run out of stack.
+
 Values are numpy arrays whose first axis is the list (parameters are ``(L, 1)`` or
 ``(L, 1, 1)``); every operation broadcasts.
 """
@@ -24,6 +28,7 @@ import operator
 import numpy as np
 
 from ..errors import ParameterError
+from ..textbook.tied import MAX_EXPRESSION_DEPTH, expression_depth
 
 __all__ = ["Expression", "FUNCTIONS"]
 
@@ -65,8 +70,15 @@ class Expression:
         self.what = what
         try:
             self._tree = ast.parse(text.strip(), mode="eval").body
-        except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        except (RecursionError, MemoryError):  # nesting the parser itself cannot hold
+            raise ParameterError(f"{what}: expression must be nested at most {MAX_EXPRESSION_DEPTH} levels deep; "
+                                 f"got {text[:40]!r}... nested deeper") from None
+        except (SyntaxError, ValueError) as exc:
             raise ParameterError(f"{what}: cannot parse {text!r} ({getattr(exc, 'msg', exc)})") from None
+        depth = expression_depth(self._tree)  # before any walk: _check and _walk recurse once per level
+        if depth > MAX_EXPRESSION_DEPTH:
+            raise ParameterError(f"{what}: expression must be nested at most {MAX_EXPRESSION_DEPTH} levels deep; "
+                                 f"got {depth} levels")
         self._check(self._tree)
         self.names = frozenset(n.id for n in ast.walk(self._tree)
                                if isinstance(n, ast.Name) and n.id not in FUNCTIONS and n.id not in _TWO_OR_ONE)

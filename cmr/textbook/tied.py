@@ -33,7 +33,7 @@ from ..errors import ParameterError
 from .parameters import MODEL_PARAMETER_NAMES
 
 __all__ = ["TiedParameter", "parse_tied", "evaluate", "check_tied_range", "MAX_EXPRESSION_LENGTH",
-           "MAX_EXPRESSION_DEPTH"]
+           "MAX_EXPRESSION_DEPTH", "expression_depth"]
 
 #: longest tied expression accepted, in characters (a longer one is refused before it is parsed)
 MAX_EXPRESSION_LENGTH = 1000
@@ -89,7 +89,7 @@ def _parse(text: str, name: str):
     except (RecursionError, MemoryError):  # nesting the parser itself cannot hold
         raise ParameterError(f"tied parameter {name}: expression must be nested at most {MAX_EXPRESSION_DEPTH} "
                              f"levels deep; got {text[:40]!r}... nested deeper") from None
-    depth = _depth(tree)
+    depth = expression_depth(tree)
     if depth > MAX_EXPRESSION_DEPTH:
         raise ParameterError(f"tied parameter {name}: expression must be nested at most {MAX_EXPRESSION_DEPTH} "
                              f"levels deep; got {depth} levels")
@@ -97,7 +97,7 @@ def _parse(text: str, name: str):
     return tree
 
 
-def _depth(tree) -> int:
+def expression_depth(tree) -> int:
     """Nesting depth of an expression tree (without recursion: the tree may be deep)."""
     deepest, stack = 0, [(tree, 1)]
     while stack:
