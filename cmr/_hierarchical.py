@@ -86,8 +86,7 @@ class SubjectPosterior:
     def _lanes_totals(self, good: np.ndarray) -> np.ndarray:
         """Textbook log-likelihood of each row of ``good`` (S, 19), one lanes kernel call per ``LANES`` rows."""
         return np.concatenate([
-            _lanes.population_log_likelihood(np.ascontiguousarray(good[a:a + _lanes.LANES]), self.arrays.trial_group,
-                                             self.order, *self.groups, self.arrays.recalls)
+            _lanes.population_totals(np.ascontiguousarray(good[a:a + _lanes.LANES]), self.arrays, self.order)
             for a in range(0, good.shape[0], _lanes.LANES)
         ])
 

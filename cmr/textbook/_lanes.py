@@ -8,6 +8,9 @@ is elementwise, which the compiler vectorises. Each lane does the arithmetic of
 order), so a lane's total is that kernel's trial log-likelihoods summed in trial order, to the
 last bit. Only ``math.exp`` and ``math.log`` stay scalar calls.
 
+Lists that study an item more than once are scored by ``_network`` instead
+(:func:`population_totals` chooses); this kernel refuses them.
+
 Layout: ``p`` (19, W) parameter columns; per block ``b`` and lane ``s``: ``gram``, ``hcf``
 (L, L, W) as ``_network``'s ``MAT_G``, ``MAT_H``; ``col_a[j, i]`` and ``col_c[j, i]`` its
 ``MAT_AS[i, j]`` and ``MAT_CC[j, i]``; ``xs``, ``us``, ``rows`` (L, m, W) its ``coords``.
@@ -218,13 +221,18 @@ def _trial_logl(p, w, n, sim, recalls, n_blocks, gram, xs, us, rows, vecs, col_a
 
 @njit(**JIT)
 def population_log_likelihood(param_sets, trial_group, order, group_length, group_pool, group_sim,
-                              group_sim_gram, group_row_sum, group_feature_gram, n_blocks, recalls):
+                              group_sim_gram, group_row_sum, group_feature_gram, n_blocks, group_items, recalls):
     """Total floored log-likelihood of all trials for each row of ``param_sets`` (S, 19).
 
     Equals ``_network.trials_log_likelihood`` with every trial on the same row, summed over
     trials in index order. ``order`` visits trials of one pattern group consecutively (a study
-    phase is built once per run of a group and lane block).
+    phase is built once per run of a group and lane block). Lists without repeated items only
+    (``group_items[g, i] == i``; :func:`population_totals` scores the others).
     """
+    for g in range(group_items.shape[0]):
+        for i in range(group_length[g]):
+            if group_items[g, i] != i:
+                raise ValueError("the lanes kernel scores lists without repeated items only")
     n_sets, n_params = param_sets.shape
     n_trials = recalls.shape[0]
     max_length = group_sim.shape[1]
@@ -274,4 +282,32 @@ def population_log_likelihood(param_sets, trial_group, order, group_length, grou
             for t in range(n_trials):
                 total += trial_logl[t, s]
             totals[first + s] = total
+    return totals
+
+
+def population_totals(param_sets, arrays, order):
+    """Total log-likelihood of ``arrays``' trials for each row of ``param_sets`` (S, 19).
+
+    The lanes kernel for lists without repeated items; otherwise ``_network`` scores every
+    (set, trial) pair and the trial log-likelihoods are summed per set in trial order.
+    """
+    if not arrays.has_repeats:
+        return population_log_likelihood(param_sets, arrays.trial_group, order, *arrays.kernel_groups(),
+                                         arrays.recalls)
+    from ._network import trials_log_likelihood
+
+    n_sets, n_trials = param_sets.shape[0], arrays.n_trials
+    trial_param = np.repeat(np.arange(n_sets, dtype=np.int64), n_trials)
+    trial_group = np.tile(arrays.trial_group, n_sets)
+    visit = (np.repeat(np.arange(n_sets, dtype=np.int64) * n_trials, n_trials) + np.tile(order, n_sets))
+    recalls = np.tile(arrays.recalls, (n_sets, 1))
+    trial_logl = np.zeros(n_sets * n_trials)
+    trial_n = np.zeros(n_sets * n_trials, dtype=np.int64)
+    event_p = np.zeros((n_sets * n_trials, recalls.shape[1] + 1))
+    trials_log_likelihood(np.ascontiguousarray(param_sets), trial_param, trial_group, visit,
+                          *arrays.kernel_groups(), recalls, trial_logl, trial_n, event_p)
+    totals = np.zeros(n_sets)
+    logl = trial_logl.reshape(n_sets, n_trials)
+    for t in range(n_trials):
+        totals += logl[:, t]
     return totals

@@ -38,7 +38,10 @@ SFC, SCF, SFF, CFC, CCF = range(14, 19)
 # slots of the structure arrays
 MAT_G, MAT_H, MAT_AS, MAT_CC = range(4)  # (nb, 4, L, L): Gram, cf-fc dots, A xs^T, xs us^T
 VEC_NRM, VEC_A0, VEC_UB0, VEC_Z0 = range(4)  # (nb, 4, L)
-CO_XS, CO_US, CO_A = range(3)  # (nb, 3, L, m): study contexts, their duals G x, support rows
+# (nb, 5, L, m): study contexts by position, their duals G x, support rows, and per item the sums
+# of its presentations' study contexts and duals (the learned M_fc row over Lfc; equal to the
+# position's own for an item studied once)
+CO_XS, CO_US, CO_A, CO_XF, CO_UF = range(5)
 
 
 @njit(**JIT)
@@ -47,7 +50,7 @@ def work_arrays(n_blocks, max_length):
     m = max_length + 1
     mats = np.zeros((n_blocks, 4, max_length, max_length))
     vecs = np.zeros((n_blocks, 4, max_length))
-    coords = np.zeros((n_blocks, 3, max_length, m))
+    coords = np.zeros((n_blocks, 5, max_length, m))
     start = np.zeros((n_blocks, 2, m))  # x0, u0: context at the start of recall
     ready = np.zeros(max_length, dtype=np.bool_)
     return mats, vecs, coords, start, ready
@@ -89,13 +92,53 @@ def _integrate(x, u, n, cdot, beta):
 
 
 @njit(**JIT)
-def build_structure(params, n, pool, sim, sim_gram, row_sum, feature_gram, n_blocks,
-                    mats, vecs, coords, start, ready):
-    """Study an ``n``-item list and prepare recall: fill the structure arrays in place.
+def _study_repeat(params, n, item, g, x, u, xf, uf, beta):
+    """Integrate a repeated presentation of ``item`` into context (x, u = G x) with ``beta``.
 
-    ``pool`` is the number of item units (cymr's pool size; ``n`` for a list-sized context);
-    ``sim``, ``sim_gram``, ``feature_gram`` (n, n) and ``row_sum`` (n,) are the list's pattern
-    terms (zeros where the model has none).
+    Its input is ``b_item + Lfc * XF[item]`` (XF: the sum of its earlier study contexts, dual
+    ``UF = G XF``), normalised: cymr's ``c_in = M_fc[item]`` with what was learned so far.
+    """
+    lfc = params[LFC]
+    cc = 0.0
+    xdot = 0.0
+    for q in range(n + 1):
+        cc += xf[item, q] * uf[item, q]
+        xdot += x[q] * uf[item, q]
+    norm2 = g[item, item] + 2.0 * lfc * uf[item, 1 + item] + lfc * lfc * cc
+    s = 1.0 / math.sqrt(norm2) if norm2 > 0 else 0.0
+    _integrate(x, u, n, (u[1 + item] + lfc * xdot) * s, beta)
+    coef = beta * s
+    for q in range(n + 1):
+        x[q] += coef * lfc * xf[item, q]
+        u[q] += coef * lfc * uf[item, q]
+    x[1 + item] += coef
+    for k in range(n):
+        u[1 + k] += coef * g[k, item]
+
+
+@njit(**JIT)
+def _add_repeat_row(params, n, i, items, h, us, rows):
+    """Add presentation i's ``rate * context`` to the M_cf row of its item (a repeat; in place)."""
+    item = items[i]
+    rate = primacy_rate(params, i)
+    rows[item, 0] += rate * us[i, 0]
+    for k in range(n):
+        rows[item, 1 + k] += rate * us[i, 1 + k]
+
+
+@njit(**JIT)
+def build_structure(params, n, pool, sim, sim_gram, row_sum, feature_gram, n_blocks, items,
+                    mats, vecs, coords, start, ready):
+    """Study an ``n``-presentation list and prepare recall: fill the structure arrays in place.
+
+    ``pool`` is the number of item units (cymr's pool size; the number of distinct items for a
+    list-sized context); ``sim``, ``sim_gram``, ``feature_gram`` (n, n) and ``row_sum`` (n,)
+    are the list's pattern terms (zeros where the model has none). ``items`` (n,) is the item of
+    each presentation as the 0-based position of its first presentation (``items[i] == i`` for
+    a list without repeats). A repeated item keeps the slot of its first presentation: each
+    presentation integrates the item's full input (pre-experimental plus everything learned at
+    its earlier presentations) and adds its context to the item's learned rows; the slots of
+    later presentations hold no item (their basis coefficients stay 0).
     """
     lfc = params[LFC]
     for i in range(n):
@@ -118,18 +161,31 @@ def build_structure(params, n, pool, sim, sim_gram, row_sum, feature_gram, n_blo
         for k in range(n + 1):
             x[k] = 0.0
             u[k] = 0.0
+        xf = coords[b, CO_XF]
+        uf = coords[b, CO_UF]
         x[0] = 1.0  # cymr: context starts as the start unit
         u[0] = 1.0
         beta = params[B_ENC]
         for i in range(n):
-            s = 1.0 / math.sqrt(g[i, i]) if g[i, i] > 0 else 0.0
-            _integrate(x, u, n, u[1 + i] * s, beta)
-            x[1 + i] += beta * s
-            for k in range(n):
-                u[1 + k] += beta * s * g[k, i]
-            for k in range(n + 1):
-                xs[i, k] = x[k]
-                us[i, k] = u[k]
+            item = items[i]
+            if item == i:  # first presentation: the item's input is its pre-experimental row
+                s = 1.0 / math.sqrt(g[i, i]) if g[i, i] > 0 else 0.0
+                _integrate(x, u, n, u[1 + i] * s, beta)
+                x[1 + i] += beta * s
+                for k in range(n):
+                    u[1 + k] += beta * s * g[k, i]
+                for k in range(n + 1):
+                    xs[i, k] = x[k]
+                    us[i, k] = u[k]
+                    xf[i, k] = x[k]
+                    uf[i, k] = u[k]
+            else:  # a repeat: input b_item + Lfc * (sum of the item's earlier study contexts)
+                _study_repeat(params, n, item, g, x, u, xf, uf, beta)
+                for k in range(n + 1):
+                    xs[i, k] = x[k]
+                    us[i, k] = u[k]
+                    xf[item, k] += x[k]
+                    uf[item, k] += u[k]
         beta = params[B_START]
         _integrate(x, u, n, u[0], beta)
         x[0] += beta
@@ -139,17 +195,20 @@ def build_structure(params, n, pool, sim, sim_gram, row_sum, feature_gram, n_blo
             rows[i, 0] = rate * us[i, 0]
             for k in range(n):
                 rows[i, 1 + k] = h[i, k] + rate * us[i, 1 + k]
+        for i in range(n):  # a repeated item's M_cf row sums its presentations' rate * context
+            if items[i] != i:
+                _add_repeat_row(params, n, i, items, h, us, rows)
         for j in range(n):
             cc = 0.0
             for q in range(n + 1):
-                cc += xs[j, q] * us[j, q]
-            norm2 = g[j, j] + 2.0 * lfc * us[j, 1 + j] + lfc * lfc * cc
+                cc += xf[j, q] * uf[j, q]
+            norm2 = g[j, j] + 2.0 * lfc * uf[j, 1 + j] + lfc * lfc * cc
             vecs[b, VEC_NRM, j] = math.sqrt(norm2) if norm2 > 0 else 0.0
             a0 = 0.0
             z0 = 0.0
             for q in range(n + 1):
                 a0 += rows[j, q] * x[q]
-                z0 += u[q] * xs[j, q]
+                z0 += u[q] * xf[j, q]
             vecs[b, VEC_A0, j] = a0
             vecs[b, VEC_UB0, j] = u[1 + j]
             vecs[b, VEC_Z0, j] = z0
@@ -157,12 +216,12 @@ def build_structure(params, n, pool, sim, sim_gram, row_sum, feature_gram, n_blo
 
 @njit(**JIT)
 def _prepare_column(n, n_blocks, j, mats, coords, ready):
-    """Columns of the recall updates for item j: A xs[j] and xs[j] . us[k] (on first use)."""
+    """Columns of the recall updates for item j: A XF[j] and XF[j] . UF[k] (on first use)."""
     if ready[j]:
         return
     for b in range(n_blocks):
-        xs = coords[b, CO_XS]
-        us = coords[b, CO_US]
+        xs = coords[b, CO_XF]
+        us = coords[b, CO_UF]
         rows = coords[b, CO_A]
         for i in range(n):
             acc = 0.0
@@ -208,13 +267,13 @@ def recall_update(params, n, n_blocks, j, mats, vecs, coords, ready, state, x):
         a_s = mats[b, MAT_AS]
         cc = mats[b, MAT_CC]
         rows = coords[b, CO_A]
-        us = coords[b, CO_US]
+        us = coords[b, CO_UF]
         for i in range(n):
             a[i] = rho * a[i] + coef * (rows[i, 1 + j] + lfc * a_s[i, j])
             ub[i] = rho * ub[i] + coef * (g[i, j] + lfc * us[j, 1 + i])
             z[i] = rho * z[i] + coef * (us[i, 1 + j] + lfc * cc[j, i])
         if x.shape[0] > 0:
-            xs = coords[b, CO_XS]
+            xs = coords[b, CO_XF]
             for q in range(n + 1):
                 x[b, q] = rho * x[b, q] + coef * lfc * xs[j, q]
             x[b, 1 + j] += coef
@@ -283,13 +342,17 @@ def scored_recalls(recalls, n, seen, items):
 
 @njit(**JIT)
 def _trial_events(params, n, sim, recalls, n_blocks, mats, vecs, coords, ready, state, support, stops,
-                  recalled, items, no_x, event_p):
+                  recalled, items, no_x, event_p, list_items, n_distinct):
     """Raw probabilities of one trial's scored events (cymr's rules; see likelihood.py).
 
-    ``stops[k]`` is P(stop) before output k while items are left (1 when none are).
+    ``stops[k]`` is P(stop) before output k while items are left (1 when none are);
+    ``list_items`` (n,) the item of each presentation (``build_structure``), ``n_distinct``
+    the number of distinct items (the candidates of recall).
     """
     start_recall(n, n_blocks, vecs, state)
     count = scored_recalls(recalls, n, recalled, items)
+    if n_distinct < n:
+        _close_repeat_slots(n, list_items, recalled)
     previous = -1
     for e in range(count):
         item = items[e]
@@ -299,15 +362,34 @@ def _trial_events(params, n, sim, recalls, n_blocks, mats, vecs, coords, ready, 
         if e < count - 1:  # the context after the last recall is never used
             recall_update(params, n, n_blocks, item, mats, vecs, coords, ready, state, no_x)
         previous = item
-    event_p[count] = stops[count] if count < n else 1.0
+    event_p[count] = stops[count] if count < n_distinct else 1.0
     return count + 1
 
 
 @njit(**JIT)
+def _close_repeat_slots(n, list_items, recalled):
+    """Mark the slots of later presentations as unavailable: only distinct items compete."""
+    for i in range(n):
+        if list_items[i] != i:
+            recalled[i] = True
+
+
+@njit(**JIT)
+def distinct_items(n, list_items):
+    """Number of distinct items of a list (presentations that are first presentations)."""
+    count = 0
+    for i in range(n):
+        if list_items[i] == i:
+            count += 1
+    return count
+
+
+@njit(**JIT)
 def _visit(idx, order, param_table, trial_param, trial_group, group_length, group_pool, group_sim, group_sim_gram,
-           group_row_sum, group_feature_gram, n_blocks, work, visited, stops):
+           group_row_sum, group_feature_gram, n_blocks, group_items, work, visited, stops):
     """Trial ``order[idx]``: build its study phase (and P(stop) by output) unless the trial
-    visited before shares them (same parameter row and pattern group). Returns (t, p, g)."""
+    visited before shares them (same parameter row and pattern group). Returns (t, p, g);
+    ``visited[2]`` is then the number of distinct items of the group."""
     t = order[idx]
     p = trial_param[t]
     g = trial_group[t]
@@ -316,28 +398,32 @@ def _visit(idx, order, param_table, trial_param, trial_group, group_length, grou
         params = param_table[p]
         n = group_length[g]
         build_structure(params, n, group_pool[g], group_sim[g], group_sim_gram[g], group_row_sum[g],
-                        group_feature_gram[g], n_blocks, mats, vecs, coords, start, ready)
-        for k in range(n):
-            stops[k] = stop_probability(params, k, n - k)
+                        group_feature_gram[g], n_blocks, group_items[g], mats, vecs, coords, start, ready)
+        n_distinct = distinct_items(n, group_items[g])
+        for k in range(n_distinct):
+            stops[k] = stop_probability(params, k, n_distinct - k)
         visited[0] = p
         visited[1] = g
+        visited[2] = n_distinct
     return t, p, g
 
 
 @njit(**JIT)
 def trials_log_likelihood(param_table, trial_param, trial_group, order, group_length, group_pool,
                           group_sim, group_sim_gram, group_row_sum, group_feature_gram, n_blocks,
-                          recalls, trial_logl, trial_n, event_p):
+                          group_items, recalls, trial_logl, trial_n, event_p):
     """Floored log-likelihood of every trial; raw event probabilities into ``event_p`` rows.
 
     Parameters
     ----------
     param_table : (K, 19) parameter vectors; trial t uses row ``trial_param[t]``.
-    trial_group : (T,) pattern group of each trial: lists of one group share length, pool size
-        and pattern terms (``group_*`` arrays, indexed by group).
+    trial_group : (T,) pattern group of each trial: lists of one group share length, pool size,
+        pattern terms and presentation items (``group_*`` arrays, indexed by group).
+    group_items : (G, L) item of each presentation as the 0-based position of its first
+        presentation (``build_structure``).
     order : (T,) the order in which to visit trials; a study phase is computed once per run
         of consecutive trials with the same (parameter row, group).
-    recalls : (T, outputs) 1-based serial positions, -1 intrusions, 0 padding.
+    recalls : (T, outputs) 1-based serial positions (a repeated item's first), -1 intrusions, 0 padding.
     Outputs: trial_logl (T,), trial_n (T,), event_p (T, outputs + 1) NaN-padded.
     """
     max_length = group_sim.shape[1]
@@ -349,17 +435,18 @@ def trials_log_likelihood(param_table, trial_param, trial_group, order, group_le
     recalled = np.zeros(max_length, dtype=np.bool_)
     items = np.zeros(max_length, dtype=np.int64)
     no_x = np.zeros((0, 0))
-    visited = np.array([-1, -1])  # parameter row and group of the study phase in ``work``
+    visited = np.array([-1, -1, 0])  # parameter row, group and distinct items of the study phase in ``work``
     for idx in range(order.shape[0]):
         t, p, g = _visit(idx, order, param_table, trial_param, trial_group, group_length, group_pool, group_sim,
-                         group_sim_gram, group_row_sum, group_feature_gram, n_blocks, work, visited, stops)
+                         group_sim_gram, group_row_sum, group_feature_gram, n_blocks, group_items, work, visited,
+                         stops)
         params = param_table[p]
         n = group_length[g]
         row = event_p[t]
         for k in range(row.shape[0]):
             row[k] = np.nan
         count = _trial_events(params, n, group_sim[g], recalls[t], n_blocks, mats, vecs, coords, ready, state,
-                              support, stops, recalled, items, no_x, row)
+                              support, stops, recalled, items, no_x, row, group_items[g], visited[2])
         logl = 0.0
         for k in range(count):
             value = row[k]
@@ -374,12 +461,13 @@ def trials_log_likelihood(param_table, trial_param, trial_group, order, group_le
 
 @njit(**JIT)
 def simulate_trials(param_table, trial_param, trial_group, order, group_length, group_pool, group_sim,
-                    group_sim_gram, group_row_sum, group_feature_gram, n_blocks, rng, out):
+                    group_sim_gram, group_row_sum, group_feature_gram, n_blocks, group_items, rng, out):
     """Free recall of each trial into rows of ``out`` (1-based positions, 0 padding).
 
     cymr's generate_recall: before each output stop with P(stop); otherwise draw one
-    not-yet-recalled item from the choice rule and integrate it with B_rec. Trials are
-    simulated in ``order``; randomness comes only from ``rng``.
+    not-yet-recalled distinct item from the choice rule and integrate it with B_rec (a
+    repeated item is reported by its first position). Trials are simulated in ``order``;
+    randomness comes only from ``rng``.
     """
     max_length = group_sim.shape[1]
     work = work_arrays(n_blocks, max_length)
@@ -390,19 +478,23 @@ def simulate_trials(param_table, trial_param, trial_group, order, group_length, 
     prob = np.zeros(max_length)
     recalled = np.zeros(max_length, dtype=np.bool_)
     no_x = np.zeros((0, 0))
-    visited = np.array([-1, -1])  # parameter row and group of the study phase in ``work``
+    visited = np.array([-1, -1, 0])  # parameter row, group and distinct items of the study phase in ``work``
     for idx in range(order.shape[0]):
         t, p, g = _visit(idx, order, param_table, trial_param, trial_group, group_length, group_pool, group_sim,
-                         group_sim_gram, group_row_sum, group_feature_gram, n_blocks, work, visited, stops)
+                         group_sim_gram, group_row_sum, group_feature_gram, n_blocks, group_items, work, visited,
+                         stops)
         params = param_table[p]
         n = group_length[g]
         for k in range(out.shape[1]):
             out[t, k] = 0
+        n_distinct = visited[2]
         start_recall(n, n_blocks, vecs, state)
         for i in range(n):
             recalled[i] = False
+        if n_distinct < n:
+            _close_repeat_slots(n, group_items[g], recalled)
         previous = -1
-        for k in range(n):
+        for k in range(n_distinct):
             if rng.random() < stops[k]:
                 break
             supports(params, n, n_blocks, state, group_sim[g], previous, recalled, support)
@@ -439,7 +531,7 @@ def record_trial(params, n, pool, sim, sim_gram, row_sum, feature_gram, n_blocks
     Returns the number of scored events E (correct first recalls + the stop).
     """
     mats, vecs, coords, start, ready = work_arrays(n_blocks, n)
-    build_structure(params, n, pool, sim, sim_gram, row_sum, feature_gram, n_blocks,
+    build_structure(params, n, pool, sim, sim_gram, row_sum, feature_gram, n_blocks, np.arange(n),
                     mats, vecs, coords, start, ready)
     m = n + 1
     x = np.zeros((n_blocks, m))

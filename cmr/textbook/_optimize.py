@@ -254,8 +254,7 @@ class _Objective(VectorisedObjective):
         self.n_invalid = 0
 
     def _score(self, sets):
-        return _lanes.population_log_likelihood(sets, self.arrays.trial_group, self.order, *self.groups,
-                                                  self.arrays.recalls)
+        return _lanes.population_totals(sets, self.arrays, self.order)
 
 
 #: The polish searches each free parameter on the logit scale of its bounds,

@@ -1,18 +1,26 @@
 """Array layer of the CMR kernels: an events dataset as the arrays ``_network`` reads.
 
-Trials are gathered into *pattern groups*: lists that share their length, pool size and
-pattern terms share one study phase per parameter set. Localist CMR groups lists by length;
-with item patterns every list is its own group (its items have their own similarities).
+Trials are gathered into *pattern groups*: lists that share their length, pool size, pattern
+terms and presentation items share one study phase per parameter set. Localist CMR groups lists
+by length (and, for lists that study an item more than once, by which presentations repeat which
+item); with item patterns every list is its own group (its items have their own similarities).
+
+Repeated items (docs/repetition.md): ``group_items[g, i]`` is the item of presentation ``i`` as
+the 0-based position of its first presentation (``i`` itself in a list without repeats), read
+from the events through :func:`cmr.repetition.presentation_items`. A list-sized context then has
+one item unit per distinct item.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
 from ..checks import integer, shown
 from ..errors import RecallDataError
 from ..events import to_recall_matrix
+from ..repetition import presentation_items
 from .patterns import ItemPatterns
 
 __all__ = ["TrialArrays", "trial_arrays", "localist_arrays"]
@@ -33,15 +41,21 @@ class TrialArrays:
     group_feature_gram: np.ndarray  # (G, L, L)
     n_blocks: int
     pool_rows: np.ndarray  # (T, L) int64: pool row of each studied item (-1 without patterns)
+    group_items: np.ndarray  # (G, L) int64: item of each presentation, 0-based first position
 
     @property
     def n_trials(self) -> int:
         return int(self.recalls.shape[0])
 
+    @cached_property
+    def has_repeats(self) -> bool:
+        """Whether any list studies an item more than once."""
+        return bool((self.group_items != np.arange(self.group_items.shape[1])[None, :]).any())
+
     def kernel_groups(self):
         """The group arguments of the ``_network`` kernels, in their order."""
         return (self.group_length, self.group_pool, self.group_sim, self.group_sim_gram, self.group_row_sum,
-                self.group_feature_gram, self.n_blocks)
+                self.group_feature_gram, self.n_blocks, self.group_items)
 
     def order(self, trial_param: np.ndarray) -> np.ndarray:
         """Visiting order: trials sharing (parameter row, group) are consecutive."""
@@ -57,6 +71,7 @@ class TrialArrays:
             np.ascontiguousarray(group.reshape(-1), dtype=np.int64), take(self.group_length), take(self.group_pool),
             take(self.group_sim), take(self.group_sim_gram), take(self.group_row_sum),
             take(self.group_feature_gram), self.n_blocks, np.ascontiguousarray(self.pool_rows[rows]),
+            take(self.group_items),
         )
 
 
@@ -90,6 +105,8 @@ def trial_arrays(events, patterns: ItemPatterns | None = None, pool_size: int | 
         recalls = np.zeros((recalls.shape[0], 1), dtype=np.int64)
     n_trials = recalls.shape[0]
     longest = int(list_length.max())
+    items = first_positions(presentation_items(events)[:, :longest], list_length)
+    recalls = _recalls_to_first(recalls, items)
     if patterns is not None:
         if pool_size is not None and int(pool_size) != patterns.size:
             raise RecallDataError(
@@ -106,27 +123,77 @@ def trial_arrays(events, patterns: ItemPatterns | None = None, pool_size: int | 
         return TrialArrays(
             np.ascontiguousarray(recalls), list_length, np.arange(n_trials, dtype=np.int64),
             list_length.copy(), np.full(n_trials, float(patterns.size)), sim, gram, row_sum, feats,
-            patterns.n_blocks, np.ascontiguousarray(rows[:, :longest], dtype=np.int64),
+            patterns.n_blocks, np.ascontiguousarray(rows[:, :longest], dtype=np.int64), items,
         )
-    return localist_arrays(recalls, list_length, pool_size)
+    return localist_arrays(recalls, list_length, pool_size, items)
 
 
-def localist_arrays(recalls: np.ndarray, list_length: np.ndarray, pool_size: int | None = None) -> TrialArrays:
-    """Kernel arrays of localist CMR for a recall matrix (grouped by list length)."""
+def first_positions(presentation: np.ndarray, list_length: np.ndarray) -> np.ndarray:
+    """0-based item of each presentation (T, L) from 1-based first positions (0 padding).
+
+    Padding beyond a list's length reads as its own position (no item). Raises
+    :class:`~cmr.errors.RecallDataError` where a presentation names a position that is not the
+    first presentation of an item.
+    """
+    presentation = np.asarray(presentation, dtype=np.int64)
+    n_trials, longest = presentation.shape
+    positions = np.arange(longest, dtype=np.int64)
+    inside = positions[None, :] < np.asarray(list_length)[:, None]
+    items = np.where(inside, presentation - 1, positions[None, :])
+    bad = inside & ((items < 0) | (items > positions[None, :]))
+    named = np.take_along_axis(items, np.clip(items, 0, longest - 1), axis=1)
+    bad |= inside & (named != items)  # a first presentation names itself
+    if bad.any():
+        t, i = np.argwhere(bad)[0]
+        raise RecallDataError(
+            f"presentation_item must give each presentation the position (1-based) of its item's first "
+            f"presentation; got {int(presentation[t, i])} at study position {int(i) + 1} of trial {int(t)}"
+        )
+    return np.ascontiguousarray(items)
+
+
+def _recalls_to_first(recalls: np.ndarray, items: np.ndarray) -> np.ndarray:
+    """Recalls of a later presentation's position scored to the item's first position."""
+    if (items == np.arange(items.shape[1])[None, :]).all():
+        return recalls
+    rows, cols = np.nonzero(recalls > 0)
+    out = recalls.copy()
+    out[rows, cols] = items[rows, recalls[rows, cols] - 1] + 1
+    return np.ascontiguousarray(out)
+
+
+def localist_arrays(recalls: np.ndarray, list_length: np.ndarray, pool_size: int | None = None,
+                    items: np.ndarray | None = None) -> TrialArrays:
+    """Kernel arrays of localist CMR for a recall matrix (grouped by list length and repeats).
+
+    ``items`` (T, L): the item of each presentation as the 0-based position of its first
+    presentation (:func:`first_positions`); default: no repeats.
+    """
     n_trials = recalls.shape[0]
     longest = int(list_length.max())
-    lengths, group = np.unique(list_length, return_inverse=True)
+    plain = np.arange(longest, dtype=np.int64)
+    if items is None or (items == plain[None, :]).all():
+        lengths, group = np.unique(list_length, return_inverse=True)
+        group_items = np.tile(plain, (lengths.size, 1))
+        distinct = lengths
+    else:
+        keys = np.column_stack([list_length, items])
+        unique_keys, group = np.unique(keys, axis=0, return_inverse=True)
+        lengths, group_items = unique_keys[:, 0], unique_keys[:, 1:]
+        distinct = np.array([int((row[:n] == plain[:n]).sum()) for row, n in zip(group_items, lengths)])
     if pool_size is None:
-        pool = lengths.astype(np.float64)
+        pool = distinct.astype(np.float64)
     else:
         size = integer(pool_size, "pool_size", error=RecallDataError)
-        if size < longest:
-            raise RecallDataError(f"pool_size must be an integer >= the longest list ({longest}); got {shown(pool_size)}")
+        if size < int(distinct.max()):
+            what = (f"the longest list ({longest})" if distinct is lengths
+                    else f"the most distinct items of a list ({int(distinct.max())})")
+            raise RecallDataError(f"pool_size must be an integer >= {what}; got {shown(pool_size)}")
         pool = np.full(lengths.size, float(size))
     zeros = np.zeros((lengths.size, longest, longest))
     return TrialArrays(
         np.ascontiguousarray(recalls, dtype=np.int64), np.ascontiguousarray(list_length, dtype=np.int64),
         np.ascontiguousarray(group.reshape(-1), dtype=np.int64), lengths.astype(np.int64), pool, zeros,
         zeros.copy(), np.zeros((lengths.size, longest)), zeros.copy(), 1,
-        np.full((n_trials, longest), -1, dtype=np.int64),
+        np.full((n_trials, longest), -1, dtype=np.int64), np.ascontiguousarray(group_items, dtype=np.int64),
     )

@@ -226,8 +226,7 @@ def fit_units(spec: ModelSpec, arrays: TrialArrays, units, seeds, *, n_jobs=1, e
     from . import _lanes
 
     one = arrays.subset(units[0][:1])  # compile (or load) the kernel once, outside the threads
-    _lanes.population_log_likelihood(spec.template[None, :], one.trial_group, one.order(np.zeros(1, np.int64)),
-                                       *one.kernel_groups(), one.recalls)
+    _lanes.population_totals(spec.template[None, :], one, one.order(np.zeros(1, np.int64)))
     return run_tasks(tasks, n_jobs=workers, executor=executor, progress=progress, desc=desc)
 
 

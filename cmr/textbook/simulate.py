@@ -24,7 +24,7 @@ from ..errors import ParameterError, RecallDataError
 from ..events import as_events, from_recall_matrix, to_table
 from ..ordering import replica_labels
 from . import _network
-from ._trials import TrialArrays, localist_arrays, trial_arrays
+from ._trials import TrialArrays, first_positions, localist_arrays, trial_arrays
 from .parameter_sets import parameter_table, parameters_by_subject
 from .patterns import ItemPatterns
 
@@ -46,6 +46,7 @@ def simulate_recalls(
     *,
     rng=None,
     pool_size: int | None = None,
+    presentation=None,
 ) -> np.ndarray:
     """Recall matrix of ``n_trials`` simulated lists of localist CMR.
 
@@ -58,11 +59,16 @@ def simulate_recalls(
         Source of randomness (an int is a seed; None draws fresh OS entropy).
     pool_size : int, optional
         cymr pool size for a pool-sized context (default: list-sized).
+    presentation : array_like of int, shape (list_length,) or (n_trials, list_length), optional
+        Lists that study an item more than once (docs/repetition.md): for each study position,
+        the 1-based position of its item's first presentation (``[1, 2, 1]`` studies the first
+        item again at position 3). Default: every item once.
 
     Returns
     -------
     numpy.ndarray of int64, shape (n_trials, list_length)
-        1-based serial positions in output order, 0 padding.
+        1-based serial positions in output order, 0 padding; a repeated item is reported by the
+        position of its first presentation.
     """
     table, _ = parameter_table(params, np.zeros(1), patterns=False)
     if table.shape[0] != 1 or parameters_by_subject(params) is not None:
@@ -72,7 +78,15 @@ def simulate_recalls(
     if pool_size is not None and integer(pool_size, "pool_size", error=RecallDataError) < n:
         raise RecallDataError(f"pool_size must be >= list_length ({n}); got {shown(pool_size)}")
     rng = as_generator(rng)
-    arrays = localist_arrays(np.zeros((trials, 1), dtype=np.int64), np.full(trials, n, dtype=np.int64), pool_size)
+    lengths = np.full(trials, n, dtype=np.int64)
+    items = None
+    if presentation is not None:
+        given = np.asarray(presentation)
+        if given.dtype.kind not in "iu" or given.shape not in ((n,), (trials, n)):
+            raise RecallDataError(f"presentation must be integers of shape ({n},) or ({trials}, {n}); "
+                                  f"got {given.dtype} of shape {given.shape}")
+        items = first_positions(np.broadcast_to(given, (trials, n)), lengths)
+    arrays = localist_arrays(np.zeros((trials, 1), dtype=np.int64), lengths, pool_size, items)
     return _simulate(arrays, table, np.zeros(trials, dtype=np.int64), rng)
 
 
