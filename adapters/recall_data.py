@@ -10,7 +10,12 @@ name                         contents                                     packag
 ``psifr:peers_notask``       126 subjects x 28 lists x 16 items (PEERS)   psifr (GPL-3.0)
 ``cymr:Morton2013_mixed``    29 subjects x 30 lists x 24 items            cymr (GPL-3.0)
 ``cymr:sample1``             2 subjects x 1 list x 3 items (toy)          cymr (GPL-3.0)
+``icl-cmr:repetition``       6 subjects x 12 lists x 24 positions,        this package
+                             items studied twice (simulated CMR)          (docs/repetition.md)
 ===========================  ===========================================  =====================
+
+Lists with repeated study items in jaxcmr's HDF5 layout (``.h5``) or an ``.npz`` with
+``pres_itemnos`` are read by :mod:`icl_cmr.adapters.repetition_data`.
 """
 from __future__ import annotations
 
@@ -33,6 +38,7 @@ BUNDLED = {
     "psifr:peers_notask": ("psifr", "data/peers_notask.csv"),
     "cymr:Morton2013_mixed": ("cymr", "data/Morton2013_mixed.csv"),
     "cymr:sample1": ("cymr", "data/sample1.csv"),
+    "icl-cmr:repetition": ("icl_cmr.data", "repetition_simulated.csv"),
 }
 
 
@@ -159,6 +165,10 @@ def load_recall_data(source, *, list_keys=None, normalize_items=False, max_intru
         options["max_intrusion_share"] = max_intrusion_share
     if isinstance(source, pd.DataFrame):
         return from_table(source, source="DataFrame", **options)
+    if isinstance(source, (str, os.PathLike)) and Path(source).suffix.lower() in (".h5", ".hdf5"):
+        from icl_cmr.adapters.repetition_data import load_repetition_data
+
+        return load_repetition_data(source)  # jaxcmr's layout (pres_itemnos, recalls)
     if isinstance(source, (str, os.PathLike)) and Path(source).suffix in (".npy", ".npz"):
         return load_recall_matrix(source, list_length)
     table = read_recall_table(source, columns=columns)
@@ -235,7 +245,9 @@ def load_recall_matrix(path, list_length=None):
     path : str or os.PathLike
         ``.npy``: one integer array (trials x outputs) of 1-based serial positions, ``-1``
         intrusions, ``0`` padding after the last recall. ``.npz``: array ``recalls`` as that,
-        and optionally ``list_length`` (one per trial or one for all) and ``subject``.
+        and optionally ``list_length`` (one per trial or one for all) and ``subject``; with
+        ``pres_itemnos`` (jaxcmr's item number per presentation), lists with repeated items
+        (:func:`icl_cmr.adapters.repetition_data.load_repetition_data`).
     list_length : int, optional
         Items per list; needed unless the ``.npz`` holds it.
 
@@ -260,6 +272,10 @@ def load_recall_matrix(path, list_length=None):
         raise FileFormatError(f"{label!r} is not a readable .npy/.npz recall matrix: {exc}") from exc
     if "recalls" not in arrays:
         raise FileFormatError(f"{label!r}: a .npz recall matrix needs an array 'recalls'; got {sorted(arrays)}")
+    if "pres_itemnos" in arrays:  # jaxcmr's item number per presentation: lists with repeated items
+        from icl_cmr.adapters.repetition_data import load_repetition_data
+
+        return load_repetition_data(path)
     recalls = arrays["recalls"]
     lengths = arrays.get("list_length", list_length)
     if lengths is None:

@@ -12,7 +12,7 @@ are not shipped here: no licence is stated for them, so read your own copy, in o
 * an ``.npz`` with the same arrays, not transposed;
 * a psifr long table (CSV) whose study rows repeat an item where it was studied again.
 
-:func:`load_repetition_data` also reads ``"simulated"``: the small simulated set shipped in
+:func:`load_repetition_data` also reads ``"icl-cmr:repetition"``: the small simulated set shipped in
 ``data/repetition_simulated.csv`` (docs/repetition.md says how it was made).
 """
 from __future__ import annotations
@@ -26,8 +26,8 @@ from cmr.errors import DataSourceError, FileFormatError, OptionalDependencyError
 
 __all__ = ["load_repetition_data", "read_jaxcmr_hdf5", "SIMULATED"]
 
-#: the embedded simulated set, by name
-SIMULATED = "simulated"
+#: the embedded simulated set, by name (also a bundled name of load_recall_data)
+SIMULATED = "icl-cmr:repetition"
 _HDF5_SUFFIXES = (".h5", ".hdf5", ".hdf")
 
 
@@ -37,7 +37,7 @@ def load_repetition_data(source, *, max_intrusion_share=None):
     Parameters
     ----------
     source : str or os.PathLike
-        ``"simulated"`` (the embedded set), a jaxcmr HDF5 file (``.h5``/``.hdf5``), an ``.npz``
+        ``"icl-cmr:repetition"`` (the embedded set), a jaxcmr HDF5 file (``.h5``/``.hdf5``), an ``.npz``
         with ``pres_itemnos`` and ``recalls``, or a psifr long table (``.csv``).
     max_intrusion_share : float, optional
         As :func:`cmr.from_table`, for CSV tables.
@@ -54,17 +54,14 @@ def load_repetition_data(source, *, max_intrusion_share=None):
     from cmr.repetition import from_presentations
 
     if isinstance(source, str) and source == SIMULATED:
-        from importlib import resources
-
         from icl_cmr.adapters.recall_data import load_recall_data
 
-        with resources.as_file(resources.files("icl_cmr.data") / "repetition_simulated.csv") as path:
-            return load_recall_data(path)
+        return load_recall_data(SIMULATED)
     if not isinstance(source, (str, os.PathLike)):
-        raise DataSourceError(f"expected 'simulated' or a file path; got {type(source).__name__}")
+        raise DataSourceError(f"expected {SIMULATED!r} or a file path; got {type(source).__name__}")
     path = Path(source)
     if not path.is_file():
-        raise DataSourceError(f"no such file: {str(path)!r} (expected 'simulated', a jaxcmr .h5, an .npz or a .csv)")
+        raise DataSourceError(f"no such file: {str(path)!r} (expected {SIMULATED!r}, a jaxcmr .h5, an .npz or a .csv)")
     suffix = path.suffix.lower()
     if suffix in _HDF5_SUFFIXES or suffix == ".npz":
         arrays = read_jaxcmr_hdf5(path) if suffix != ".npz" else _read_npz(path)

@@ -14,6 +14,8 @@ transformer_lens or matplotlib). Where things live (for reading the source):
   :mod:`cmr.io`, :mod:`cmr.tables`, :mod:`cmr.errors`, :mod:`cmr.constants`; the checks of
   function arguments every layer shares (integers, probabilities, lag windows, seeds):
   :mod:`cmr.checks`;
+* lists with repeated study items and their analyses (after jaxcmr): :mod:`cmr.repetition`,
+  :mod:`cmr.repetition_design`;
 * free-recall analyses, exact against psifr: :mod:`cmr.crp`, :mod:`cmr.recall_stats`,
   :mod:`cmr.category`, :mod:`cmr.distance`, :mod:`cmr.intrusions` (psifr's masks in
   :mod:`cmr.masks`); beyond psifr, :mod:`cmr.timing`; several at once,
@@ -94,6 +96,14 @@ from .recall_stats import lag_rank as lag_rank
 from .recall_stats import pfr as pfr
 from .recall_stats import pnr as pnr
 from .recall_stats import spc as spc
+from .repetition import first_presentation_bias as first_presentation_bias
+from .repetition import from_presentations as from_presentations
+from .repetition import neighbor_crp as neighbor_crp
+from .repetition import presentation_items as presentation_items
+from .repetition import rep_crp as rep_crp
+from .repetition import shuffled_control as shuffled_control
+from .repetition import spacing_recall as spacing_recall
+from .repetition_design import repetition_design as repetition_design
 from .schema import validate as validate
 from .tables import to_dataframe as to_dataframe
 from .tables import unit_table as unit_table
@@ -194,6 +204,15 @@ __all__ = [
     "spc",
     "pnr",
     "pfr",
+    # lists with repeated study items
+    "presentation_items",
+    "from_presentations",
+    "rep_crp",
+    "neighbor_crp",
+    "shuffled_control",
+    "spacing_recall",
+    "first_presentation_bias",
+    "repetition_design",
     # textbook CMR
     "PARAMETER_NAMES",
     "SEMANTIC_PARAMETER_NAMES",

@@ -23,13 +23,14 @@ from .errors import ParameterError, RecallDataError
 from .events import as_events
 from .intrusions import intrusion_rates, pli_list_lag
 from .recall_stats import lag_rank, pfr, pnr, spc
+from .repetition import first_presentation_bias, has_repeats, neighbor_crp, rep_crp, spacing_recall
 from .schema import provenance_attrs, validate
 from .tables import to_dataframe
 from .timing import irt, lag_crl, stop_probability
 
 __all__ = ["ANALYSES", "run_analyses", "analyses_table", "split_analyses", "available_analyses"]
 
-#: name -> (function, what it needs beyond the events: "category", "distances", "time" or "")
+#: name -> (function, what it needs beyond the events: "category", "distances", "time", "repeats" or "")
 ANALYSES = {
     "lag_crp": (lag_crp, ""),
     "lag_rank": (lag_rank, ""),
@@ -49,7 +50,16 @@ ANALYSES = {
     "distance_rank_shifted": (distance_rank_shifted, "distances"),
     "distance_rank_window": (distance_rank_window, "distances"),
     "distance_rank_window_asym": (distance_rank_window_asym, "distances"),
+    "rep_crp": (rep_crp, "repeats"),
+    "neighbor_crp": (neighbor_crp, "repeats"),
+    "spacing_recall": (spacing_recall, "repeats"),
+    "first_presentation_bias": (first_presentation_bias, "repeats"),
 }
+
+#: the analyses that refuse lists with repeated study items (docs/repetition.md); "all" leaves them out there
+REFUSE_REPEATS = ("lag_crp", "lag_rank", "input_crp", "lag_crl", "category_crp", "category_clustering",
+                  "distance_crp", "distance_rank", "distance_rank_shifted", "distance_rank_window",
+                  "distance_rank_window_asym")
 
 
 def _percentile_edges(distances, n_bins):
@@ -78,6 +88,12 @@ def _one(name, events, by, lags, category_key, distances, index_key, edges, max_
         return function(events, index_key, distances, window_lags, by=by)
     if name.startswith("distance_"):
         return function(events, index_key, distances, by=by)
+    if name == "first_presentation_bias":
+        if by != "subject":
+            raise ParameterError(f"first_presentation_bias is a per-subject statistic; got by={by!r} (use by='subject')")
+        return function(events)
+    if name == "neighbor_crp" and by == "trial":
+        return function(events, by=by, control=False)  # the control is compared per subject or pooled
     return function(events, by=by)
 
 
@@ -85,19 +101,23 @@ def _has_time(events, time_key):
     return f"recall_{time_key}" in events and events[f"recall_{time_key}"].dtype.kind == "f"
 
 
-def available_analyses(events, category_key="category", distances=None, time_key="rt") -> list[str]:
+def available_analyses(events, category_key="category", distances=None, time_key="rt", by="subject") -> list[str]:
     """The analyses the data support: category ones need the column, distance ones a matrix,
-    latency ones a recall-time column."""
+    latency ones a recall-time column, repetition ones lists with repeated items (where the
+    analyses without a convention for them are left out)."""
+    repeats = has_repeats(events)
     has = {"": True, "category": f"study_{category_key}" in events, "distances": distances is not None,
-           "time": _has_time(events, time_key)}
-    return [name for name, (_, needs) in ANALYSES.items() if has[needs]]
+           "time": _has_time(events, time_key), "repeats": repeats}
+    return [name for name, (_, needs) in ANALYSES.items() if has[needs]
+            and not (repeats and name in REFUSE_REPEATS) and not (name == "first_presentation_bias" and by != "subject")]
 
 
-def split_analyses(events, analyses, *, category_key="category", distances=None, time_key="rt") -> list[str]:
+def split_analyses(events, analyses, *, category_key="category", distances=None, time_key="rt",
+                   by="subject") -> list[str]:
     """The analysis names of ``analyses`` (a list, a comma string or ``"all"``), checked."""
     if isinstance(analyses, str):
         if analyses == "all":
-            return available_analyses(events, category_key, distances, time_key)
+            return available_analyses(events, category_key, distances, time_key, by)
         analyses = [part.strip() for part in analyses.split(",") if part.strip()]
     names = list(analyses)
     unknown = [n for n in names if n not in ANALYSES]
@@ -111,13 +131,15 @@ def split_analyses(events, analyses, *, category_key="category", distances=None,
             raise ParameterError(f"{name} needs an item distance matrix (distances=...)")
         if needs == "time" and not _has_time(events, time_key):
             raise ParameterError(f"{name} needs a numeric recall-time column {time_key!r} on the recall rows")
+        if needs == "repeats" and not has_repeats(events):
+            raise ParameterError(f"{name} needs lists with repeated study items; these events have none")
     return names
 
 
 def _results(events, analyses, by, lags, category_key, distances, index_key, edges, max_lag, max_shift,
              window_lags, time_key):
     events = as_events(events)
-    names = split_analyses(events, analyses, category_key=category_key, distances=distances, time_key=time_key)
+    names = split_analyses(events, analyses, category_key=category_key, distances=distances, time_key=time_key, by=by)
     if distances is not None and (edges is None or np.ndim(edges) == 0):
         edges = _percentile_edges(distances, 10 if edges is None else int(edges))
     return events, {name: _one(name, events, by, lags, category_key, distances, index_key, edges, max_lag,

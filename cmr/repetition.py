@@ -258,6 +258,8 @@ def _add_control(ds, by, labels, control_labels, control_prob, dim):
         control_prob = full
     elif by == "trial":
         raise RecallDataError("a control is compared per subject or pooled; got by='trial' (pass control=False)")
+    else:
+        control_prob = control_prob[0]  # pooled: one profile, no test across units
     ds["control_prob"] = (ds["prob"].dims, control_prob, {"long_name": "the shuffled control's probability"})
     if by == "subject":
         difference = observed - control_prob

@@ -16,6 +16,9 @@ Run a chosen set of free-recall analyses of one data set, with psifr's names and
   distance_crp, distance_rank,                  semantic organisation (needs --distances)
   distance_rank_shifted, distance_rank_window,
   distance_rank_window_asym
+  rep_crp, neighbor_crp, spacing_recall,        lists with repeated study items (docs/repetition.md;
+  first_presentation_bias                       bundled: icl-cmr:repetition); the analyses without a
+                                                convention for repeats refuse them and all leaves them out
 
 {RECALL_SOURCES}
 The output's extension picks the format: .nc (one netCDF dataset: each analysis's variables
@@ -27,6 +30,7 @@ Examples:
   icl-cmr recall-analyses psifr:Morton2013 --distances psifr:Morton2013 -o morton.nc
   icl-cmr recall-analyses psifr:Morton2013 --analyses lag_crp,category_crp -o two.csv
   icl-cmr recall-analyses lab.csv --list-keys session --normalize-items -o lab.csv
+  icl-cmr recall-analyses LohnasKahana2014.h5 --analyses spacing_recall,first_presentation_bias -o lk.nc
 """
 
 

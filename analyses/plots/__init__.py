@@ -13,6 +13,8 @@ Organisation, intrusions and timing (:mod:`.organisation`)
     :func:`category_crp`, :func:`category_clustering`, :func:`distance_crp`, :func:`distance_rank`,
     :func:`distance_rank_shifted`, :func:`distance_rank_window`, :func:`input_crp`,
     :func:`pli_list_lag`, :func:`irt`, :func:`lag_crl`, :func:`stop_probability`, :func:`category_chance`
+Repeated study items (:mod:`.repetition`)
+    :func:`rep_crp`, :func:`neighbor_crp`, :func:`spacing_recall`, :func:`first_presentation_bias`
 Attention heads (:mod:`.heads`)
     :func:`head_profiles`, :func:`attention_pattern`, :func:`distance_vs_induction`,
     :func:`share_cmr_like_by_depth`, :func:`soft_crp_vs_humans`
@@ -52,6 +54,7 @@ from .heads import attention_pattern, distance_vs_induction, head_profiles, shar
 from .organisation import (category_chance, category_clustering, category_crp, distance_crp, distance_rank, distance_rank_shifted,
                            distance_rank_window, input_crp, irt, lag_crl, pli_list_lag, stop_probability)
 from .recall import lag_crp, pfr, recall_curves, spc
+from .repetition import first_presentation_bias, neighbor_crp, rep_crp, spacing_recall
 from .standard import standard_figure
 from .states import circuit_trace, cmr_states
 from .style import PALETTE, house_style, new_figure, save_figure
@@ -80,6 +83,11 @@ __all__ = [
     "lag_crl",
     "stop_probability",
     "category_chance",
+    # repeated study items
+    "rep_crp",
+    "neighbor_crp",
+    "spacing_recall",
+    "first_presentation_bias",
     # attention heads
     "head_profiles",
     "attention_pattern",

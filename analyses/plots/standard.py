@@ -7,7 +7,7 @@ from cmr.errors import ParameterError, SchemaError
 from cmr.schema import KIND_ATTR
 
 from . import (ablation, comparison, composition, fits, grids, heads, llm_recall, nulls, organisation, predictive, recall,
-               states)
+               repetition, states)
 
 __all__ = ["STANDARD_FIGURES", "NO_STANDARD_FIGURE", "standard_figure", "figure_function"]
 
@@ -31,6 +31,10 @@ STANDARD_FIGURES = (
         ("irt", "inter-response time by output position"),
         ("lag_crl", "inter-response time by lag"),
         ("stop_probability", "stop probability by output position"),
+        ("rep_crp", "lag-CRP from each presentation of a repeated item"),
+        ("rep_neighbor_crp", "repetition-neighbour CRP against its shuffled control"),
+        ("spacing_recall", "recall probability by spacing: once, massed, 1-2, 3-5, 6-8"),
+        ("first_presentation_bias", "first-minus-second presentation bias per subject, with the control's"),
     )),
     ("profile_fit", "heads: dims layer, head", "share_cmr_like_by_depth", "share of CMR-like heads by depth"),
     ("recall_fit", "a recovery study: true_value", "parameter_recovery", "true against recovered parameters"),
@@ -63,6 +67,8 @@ NO_STANDARD_FIGURE: dict[str, str] = {
 _MODULES = {
     **{name: recall for name in ("lag_crp", "spc", "pfr", "recall_curves")},
     **{fn: organisation for kind, _, fn, _ in STANDARD_FIGURES if kind == "recall_stat" and fn not in ("spc", "pfr")},
+    **{name: repetition for name in ("rep_crp", "spacing_recall", "first_presentation_bias")},
+    "rep_neighbor_crp": repetition,
     "head_profiles": heads, "share_cmr_like_by_depth": heads, "attention_pattern": heads,
     "parameter_recovery": fits, "subject_parameters": fits, "grid_profiles": grids,
     "recall_ablation_effects": llm_recall, "composition_matrix": composition, "causal_composition": composition,
@@ -70,6 +76,10 @@ _MODULES = {
     "model_comparison": comparison, "recall_cv": comparison, "profile_null": nulls,
     "cmr_states": states, "circuit_trace": states,
 }
+
+
+#: figure functions named otherwise than their stat_kind
+_FUNCTIONS = {"rep_neighbor_crp": "neighbor_crp"}
 
 
 def _is_heads(ds) -> bool:
@@ -178,7 +188,7 @@ def standard_figure(result: xr.Dataset, *, units=None, title: str | None = None,
         options["chance"] = chance
     if name == "predictive_check":
         return predictive.predictive_check(result, title=title)
-    fig = getattr(_MODULES[name], name)(result, **options)
+    fig = getattr(_MODULES[name], _FUNCTIONS.get(name, name))(result, **options)
     if title is not None:
         fig.suptitle(str(title), fontsize=8)
     return fig

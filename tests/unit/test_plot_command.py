@@ -89,7 +89,17 @@ BUILDERS = {
     "causal_composition": lambda r: r("causal")[1],
     "ablation_result": lambda r: _ablation(r("tiny")[0]),
     "predictive_check": lambda r: cmr.posterior_predictive(r("events"), cmr.default_parameters(), n_rep=1, rng=0),
+    "rep_crp": lambda r: cmr.rep_crp(_repetition()),
+    "rep_neighbor_crp": lambda r: cmr.neighbor_crp(_repetition(), n_shuffles=2),
+    "spacing_recall": lambda r: cmr.spacing_recall(_repetition()),
+    "first_presentation_bias": lambda r: cmr.first_presentation_bias(_repetition(), n_shuffles=2),
 }
+
+
+def _repetition():
+    from icl_cmr.adapters.recall_data import load_recall_data
+
+    return load_recall_data("icl-cmr:repetition")
 
 
 def _recovery():

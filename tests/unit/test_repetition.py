@@ -333,5 +333,24 @@ def test_npz_and_csv_copies_load_too(tmp_path):
     cmr.to_table(events).to_csv(tmp_path / "copy.csv", index=False)
     again = load_repetition_data(tmp_path / "copy.csv")
     assert again["presentation_item"].values.tolist() == events["presentation_item"].values.tolist()
-    simulated = load_repetition_data("simulated")
+    simulated = load_repetition_data("icl-cmr:repetition")
     assert simulated.sizes["trial"] == 72 and simulated.attrs["repeated_items"] == 1
+
+
+def test_recall_analyses_command_runs_the_repetition_analyses(tmp_path, capsys):
+    from icl_cmr.analyses.cli import main
+
+    out = tmp_path / "rep.nc"
+    assert main(["recall-analyses", "icl-cmr:repetition", "--analyses", "rep_crp,spacing_recall", "-o", str(out)]) == 0
+    result = cmr.load_dataset(out)
+    assert "spacing_recall_prob" in result and "rep_crp_prob" in result
+    assert main(["recall-analyses", "icl-cmr:repetition", "--analyses", "lag_crp", "-o", str(out)]) == 1
+    assert "lag_crp does not handle repeated study items" in capsys.readouterr().err
+    everything = cmr.run_analyses(load_repetition_events(), analyses="all")
+    assert "lag_crp" not in everything.attrs["analyses"] and "first_presentation_bias" in everything.attrs["analyses"]
+
+
+def load_repetition_events():
+    from icl_cmr.adapters.recall_data import load_recall_data
+
+    return load_recall_data("icl-cmr:repetition")
