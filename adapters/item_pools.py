@@ -17,6 +17,7 @@ import numpy as np
 from pathlib import Path
 
 from cmr.errors import DataSourceError, FileFormatError, OptionalDependencyError, ParameterError, RecallDataError
+from cmr.files import check_input_file, read_arrays
 from cmr.textbook.patterns import ItemPatterns, category_features, item_patterns, similarity_from_distances
 
 from .recall_data import read_recall_table
@@ -138,19 +139,17 @@ def _checked_suffix(path, label: str, what: str, npz_arrays: str) -> str:
         raise DataSourceError(f"no such {what} file: {label!r}")
     if Path(path).is_dir():
         raise DataSourceError(f"expected a {what} file; got a directory: {label!r}")
+    check_input_file(path, f"{what} file", kind="array" if suffix == ".npz" else "text")  # pipes, devices, size
     return suffix
 
 
 def _npz_arrays(path, label: str, names: tuple, what: str):
-    import zipfile
-    import zlib
-
     try:
-        with open(path, "rb") as handle, np.load(handle, allow_pickle=False) as data:
-            return tuple(np.asarray(data[name]) for name in names)
-    except (KeyError, ValueError, OSError, EOFError, zipfile.BadZipFile, zlib.error) as exc:
+        arrays = read_arrays(path, f"{what} file", names=names)
+    except FileFormatError as exc:
         raise FileFormatError(f"{label!r} is not a {what} file (expected an .npz with arrays "
-                              f"{' and '.join(map(repr, names))}): {type(exc).__name__}: {exc}") from exc
+                              f"{' and '.join(map(repr, names))}): {exc}") from None
+    return tuple(np.asarray(arrays[name]) for name in names)
 
 
 def read_item_vectors(path) -> tuple[np.ndarray, np.ndarray]:

@@ -28,6 +28,7 @@ import pandas as pd
 import xarray as xr
 
 from cmr.errors import DataSourceError, FileFormatError, ParameterError
+from cmr.files import check_input_file
 from cmr.constants import HEAD_DIMS
 from cmr.schema import provenance_attrs, validate
 
@@ -170,8 +171,9 @@ def published_human_fits() -> pd.DataFrame:
 
 def _read_table(path, columns, what) -> pd.DataFrame:
     path = Path(path)
-    if not path.is_file():
+    if not path.exists() or path.is_dir():
         raise DataSourceError(f"published {what}: expected an existing CSV file; got {str(path)!r}")
+    check_input_file(path, f"published {what}", kind="text")
     try:
         table = pd.read_csv(path)
     except (OSError, ValueError, UnicodeDecodeError, EOFError) as exc:

@@ -10,13 +10,13 @@ export ``cmr_crp_grid.npz`` holds ``crp[beta_enc, beta_rec, gamma_ft, lag]`` (20
 from __future__ import annotations
 
 import json
-import zipfile
 from pathlib import Path
 
 import numpy as np
 import xarray as xr
 
 from cmr.errors import DataSourceError, FileFormatError
+from cmr.files import read_arrays
 from cmr.io import load_dataset
 from cmr.schema import provenance_attrs, validate
 
@@ -51,13 +51,12 @@ def load_published_grid(path=None) -> xr.Dataset:
         distribution over lags -8..+8 (sums to 1); values are exactly those of the file.
     """
     path = published_file("cmr_crp_grid.npz") if path is None else Path(path)
-    if not path.is_file():
+    if not path.exists() or path.is_dir():
         raise DataSourceError(f"published CMR grid: expected an existing .npz file; got {str(path)!r}")
     try:
-        with np.load(path, allow_pickle=False) as npz:
-            arrays = {name: np.asarray(npz[name]) for name in npz.files}
-    except (OSError, ValueError, zipfile.BadZipFile) as exc:
-        raise FileFormatError(f"published CMR grid {str(path)!r} is not a readable .npz file: {exc}") from exc
+        arrays = read_arrays(path, "published CMR grid")
+    except FileFormatError as exc:
+        raise FileFormatError(f"published CMR grid {str(path)!r} is not a readable .npz file: {exc}") from None
     needed = ["crp", "sem", "lag", *_NPZ_AXES.values()]
     missing = [name for name in needed if name not in arrays]
     if missing:

@@ -28,6 +28,7 @@ from importlib import resources
 from pathlib import Path
 
 from cmr.errors import DataSourceError, FileFormatError, OptionalDependencyError
+from cmr.files import check_input_file, read_arrays
 
 __all__ = ["BUNDLED", "BUNDLED_DISTANCES", "load_recall_data", "read_recall_table", "load_item_distances",
            "load_recall_matrix"]
@@ -114,6 +115,7 @@ def read_recall_table(source, *, columns=None):
             )
         if path.is_dir():
             raise DataSourceError(f"expected a CSV file; got a directory: {str(path)!r}")
+        check_input_file(path, "recall-data file", kind="text")  # a pipe, a device or a file over the cap
         return _read_csv(path, str(path), labels)
     raise DataSourceError(
         f"recall data source must be a bundled name, a CSV path or a pandas DataFrame; got {type(source).__name__}"
@@ -185,10 +187,6 @@ BUNDLED_DISTANCES = {
 }
 
 
-#: what numpy raises for a damaged or truncated .npy/.npz (a zip archive of deflated arrays)
-_DAMAGED_NPZ = (ValueError, OSError, EOFError, zipfile.BadZipFile, zlib.error)
-
-
 def load_item_distances(source):
     """Item-by-item distances as a DataArray whose ``item`` coordinate names the rows.
 
@@ -210,15 +208,12 @@ def load_item_distances(source):
 
     def _read(path, label):
         try:
-            # numpy leaves its own handle open when the archive is damaged: hold the file here
-            with open(path, "rb") as handle, np.load(handle, allow_pickle=False) as data:
-                items, matrix = data["items"], data["distances"]
-        except FileNotFoundError as exc:
-            raise DataSourceError(f"no such distance file: {label!r}") from exc
-        except (KeyError, *_DAMAGED_NPZ) as exc:
+            arrays = read_arrays(path, "distance file", names=("items", "distances"))
+        except FileFormatError as exc:
             raise FileFormatError(
                 f"{label!r} is not a distance file (expected an .npz with arrays 'items' and 'distances'): {exc}"
-            ) from exc
+            ) from None
+        items, matrix = arrays["items"], arrays["distances"]
         if matrix.ndim != 2 or matrix.shape != (items.size, items.size):
             raise FileFormatError(
                 f"{label!r}: distances must be items x items ({items.size} x {items.size}); got {matrix.shape}")
@@ -263,13 +258,9 @@ def load_recall_matrix(path, list_length=None):
     from cmr.events import from_recall_matrix
 
     label = str(path)
-    try:
-        with np.load(path, allow_pickle=False) if Path(path).suffix == ".npz" else _opened(np.load(path)) as data:
-            arrays = {"recalls": data} if isinstance(data, np.ndarray) else {k: data[k] for k in data.files}
-    except FileNotFoundError as exc:
-        raise DataSourceError(f"no such recall-matrix file: {label!r}") from exc
-    except _DAMAGED_NPZ as exc:
-        raise FileFormatError(f"{label!r} is not a readable .npy/.npz recall matrix: {exc}") from exc
+    arrays = read_arrays(path, "recall-matrix file")
+    if "" in arrays:  # a .npy file: the matrix alone
+        arrays = {"recalls": arrays.pop("")}
     if "recalls" not in arrays:
         raise FileFormatError(f"{label!r}: a .npz recall matrix needs an array 'recalls'; got {sorted(arrays)}")
     if "pres_itemnos" in arrays:  # jaxcmr's item number per presentation: lists with repeated items
@@ -294,15 +285,3 @@ def load_recall_matrix(path, list_length=None):
     except RecallDataError as exc:
         raise RecallDataError(f"{label!r}: {exc}") from exc
 
-
-class _opened:
-    """A plain array in a ``with`` statement, like the NpzFile of a .npz."""
-
-    def __init__(self, array):
-        self.array = array
-
-    def __enter__(self):
-        return self.array
-
-    def __exit__(self, *exc):
-        return False

@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from cmr.errors import DataSourceError, FileFormatError, OptionalDependencyError, ParameterError
+from cmr.files import check_input_file
 
 __all__ = [
     "WIKIPEDIA_SAMPLE",
@@ -106,7 +107,7 @@ def read_text_file(path, what: str = "text file") -> str:
     FileFormatError
         The bytes are not UTF-8.
     """
-    path = Path(path)
+    path = check_input_file(path, what, kind="text")
     try:
         data = path.read_bytes()
     except OSError as exc:
@@ -296,8 +297,11 @@ def _path_documents(source) -> list[str]:
         files = sorted(p for p in path.rglob("*.txt") if p.is_file())
         if not files:
             raise DataSourceError(f"directory {str(path)!r} holds no *.txt files")
+        for file in files:
+            check_input_file(file, "text file", kind="text")
         return [p.read_text(encoding="utf-8", errors="replace") for p in files]
-    if path.is_file():
+    if path.is_file() or path.exists():  # a pipe or a device is named as what it is
+        check_input_file(path, "text file", kind="text")
         name = path.name.lower()
         if name.endswith(".xml") or name.endswith(".xml.bz2"):
             return _mediawiki_documents(path)

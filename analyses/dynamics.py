@@ -112,7 +112,9 @@ def fit_published_series(profiles_path, grid: xr.Dataset, models=None, objective
     if names is None:
         import pandas as pd
 
-        table = pd.read_csv(profiles_path, usecols=["model"])
+        from cmr.files import check_input_file
+
+        table = pd.read_csv(check_input_file(profiles_path, "published profiles", kind="text"), usecols=["model"])
         names = sorted(m for m in table["model"].unique() if str(m).startswith("pythia"))
     if not names:
         raise ParameterError(f"no Pythia models in {profiles_path}")

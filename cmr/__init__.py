@@ -37,6 +37,7 @@ _numba_cache.ensure_cache_location()  # before any kernel is defined: a read-onl
 
 from . import checks as checks  # noqa: E402
 from . import errors as errors  # noqa: E402
+from . import files as files  # noqa: E402
 from .constants import CMR_LIKE_DISTANCE as CMR_LIKE_DISTANCE
 from .constants import STRICT_FORWARD_EFFECT as STRICT_FORWARD_EFFECT
 from .constants import STRICT_MASS_RATIO as STRICT_MASS_RATIO
@@ -181,6 +182,7 @@ __all__ = [
     "to_dataframe",
     "errors",
     "checks",
+    "files",
     # free-recall analyses
     "lag_crp",
     "lag_counts",

@@ -29,8 +29,8 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from .errors import (DataSourceError, FileFormatError, OptionalDependencyError, OutputError, SchemaError,
-                     UnverifiedFileWarning)
+from .errors import FileFormatError, OptionalDependencyError, OutputError, SchemaError, UnverifiedFileWarning
+from .files import available_memory, check_hdf5_file, check_input_file, size_text
 from .schema import KIND_ATTR, validate
 from .tables import LAYOUTS, to_dataframe
 
@@ -353,10 +353,8 @@ def load_dataset(path, kind: str | None = None) -> xr.Dataset:
         Expected dataset kind (``"events"``, ``"lag_profile"``, ...); a file of another kind
         raises :class:`SchemaError`.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise DataSourceError(f"no such file: {str(path)!r}")
-    _check_storage(path)
+    path = check_input_file(path, "netCDF file", kind="hdf5")
+    check_hdf5_file(path, "netCDF file")
     try:
         with xr.open_dataset(path, engine="netcdf4") as handle:
             _check_declared_size(path, handle)
@@ -392,84 +390,18 @@ def _is_netcdf3(path: Path) -> bool:
         return handle.read(3) == b"CDF"  # netCDF-3 classic / 64-bit offset / CDF-5; netCDF-4 starts with HDF5's
 
 
-def _available_memory() -> int:
-    """Bytes of memory this process could still allocate (MemAvailable; all physical memory elsewhere)."""
-    try:
-        with open("/proc/meminfo", encoding="ascii") as info:
-            for line in info:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, AttributeError):  # pragma: no cover - no way to tell
-        return 1 << 62
-
-
-def _size_text(n: float) -> str:
-    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB", "PiB"):
-        if n < 1024 or unit == "PiB":
-            return f"{n:.0f} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
-        n /= 1024
-
-
 def _check_declared_size(path: Path, handle: xr.Dataset) -> None:
     """FileFormatError when the variables a file declares would not fit in the memory available
     (a small file may declare terabytes of unwritten, fill-valued data)."""
     sizes = {name: int(np.prod(var.shape, dtype=object)) * var.dtype.itemsize for name, var in handle.variables.items()}
-    total, available = sum(sizes.values()), _available_memory()
+    total, available = sum(sizes.values()), available_memory()
     if total > available:
         largest = max(sizes, key=sizes.get)
         raise FileFormatError(
-            f"{str(path)!r} declares {_size_text(total)} of data (variable {largest!r}: shape "
-            f"{tuple(int(n) for n in handle[largest].shape)}, {_size_text(sizes[largest])}); expected a result that fits "
-            f"in the {_size_text(available)} of memory available"
+            f"{str(path)!r} declares {size_text(total)} of data (variable {largest!r}: shape "
+            f"{tuple(int(n) for n in handle[largest].shape)}, {size_text(sizes[largest])}); expected a result that fits "
+            f"in the {size_text(available)} of memory available"
         )
-
-
-def _check_storage(path: Path) -> None:
-    """FileFormatError when a netCDF-4 (HDF5) file keeps data outside itself: external raw
-    storage, virtual datasets or external links would read other files of this machine.
-    Looks with h5py (a dependency of icl-cmr: netCDF4 has no way to tell)."""
-    if _is_netcdf3(path):
-        return
-    try:
-        import h5py
-    except ImportError as exc:  # pragma: no cover - h5py is a dependency
-        raise OptionalDependencyError(
-            f"reading {str(path)!r} needs h5py to check where its data are stored: pip install h5py"
-        ) from exc
-    try:
-        handle = h5py.File(path, "r")
-    except (OSError, ValueError):
-        return  # not HDF5: the netCDF reader reports it
-    with handle:
-        stack = [handle]
-        while stack:
-            group = stack.pop()
-            for name in group:
-                link = group.get(name, getlink=True)
-                where = f"{group.name.rstrip('/')}/{name}"
-                if isinstance(link, h5py.ExternalLink):
-                    outside = f"an external link to {link.filename!r}"
-                else:
-                    item = group.get(name)
-                    if isinstance(item, h5py.Group):
-                        stack.append(item)
-                        continue
-                    if not isinstance(item, h5py.Dataset):
-                        continue
-                    if item.external:
-                        outside = f"external storage in {os.fsdecode(item.external[0][0])!r}"
-                    elif item.is_virtual:
-                        outside = "a virtual dataset mapped onto other files"
-                    else:
-                        continue
-                raise FileFormatError(
-                    f"{str(path)!r}: variable {where!r} is stored outside the file ({outside}); expected every "
-                    "variable's data inside the file"
-                )
 
 
 def result_format(path) -> str:

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 
-from cmr.errors import OptionalDependencyError
+from cmr.errors import DataSourceError, OptionalDependencyError
+from cmr.files import check_input_file
 
 from ..errors import ModelNotAvailableError
 
@@ -308,7 +309,10 @@ def config_problem(directory: Path, known_types, library: str) -> str | None:
     if not path.is_file():
         return "it has no config.json (the model's configuration)"
     try:
+        check_input_file(path, "config.json", kind="json")  # a pipe, a device or a file over the cap
         config = json.loads(path.read_text())
+    except DataSourceError as exc:
+        return f"its config.json cannot be read ({exc})"
     except (OSError, ValueError) as exc:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
         return f"its config.json cannot be read ({type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''})"
     if not isinstance(config, dict):

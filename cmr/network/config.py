@@ -213,14 +213,11 @@ def read_network(path) -> tuple[NetworkConfig, dict, dict]:
     free : dict
         ``name -> (low, high)`` of the free parameters (what :func:`cmr.fit_network` takes).
     """
-    from pathlib import Path
-
     from ..checks import parse_json
-    from ..errors import DataSourceError, FileFormatError
+    from ..errors import FileFormatError
+    from ..files import check_input_file
 
-    path = Path(path)
-    if not path.is_file():
-        raise DataSourceError(f"network file not found: {str(path)!r}")
+    path = check_input_file(path, "network file", kind="json")
     try:
         text = path.read_text()
     except (OSError, UnicodeDecodeError) as exc:

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import DataSourceError, FileFormatError, OutputError, ParameterError
+from ..errors import FileFormatError, OutputError, ParameterError
+from ..files import check_hdf5_file, check_input_file
 
 __all__ = ["save_patterns", "load_patterns"]
 
@@ -69,33 +70,46 @@ def load_patterns(path, *, features=None) -> dict:
     """Patterns of a file written by :func:`save_patterns` (or cymr's).
 
     Returns ``{"items": array of str, "vector": {feature: array}, "similarity": {feature: array}}``
-    for all features, or those named in ``features``.
+    for all features, or those named in ``features``. The file is checked first
+    (:func:`cmr.files.check_input_file`, :func:`cmr.files.check_hdf5_file`): a special file, data
+    stored outside the file (external storage, external or dangling links) or declared sizes
+    beyond memory are refused before any data is read.
     """
     import h5py
 
-    path = Path(path)
-    if not path.is_file():
-        raise DataSourceError(f"pattern file not found: {str(path)!r}")
+    path = check_input_file(path, "pattern file", kind="hdf5")
+    check_hdf5_file(path, "pattern file")
     try:
         handle = h5py.File(path, "r")
     except OSError:
         raise FileFormatError(f"pattern file {str(path)!r} is not an HDF5 file") from None
     with handle as f:
-        for key in ("items", "features"):
-            if key not in f:
-                raise FileFormatError(f"pattern file {str(path)!r} needs datasets items, features, vector/<name>, "
-                                      f"similarity/<name>; missing: {key}")
-        stored = [str(name) for name in f["features"].asstr()]
-        wanted = stored if features is None else [str(name) for name in features]
-        missing = [name for name in wanted if name not in stored]
-        if missing:
-            raise ParameterError(f"features {', '.join(missing)} are not in {str(path)!r}; it has "
-                                 f"{', '.join(stored)}")
-        patterns = {"items": np.array([item for item in f["items"].asstr()]), "vector": {}, "similarity": {}}
-        for name in wanted:
-            for kind in ("vector", "similarity"):
-                if f"{kind}/{name}" not in f:
-                    raise FileFormatError(f"pattern file {str(path)!r} lists feature {name} but has no "
-                                          f"{kind}/{name} dataset")
-                patterns[kind][name] = f[f"{kind}/{name}"][()]
+        try:
+            return _read_patterns(f, path, features)
+        except (OSError, TypeError, ValueError, KeyError, AttributeError) as exc:
+            if isinstance(exc, (FileFormatError, ParameterError)):
+                raise
+            raise FileFormatError(f"pattern file {str(path)!r} is not a readable pattern file (expected text datasets "
+                                  f"items and features, numeric vector/<name> and similarity/<name>): "
+                                  f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}") from None
+
+
+def _read_patterns(f, path: Path, features) -> dict:
+    for key in ("items", "features"):
+        if key not in f:
+            raise FileFormatError(f"pattern file {str(path)!r} needs datasets items, features, vector/<name>, "
+                                  f"similarity/<name>; missing: {key}")
+    stored = [str(name) for name in f["features"].asstr()]
+    wanted = stored if features is None else [str(name) for name in features]
+    missing = [name for name in wanted if name not in stored]
+    if missing:
+        raise ParameterError(f"features {', '.join(missing)} are not in {str(path)!r}; it has "
+                             f"{', '.join(stored)}")
+    patterns = {"items": np.array([item for item in f["items"].asstr()]), "vector": {}, "similarity": {}}
+    for name in wanted:
+        for kind in ("vector", "similarity"):
+            if f"{kind}/{name}" not in f:
+                raise FileFormatError(f"pattern file {str(path)!r} lists feature {name} but has no "
+                                      f"{kind}/{name} dataset")
+            patterns[kind][name] = f[f"{kind}/{name}"][()]
     return patterns

@@ -192,20 +192,17 @@ def read_parameters(path) -> dict:
     Raises
     ------
     DataSourceError
-        No file at ``path``.
+        No file at ``path``, a special file or one over the cap (:func:`cmr.files.check_input_file`).
     FileFormatError
         The file is not JSON.
     ParameterError
         The JSON is not an object.
     """
-    from pathlib import Path
-
     from ..checks import parse_json
     from ..errors import DataSourceError, FileFormatError
+    from ..files import check_input_file
 
-    path = Path(path)
-    if not path.is_file():
-        raise DataSourceError(f"parameter file not found: {str(path)!r}")
+    path = check_input_file(path, "parameter file", kind="json")
     try:
         text = path.read_text()
     except OSError as exc:

@@ -247,7 +247,7 @@ NETCDF_FAULTS = [
     ("disk full inside to_netcdf", _disk_full_in_netcdf, errors.OutputError,
      r"cannot write '.*out\.nc': the netCDF library failed while writing \(NetCDF: HDF error\)"),
     ("1 TiB declared", lambda t, m: load_dataset(_huge_declared(t / "huge.nc")), errors.FileFormatError,
-     r"huge\.nc' declares 1\.0 TiB of data \(variable 'profile'.*expected a result that fits in the .* of memory"),
+     r"huge\.nc' declares 1\.0 TiB of data \(variable '/profile'.*expected data that fit in the .* of memory"),
     ("external raw storage", lambda t, m: load_dataset(_external(t / "ext.nc", t / "outside.bin")),
      errors.FileFormatError, r"variable '/profile' is stored outside the file \(external storage in '.*outside\.bin'\)"),
     ("virtual dataset", lambda t, m: load_dataset(_virtual(t / "vds.nc", t / "outside.h5")),
