@@ -24,7 +24,7 @@ import numpy as np
 from cmr.errors import ParameterError
 
 from ..errors import ModelNotAvailableError, ModelOutputError
-from ..recall_text import COUNT_NAMES, parse_recall, recall_table, subject_label
+from ..recall_text import parse_recall, recall_dataset, recall_table, subject_label
 
 __all__ = ["TASKS", "DECODINGS", "INSTRUCTIONS", "study_lists", "word_pool", "recall_prompt", "generate_answers",
            "zero_ablation_hooks", "recall_events"]
@@ -144,7 +144,7 @@ def degenerate_rows(new_ids, eos_id) -> np.ndarray:
 
     Degenerate: the longest run of one token repeated back to back covers at least half of the
     answer's tokens (up to its end of turn) and at least :data:`DEGENERATE_RUN` tokens. Loops of
-    several items ("hat, back, hat, back") are not: they are scored as repeats; nor is an empty
+    several items ("hat, back, hat, back") are not: scoring counts them (``n_loop``); nor is an empty
     answer (an instruction-tuned model that recalls nothing is caught by :func:`recall_events`).
     """
     ids = np.asarray(new_ids)
@@ -199,7 +199,8 @@ def generate_answers(model, lists, *, task: str = "free", decoding: str = "greed
         Lists generated together (left-padded, one key-value cache per batch).
     max_new_tokens : int, optional
         Default ``4 * longest list + 16``. A row also stops at the end of its turn or once
-        its items end in a decoding loop, a block of 1 to 4 items repeated 3 times in a row
+        its items hold a decoding loop: a block of 1 to 4 items repeated 3 times in a row, or a
+        second pass over items already recalled in that order
         (:func:`~icl_cmr.adapters.recall_text.find_loop`; scored as ``n_loop``).
     heads : sequence of (layer, head)
         Heads zero-ablated at their output during the whole generation.
@@ -275,11 +276,15 @@ def recall_events(model, lists, *, task: str = "free", decoding: str = "greedy",
     """Events dataset of the model's recall of ``lists``, one subject per (model, decoding, seed).
 
     Greedy decoding does not depend on the seed, so it runs once (subject seed 0). Returns
-    ``(events, table)``: the events dataset (:func:`cmr.from_table`, with the per-list counts
-    of :data:`~icl_cmr.adapters.recall_text.COUNT_NAMES` as variables along ``trial`` and the
-    answer's segment of each recall as ``recall_raw``) and the psifr long table it was made
-    from (with the counts as columns). ``max_intrusion_words`` is that of
-    :func:`~icl_cmr.adapters.recall_text.parse_recall` (the pool's longest item, in words).
+    ``(events, table)``: the events dataset (:func:`~icl_cmr.adapters.recall_text.recall_dataset`:
+    along ``trial`` the per-list counts of :data:`~icl_cmr.adapters.recall_text.COUNT_NAMES`,
+    ``prompt`` (the exact text the model was given, its chat template applied), ``answer`` (the
+    generated text that was parsed) and ``answer_segments`` (every segment with its category:
+    recall, repeat, intrusion, filler, loop); along ``output_position`` each recall's segment
+    ``recall_raw`` and category ``recall_category``) and the psifr long table it was made from
+    (:func:`~icl_cmr.adapters.recall_text.recall_table`, with the same per-list columns).
+    ``max_intrusion_words`` is that of :func:`~icl_cmr.adapters.recall_text.parse_recall` (the
+    pool's longest item, in words).
 
     An intact instruction-tuned model (one with a chat template, no ``heads`` ablated) that
     recalls no studied item on any list raises :class:`~icl_cmr.adapters.errors.ModelOutputError`
@@ -288,10 +293,9 @@ def recall_events(model, lists, *, task: str = "free", decoding: str = "greedy",
     """
     import pandas as pd
 
-    from cmr.events import from_table
-
     seeds = [0] if decoding == "greedy" else [int(s) for s in np.atleast_1d(seeds)]
     name = label or model.name
+    prompts = _chat_texts(model.tokenizer, [list(map(str, items)) for items in lists], task, model.name)
     tables = []
     for seed in seeds:
         answers = generate_answers(model, lists, task=task, decoding=decoding, temperature=temperature, seed=seed,
@@ -299,7 +303,7 @@ def recall_events(model, lists, *, task: str = "free", decoding: str = "greedy",
                                    max_intrusion_words=max_intrusion_words)
         table = recall_table(lists, answers, subject_label(name, decoding if decoding == "greedy"
                                                             else f"sample-T{temperature:g}", seed),
-                             max_intrusion_words=max_intrusion_words)
+                             max_intrusion_words=max_intrusion_words, prompts=prompts)
         if not heads and getattr(model.tokenizer, "chat_template", None) and table["n_correct"].sum() == 0:
             raise ModelOutputError(
                 f"{name}, an instruction-tuned model, recalled no studied word on any of {len(lists)} list(s) (first "
@@ -307,13 +311,7 @@ def recall_events(model, lists, *, task: str = "free", decoding: str = "greedy",
                 f"was not tested with ({_library_versions()}; docs/install.md lists the tested ones), not a result")
         tables.append(table)
     table = pd.concat(tables, ignore_index=True)
-    # the table's labels are ours, so a high share of intrusions is the model's recall, not mislabelled lists
-    events = from_table(table.drop(columns=list(COUNT_NAMES)), source=f"{name} {task} recall ({decoding})",
-                        max_intrusion_share=1)
-    counts = table.groupby(["subject", "list"], sort=True)[list(COUNT_NAMES)].first()
-    keys = pd.MultiIndex.from_arrays([events["subject"].values, events["list"].values])
-    for count in COUNT_NAMES:  # per-list parsing counts, aligned with the events' trial order
-        events[count] = ("trial", counts[count].reindex(keys).to_numpy(dtype=np.int64))
+    events = recall_dataset(table, source=f"{name} {task} recall ({decoding})")
     events.attrs.update(task=task, decoding=decoding, temperature=float(temperature) if decoding == "sample" else 0.0,
                         instruction=INSTRUCTIONS[task], ablated_heads=",".join(f"L{l}.H{h}" for l, h in heads))
     return events, table

@@ -28,6 +28,16 @@ def _events():
     return cmr.from_table(table)
 
 
+def _recall_events():
+    """A language model's recall: per recall its segment and category, per list the counts, prompt, answer, segments."""
+    from icl_cmr.adapters.recall_text import recall_dataset, recall_table
+
+    lists = [["river", "candle", "lamp"], ["drug", "pebble", "bacon"]]
+    answers = ["Sure! The words were river, zebra, river", "drug, pebble, bacon, drug, pebble, bacon"]
+    table = recall_table(lists, answers, "m|greedy|0", prompts=["Study this list:\nriver", "Study this list:\ndrug"])
+    return recall_dataset(table, source="tests")
+
+
 def _timed():
     timed = cmr.from_recall_matrix([[2, 3, 1], [1, 2, 0]], 3)
     timed["recall_rt"] = (("trial", "output_position"), [[0.8, 2.0, 4.1], [1.1, 1.9, float("nan")]])
@@ -90,6 +100,7 @@ def results():
           for name, p in (("a", "B_rec"), ("b", "B_enc"))}
     out = {
         "events": events,
+        "events recall": _recall_events(),
         "lag_profile crp": crp,
         "lag_profile crp by list": cmr.lag_crp(events, by="trial"),
         "lag_profile compound": cmr.lag_crp_compound(events),

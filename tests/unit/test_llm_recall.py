@@ -15,7 +15,8 @@ def test_numbered_list_with_preamble():
     text = "Sure! Here are the words I remember:\n1. badge\n2) Duck\n3. robber."
     parsed = parse_recall(text, STUDY)
     assert parsed.items == ["badge", "duck", "robber"]
-    assert (parsed.n_correct, parsed.n_filler, parsed.n_intrusions, parsed.n_case_changed) == (3, 1, 0, 1)
+    # "Sure" and the header are two prose segments
+    assert (parsed.n_correct, parsed.n_filler, parsed.n_intrusions, parsed.n_case_changed) == (3, 2, 0, 1)
 
 
 def test_commas_bullets_quotes_and_and():

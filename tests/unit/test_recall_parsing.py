@@ -4,8 +4,8 @@ from __future__ import annotations
 import pytest
 
 import cmr
-from icl_cmr.adapters.recall_text import (LOOP_PERIODS, LOOP_REPEATS, NEIGHBOUR_WORDS, find_loop, parse_recall,
-                                          recall_table)
+from icl_cmr.adapters.recall_text import (LOOP_PERIODS, LOOP_REPEATS, LOOP_RUN, NEIGHBOUR_WORDS, find_loop,
+                                          parse_recall, recall_table)
 
 # "list" and "words" are studied: prose around them must not recall them
 STUDY = ["hat", "back", "list", "words", "duck", "Sheriff"]
@@ -19,7 +19,7 @@ STUDY = ["hat", "back", "list", "words", "duck", "Sheriff"]
     ("My list:\n- hat\n- back", ["hat", "back"], 1),
     ("The words: hat", ["hat"], 1),
     ("Word list: hat", ["hat"], 1),
-    ("Sure! Here is the list:\n\nhat", ["hat"], 1),
+    ("Sure! Here is the list:\n\nhat", ["hat"], 2),                 # "Sure" is a sentence of its own
     ("The list:", [], 1),
     ("Here are the items in order:\nhat", ["hat"], 1),            # a header is no intrusion either
     # sentences that hold a studied word
@@ -53,8 +53,11 @@ def test_a_header_no_longer_than_an_item_is_read_as_any_segment():
     # the bound is the longest item: with a three-word item, a three-word header is an item's length
     study = ["new york city", "hat"]
     assert parse_recall("New York City:\nhat", study).items == ["new york city", "hat"]
-    parsed = parse_recall("The city list:\nhat", study)  # as long as an item: an intrusion, as without the colon
-    assert parsed.items == ["the city list", "hat"] and parsed.n_intrusions == 1 and parsed.n_filler == 0
+    parsed = parse_recall("The city hall:\nhat", study)  # as long as an item: an intrusion, as without the colon
+    assert parsed.items == ["city hall", "hat"] and parsed.n_intrusions == 1 and parsed.n_filler == 0
+    assert parsed.n_extra_words == 1  # the leading determiner
+    parsed = parse_recall("The city list:\nhat", study)  # "list" is a prose word: never an intrusion
+    assert parsed.items == ["hat"] and parsed.n_intrusions == 0 and parsed.n_filler == 1
     parsed = parse_recall("Here is my list:\nhat", study)
     assert parsed.items == ["hat"] and parsed.n_filler == 1
 
@@ -88,11 +91,14 @@ def test_the_neighbour_bound_follows_the_longest_item():
     (["x", "a", "b", "a", "b", "a", "b", "a"], 3, 2),               # a final partial copy belongs to the loop
     (["a", "b", "c"] * 3, 3, 3),
     (["x", "y", "a", "b", "c", "d"] * 1 + ["a", "b", "c", "d"] * 2, 6, 4),
-    (["a", "b", "c", "d", "e"] * 3, 15, 0),                         # period 5 is past LOOP_PERIODS
+    (["a", "b", "c", "d", "e"] * 3, 5, 5),                          # past LOOP_PERIODS: a second pass
+    (["a", "b", "c", "d", "e", "a", "b", "c"], 5, 5),               # a second pass needs LOOP_RUN items only
+    (["a", "b", "c", "d", "e", "a", "b"], 7, 0),                    # two are a repeat
+    (["x", "a", "b", "c", "a", "b", "c", "y"], 4, 3),               # new items after a loop's start stay
     (["a", "b", "a", "b", "b", "b"], 4, 1),                         # the smallest period that fits
 ])
 def test_find_loop_by_hand(items, keep, period):
-    assert (LOOP_PERIODS, LOOP_REPEATS) == (4, 3)
+    assert (LOOP_PERIODS, LOOP_REPEATS, LOOP_RUN) == (4, 3, 3)
     assert find_loop(items) == (keep, period)
 
 
