@@ -13,6 +13,7 @@ import xarray as xr
 
 from ..errors import RecallDataError
 from ..events import as_events
+from ..repetition import refuse_repeats
 from ..schema import provenance_attrs
 from . import _network
 from ._trials import trial_arrays
@@ -96,6 +97,7 @@ def record_states(
         ``stop_probability``, ``event_position`` (trial, event).
     """
     events = as_events(events)
+    refuse_repeats(events, "record_states")  # its state layout has one unit per study position
     if trials is not None:
         events = events.isel(trial=np.asarray(trials, dtype=np.int64))
     if patterns is not None and not isinstance(patterns, ItemPatterns):
