@@ -10,10 +10,12 @@ are not shipped here: no licence is stated for them, so read your own copy, in o
   other arrays with one value per trial (``listLength``, ``list_type``, ``session``, ...) are kept
   as ``trial`` variables;
 * an ``.npz`` with the same arrays, not transposed;
-* a psifr long table (CSV) whose study rows repeat an item where it was studied again.
+* a psifr long table (CSV) whose study rows repeat an item where it was studied again, read by
+  :func:`icl_cmr.adapters.recall_data.load_recall_data` as any table (so is the simulated set
+  shipped in ``data/repetition_simulated.csv``, bundled name ``icl-cmr:repetition``).
 
-:func:`load_repetition_data` also reads ``"icl-cmr:repetition"``: the small simulated set shipped in
-``data/repetition_simulated.csv`` (docs/repetition.md says how it was made).
+``load_recall_data`` sends ``.h5`` files and ``.npz`` files with ``pres_itemnos`` here, so every
+command reads them.
 """
 from __future__ import annotations
 
@@ -24,28 +26,23 @@ import numpy as np
 
 from cmr.errors import DataSourceError, FileFormatError, OptionalDependencyError
 
-__all__ = ["load_repetition_data", "read_jaxcmr_hdf5", "SIMULATED"]
+__all__ = ["load_repetition_data", "read_jaxcmr_hdf5"]
 
-#: the embedded simulated set, by name (also a bundled name of load_recall_data)
-SIMULATED = "icl-cmr:repetition"
 _HDF5_SUFFIXES = (".h5", ".hdf5", ".hdf")
 
 
-def load_repetition_data(source, *, max_intrusion_share=None):
-    """Events dataset (kind ``"events"``, with ``presentation_item``) of a data set with repeats.
+def load_repetition_data(source):
+    """Events dataset (kind ``"events"``, with ``presentation_item``) of jaxcmr's arrays.
 
     Parameters
     ----------
     source : str or os.PathLike
-        ``"icl-cmr:repetition"`` (the embedded set), a jaxcmr HDF5 file (``.h5``/``.hdf5``), an ``.npz``
-        with ``pres_itemnos`` and ``recalls``, or a psifr long table (``.csv``).
-    max_intrusion_share : float, optional
-        As :func:`cmr.from_table`, for CSV tables.
+        A jaxcmr HDF5 file (``.h5``/``.hdf5``) or an ``.npz`` with ``pres_itemnos`` and ``recalls``.
 
     Raises
     ------
     DataSourceError
-        A missing file or an unknown name.
+        A missing file or another kind of file.
     FileFormatError
         A file without the arrays named above, or an HDF5 file that keeps data outside itself.
     OptionalDependencyError
@@ -53,23 +50,17 @@ def load_repetition_data(source, *, max_intrusion_share=None):
     """
     from cmr.repetition import from_presentations
 
-    if isinstance(source, str) and source == SIMULATED:
-        from icl_cmr.adapters.recall_data import load_recall_data
-
-        return load_recall_data(SIMULATED)
     if not isinstance(source, (str, os.PathLike)):
-        raise DataSourceError(f"expected {SIMULATED!r} or a file path; got {type(source).__name__}")
+        raise DataSourceError(f"expected a file path; got {type(source).__name__}")
     path = Path(source)
     if not path.is_file():
-        raise DataSourceError(f"no such file: {str(path)!r} (expected {SIMULATED!r}, a jaxcmr .h5, an .npz or a .csv)")
+        raise DataSourceError(f"no such file: {str(path)!r} (expected a jaxcmr .h5 or an .npz)")
     suffix = path.suffix.lower()
-    if suffix in _HDF5_SUFFIXES or suffix == ".npz":
-        arrays = read_jaxcmr_hdf5(path) if suffix != ".npz" else _read_npz(path)
-        return _events(arrays, str(path.resolve()), from_presentations)
-    from icl_cmr.adapters.recall_data import load_recall_data
-
-    options = {} if max_intrusion_share is None else {"max_intrusion_share": max_intrusion_share}
-    return load_recall_data(path, **options)
+    if suffix not in _HDF5_SUFFIXES + (".npz",):
+        raise DataSourceError(f"expected a jaxcmr .h5/.hdf5 file or an .npz; got {str(path)!r} (a psifr table: "
+                              "load_recall_data)")
+    arrays = read_jaxcmr_hdf5(path) if suffix != ".npz" else _read_npz(path)
+    return _events(arrays, str(path.resolve()), from_presentations)
 
 
 def read_jaxcmr_hdf5(path) -> dict:
@@ -79,10 +70,10 @@ def read_jaxcmr_hdf5(path) -> dict:
         import h5py
     except ImportError as exc:  # pragma: no cover - h5py is a dependency
         raise OptionalDependencyError(f"reading {str(path)!r} needs h5py: pip install h5py") from exc
-    from cmr import io
+    from cmr.files import check_hdf5_file, check_input_file
 
-    guard = getattr(io, "check_hdf5_file", None) or io._check_storage  # load_dataset's check of where data live
-    guard(Path(path))
+    check_input_file(path, "HDF5 file", kind="hdf5")
+    check_hdf5_file(path, "HDF5 file")  # load_dataset's check: no data stored outside the file
     try:
         with h5py.File(path, "r") as handle:
             group = handle.get("data")
@@ -95,11 +86,9 @@ def read_jaxcmr_hdf5(path) -> dict:
 
 
 def _read_npz(path) -> dict:
-    try:
-        with open(path, "rb") as handle, np.load(handle, allow_pickle=False) as data:
-            return {name: data[name] for name in data.files}
-    except (ValueError, OSError, EOFError) as exc:
-        raise FileFormatError(f"{str(path)!r} is not a readable .npz file ({exc})") from exc
+    from cmr.files import read_arrays
+
+    return read_arrays(path, "array file")
 
 
 def _events(arrays: dict, label: str, from_presentations):

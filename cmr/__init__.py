@@ -15,7 +15,7 @@ transformer_lens or matplotlib). Where things live (for reading the source):
   function arguments every layer shares (integers, probabilities, lag windows, seeds):
   :mod:`cmr.checks`;
 * lists with repeated study items and their analyses (after jaxcmr): :mod:`cmr.repetition`,
-  :mod:`cmr.repetition_design`;
+  :mod:`cmr.designs`;
 * free-recall analyses, exact against psifr: :mod:`cmr.crp`, :mod:`cmr.recall_stats`,
   :mod:`cmr.category`, :mod:`cmr.distance`, :mod:`cmr.intrusions` (psifr's masks in
   :mod:`cmr.masks`); beyond psifr, :mod:`cmr.timing`; several at once,
@@ -104,7 +104,7 @@ from .repetition import presentation_items as presentation_items
 from .repetition import rep_crp as rep_crp
 from .repetition import shuffled_control as shuffled_control
 from .repetition import spacing_recall as spacing_recall
-from .repetition_design import repetition_design as repetition_design
+from .designs import repetition_design as repetition_design
 from .schema import validate as validate
 from .tables import to_dataframe as to_dataframe
 from .tables import unit_table as unit_table

@@ -775,7 +775,7 @@ def as_events(events, analysis: str | None = None) -> xr.Dataset:
     """
     events = from_table(events) if isinstance(events, pd.DataFrame) else validate(events, "events")
     if analysis is not None:
-        from .repetition import refuse_repeats
+        from ._presentations import refuse_repeats
 
         refuse_repeats(events, analysis)
     return events

@@ -25,7 +25,7 @@ from ._numeric import ratio
 from .events import as_events, group_index, unit_coordinates
 from .masks import item_mask, transition_mask
 from ._repetition import repeated_pnr_counts, repeated_spc_counts
-from .repetition import has_repeats, presentation_items, refuse_repeats
+from ._presentations import has_repeats, presentation_items, refuse_repeats
 from .schema import provenance_attrs, validate, validate_recall_stat
 
 __all__ = ["spc", "pnr", "pfr", "lag_rank"]

@@ -26,6 +26,7 @@ import numpy as np
 import xarray as xr
 
 from ._numeric import ratio
+from ._presentations import repeat_mask, has_repeats, presentation_items, refuse_repeats
 from .errors import RecallDataError
 
 __all__ = ["presentation_items", "has_repeats", "refuse_repeats", "from_presentations", "rep_crp", "neighbor_crp", "shuffled_control",
@@ -33,62 +34,6 @@ __all__ = ["presentation_items", "has_repeats", "refuse_repeats", "from_presenta
 
 #: Lohnas & Kahana (2014)'s bins of the items between two presentations: once-presented, massed (0), 1-2, 3-5, 6-8
 SPACING_BINS = ("once", "massed", "1-2", "3-5", "6-8")
-
-
-def presentation_items(events: xr.Dataset) -> np.ndarray:
-    """The first-presentation position of each presentation, (trial, study_position) int64.
-
-    Parameters
-    ----------
-    events : xarray.Dataset
-        Kind ``"events"``.
-
-    Returns
-    -------
-    numpy.ndarray of int64, shape (n_trials, n_study_positions)
-        ``presentation_item`` when the dataset has it, else its repeat-free default: serial
-        positions ``1..list_length`` and ``0`` beyond each list's length.
-    """
-    if "presentation_item" in events.variables:
-        values = events["presentation_item"].transpose("trial", "study_position").values
-        return np.ascontiguousarray(values, dtype=np.int64)
-    length = np.asarray(events["list_length"].values, dtype=np.int64)
-    positions = np.arange(1, events.sizes["study_position"] + 1, dtype=np.int64)
-    return np.where(positions[None, :] <= length[:, None], positions[None, :], 0)
-
-
-def _repeat_mask(events: xr.Dataset) -> np.ndarray | None:
-    """(trial, study_position) True at each presentation after an item's first; None without the variable."""
-    if "presentation_item" not in events.variables:
-        return None
-    items = presentation_items(events)
-    return (items != np.arange(1, items.shape[1] + 1)[None, :]) & (items > 0)
-
-
-def has_repeats(events: xr.Dataset) -> bool:
-    """Whether any list of ``events`` studies an item more than once."""
-    mask = _repeat_mask(events)
-    return mask is not None and bool(mask.any())
-
-
-def refuse_repeats(events: xr.Dataset, analysis: str) -> None:
-    """RecallDataError naming ``analysis`` and the first repeat when a list studies an item twice.
-
-    For the analyses that have no convention for repeated study items; lists without repeats
-    (and files without ``presentation_item``) pass at no cost.
-    """
-    mask = _repeat_mask(events)
-    if mask is None or not mask.any():
-        return
-    trial, column = (int(i[0]) for i in np.nonzero(mask))
-    first = int(presentation_items(events)[trial, column])
-    item = events["study_item"].transpose("trial", "study_position").values[trial, column]
-    subject, label = (events[name].values[trial] for name in ("subject", "list"))
-    subject, label = (v.item() if isinstance(v, np.generic) else v for v in (subject, label))
-    raise RecallDataError(
-        f"{analysis} does not handle repeated study items (subject {subject}, list {label} studies {item!r} at "
-        f"positions {first} and {column + 1}); use cmr.repetition analyses or drop the repeats"
-    )
 
 
 # --- what every analysis reads -------------------------------------------------------------------
@@ -112,11 +57,17 @@ def _checked_int(value, name: str, minimum: int) -> int:
 
 
 def _stat(events, by, labels, stat_kind, created_by, dims, coords, data, **attrs):
-    from .recall_stats import _stat_dataset
+    """A ``recall_stat`` dataset of per-unit variables (unit dims first; pooled: the one group's values)."""
+    from .events import unit_coordinates
+    from .schema import provenance_attrs, validate
 
-    ds = _stat_dataset(events, by, labels, stat_kind, created_by, dims, coords, data)
-    ds.attrs.update(attrs)
-    return ds
+    unit_dims, unit_coords = unit_coordinates(events, by, labels)
+    variables = {name: (unit_dims + dims, value[0] if by is None else value, var_attrs)
+                 for name, (value, var_attrs) in data.items()}
+    ds = xr.Dataset(variables, coords={**unit_coords, **coords}, attrs={
+        **provenance_attrs("recall_stat", created_by, by="pooled" if by is None else by),
+        "stat_kind": stat_kind, "unit_kind": "pooled" if by is None else by, **attrs})
+    return validate(ds, "recall_stat")
 
 
 def _lag_window(actual, possible, n_pos, max_lag):
@@ -319,7 +270,7 @@ def shuffled_control(events, *, n_shuffles: int = 10, seed: int = 0, required: b
     n_shuffles = _checked_int(n_shuffles, "n_shuffles", 1)
     rng = np.random.default_rng(_checked_int(seed, "seed", 0))
     _, recalls, pres, lengths, group, labels = _arrays(events, "subject")
-    repeated = _repeat_mask(events)
+    repeated = repeat_mask(events)
     mixed = repeated.any(axis=1) if repeated is not None else np.zeros(lengths.size, dtype=bool)
     picks, shuffles, sources = [], [], []
     for g in range(labels.size):  # a few subjects: the trials themselves are handled as arrays
@@ -436,7 +387,11 @@ def first_presentation_bias(events, *, lag: int = 1, min_lag: int = 4, control=N
         bias); attrs ``t_stat``, ``p_value`` (paired t-test of bias against control bias across
         subjects, or one-sample against 0), ``n_subjects`` and ``test``.
     """
-    lag = int(lag) if isinstance(lag, (int, np.integer)) else _checked_int(lag, "lag", 0)
+    from .checks import is_integer
+
+    if not is_integer(lag):
+        raise RecallDataError(f"lag must be an integer; got {lag!r}")
+    lag = int(lag)
     window = max(abs(lag), 1)
 
     def rates(ev):

@@ -10,11 +10,32 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._common import draw_profile, legend_above, mean_sem, target_axes
-from .organisation import _by_subject, _data
+from cmr.errors import SchemaError
+
+from ._common import draw_profile, labelled, legend_above, mean_sem, target_axes
 from .style import PALETTE
 
 __all__ = ["rep_crp", "neighbor_crp", "spacing_recall", "first_presentation_bias"]
+
+
+def _data(stat, stat_kind):
+    """The labelled datasets, each a ``recall_stat`` of ``stat_kind``."""
+    data = labelled(stat, "recall_stat", "cmr.repetition")
+    for label, ds in data.items():
+        if ds.attrs.get("stat_kind") != stat_kind:
+            raise SchemaError(f"expected stat_kind {stat_kind!r} (from cmr.repetition); "
+                              f"{label or 'the dataset'} has {ds.attrs.get('stat_kind')!r}")
+    return data
+
+
+def _by_subject(ds, variable):
+    """Values per subject (trials averaged per subject); None when pooled."""
+    kind = ds.attrs.get("unit_kind")
+    if kind == "pooled":
+        return None
+    if kind == "trial":
+        return ds[variable].groupby("subject").mean("trial")
+    return ds[variable]
 
 
 def _series(ax, ds, variable, core, index, label, **select):

@@ -254,7 +254,7 @@ def test_results_are_netcdf_safe(tmp_path):
 
 
 def test_the_design_fills_every_spacing_bin_and_keeps_control_lists():
-    from cmr.repetition_design import repetition_design
+    from cmr.designs import repetition_design
 
     design = repetition_design(n_subjects=2, n_control=1, n_mixed=3, seed=3)
     assert design.sizes["trial"] == 8 and design.attrs["repeated_items"] == 1
@@ -304,6 +304,9 @@ def test_a_jaxcmr_hdf5_file_loads_with_its_arrays_transposed_back(tmp_path):
         for name, values in _jaxcmr_arrays().items():
             handle.create_dataset(f"data/{name}", data=values.T)  # jaxcmr's files hold the MATLAB order
     _check_loaded(load_repetition_data(path))
+    from icl_cmr.adapters.recall_data import load_recall_data
+
+    _check_loaded(load_recall_data(path))
 
 
 def test_an_hdf5_file_with_data_outside_itself_is_refused(tmp_path):
@@ -330,10 +333,13 @@ def test_npz_and_csv_copies_load_too(tmp_path):
     np.savez(tmp_path / "HowardKahana2005.npz", **arrays)
     events = load_repetition_data(tmp_path / "HowardKahana2005.npz")
     _check_loaded(events)
+    from icl_cmr.adapters.recall_data import load_recall_data
+
+    _check_loaded(load_recall_data(tmp_path / "HowardKahana2005.npz"))  # every command's reader
     cmr.to_table(events).to_csv(tmp_path / "copy.csv", index=False)
-    again = load_repetition_data(tmp_path / "copy.csv")
+    again = load_recall_data(tmp_path / "copy.csv")
     assert again["presentation_item"].values.tolist() == events["presentation_item"].values.tolist()
-    simulated = load_repetition_data("icl-cmr:repetition")
+    simulated = load_recall_data("icl-cmr:repetition")
     assert simulated.sizes["trial"] == 72 and simulated.attrs["repeated_items"] == 1
 
 

@@ -1,4 +1,4 @@
-"""Study lists with repeated items in the design of Lohnas & Kahana (2014), for simulation.
+"""Study-list designs for simulation: lists with repeated items as Lohnas & Kahana (2014) studied them.
 
 :func:`repetition_design` lays out repeat-free control lists and mixed lists in which some items
 are studied twice at distances from massed to 8 items between; ``cmr.simulate_experiment`` then
