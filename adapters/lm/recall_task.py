@@ -110,7 +110,7 @@ _SEPARATORS = ",;\n"
 
 
 def _loop_stopper(tokenizer, prompt_length: int, lists, max_intrusion_words=None):
-    """A stopping criterion ending each row once its finished items end in a decoding loop.
+    """A stopping criterion ending each row once its finished items hold a decoding loop.
 
     The loop is the one scoring drops (:func:`~icl_cmr.adapters.recall_text.find_loop` on the
     items :func:`~icl_cmr.adapters.recall_text.parse_recall` reads in the answer up to its last

@@ -8,10 +8,12 @@ The language model as a free-recall subject (after Mistry et al. 2025; Bajaj et 
 an instruction-tuned model is shown a list of words drawn from a human experiment's word
 pool and asked to recall them in any order (--task free) or in the studied order (--task
 serial, a control). Its answers are parsed into recalls: list numbers, bullets, quotes,
-commas and prose before the words are handled; repeats stay in the sequence; words not on
-the list are intrusions; every category is counted per list. Generation is batched with a
-key-value cache; a row stops at the end of its turn, after --max-new-tokens, or once it
-repeats a block of 1 to 4 items three times in a row (a decoding loop, counted as n_loop).
+commas, sentences and prose ("Sure! Here are the words I remember", "The words were ...")
+are handled; repeats stay in the sequence; words not on the list are intrusions; every
+category is counted per list (docs/llm-recall.md gives the rules). Generation is batched
+with a key-value cache; a row stops at the end of its turn, after --max-new-tokens, or in a
+decoding loop (counted as n_loop): a block of 1 to 4 items repeated three times in a row,
+or a second pass over the list (three recalls again in the same order).
 
 Greedy decoding is deterministic; --decoding sample draws at --temperature once per seed of
 --seeds. Each (model, decoding, seed) is one subject, so every recall analysis applies:
@@ -32,9 +34,11 @@ is printed beside it as secondary. -o is then the llm_recall_ablation dataset (.
 --events-out keeps every set's recall, each subject labelled by its set
 (model|greedy|0|ablate:top5, ...|ablate:random3).
 
-The output's extension picks the format: .nc (the events dataset, with the per-list counts
-and the raw text of each recall), .csv or .parquet (the psifr long table: subject, list,
-trial_type, position, item, raw and the per-list counts).
+The output's extension picks the format: .nc (the events dataset), .csv or .parquet (the
+psifr long table: subject, list, trial_type, position, item, raw, category, the per-list
+counts, prompt, answer and answer_segments). Both keep, per list, the exact prompt, the
+answer that was parsed and every segment of it with its category (recall, repeat,
+intrusion, filler, loop), and per recall its segment (raw) and category.
 
 Examples:
   icl-cmr recall-lm --n-lists 20 -o smollm2_recall.csv

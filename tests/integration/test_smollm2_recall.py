@@ -41,3 +41,17 @@ def test_real_events_validate_and_equal_psifr_when_exported(smollm2_recall):
     spc = fr.spc(merged).reset_index()
     np.testing.assert_allclose(cmr.spc(events, by="subject")["prob"].isel(subject=0).values, spc["recall"].values,
                                rtol=0, atol=1e-12)
+
+
+def test_real_answers_are_kept_with_their_prompts_and_segments(smollm2_recall):
+    events, table = smollm2_recall
+    for t in range(events.sizes["trial"]):
+        words = [str(w) for w in events["study_item"].values[t, :int(events["list_length"].values[t])]]
+        assert all(w in str(events["prompt"].values[t]) for w in words)  # the exact text the model was given
+        lines = str(events["answer_segments"].values[t]).splitlines()
+        recalled = [line.split(": ", 1)[0] for line in lines if not line.startswith(("filler", "loop"))]
+        n = int((events["recalls"].values[t] != 0).sum())
+        assert recalled == [str(c) for c in events["recall_category"].values[t, :n]]
+    per_list = table.drop_duplicates(["subject", "list"])
+    assert per_list["answer"].tolist() == events["answer"].values.tolist()
+
