@@ -14,8 +14,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import cmr
-from icl_cmr.adapters.recall_text import (CATEGORIES, COUNT_NAMES, LIST_TEXTS, find_loop, parse_recall,
-                                          recall_dataset, recall_table, segments_text)
+from cmr.errors import RecallDataError
+from icl_cmr.adapters.recall_text import (CATEGORIES, COUNT_NAMES, FRAME_ENDS, LIST_TEXTS, PROSE_WORDS,
+                                          find_loop, parse_recall, recall_dataset, recall_table,
+                                          segments_text)
 from tests.unit.data.recall_parse_cases import CASES, L, W
 
 LETTERS = dict(zip("crixfklp", COUNT_NAMES))
@@ -93,6 +95,24 @@ def test_any_text_parses_and_accounts_for_every_segment(text):
     assert all(raw and "\n" not in raw and ":" not in raw for raw, _, _ in parsed.segments)
     assert set(parsed.items) <= {"Romeo and Juliet", "river"} | {item for _, c, item in parsed.segments
                                                                   if c == "intrusion"}
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.sampled_from(sorted(PROSE_WORDS - set(W))), min_size=1, max_size=8),
+       st.lists(st.sampled_from([" ", ", ", ". ", "! ", "\n", ": ", " - "]), min_size=8, max_size=8))
+def test_prose_words_are_never_recalls_nor_intrusions(words, separators):
+    text = "".join(word + separator for word, separator in zip(words, separators))
+    parsed = parse_recall(text, W, max_intrusion_words=3)
+    assert parsed.items == [] and parsed.n_filler >= 1
+    # beside a studied item they make the segment prose too, unless they frame it ("were river")
+    parsed = parse_recall(f"{words[0]} river", W)
+    framed = words[0] in FRAME_ENDS
+    assert parsed.items == (["river"] if framed else []) and parsed.n_filler == 1
+
+
+def test_prompts_must_match_the_lists():
+    with pytest.raises(RecallDataError, match="one prompt per studied list"):
+        recall_table([W], ["river"], "m|greedy|0", prompts=["a", "b"])
 
 
 # --- the record: prompt, answer and segments in the table, the events and their exports -----------------
