@@ -28,7 +28,7 @@ from .schema import provenance_attrs, validate
 from .tables import to_dataframe
 from .timing import irt, lag_crl, stop_probability
 
-__all__ = ["ANALYSES", "run_analyses", "analyses_table", "split_analyses", "available_analyses"]
+__all__ = ["ANALYSES", "run_analyses", "analyses_table", "split_analyses", "available_analyses", "analysis_of"]
 
 #: name -> (function, what it needs beyond the events: "category", "distances", "time", "repeats" or "")
 ANALYSES = {
@@ -198,7 +198,49 @@ def run_analyses(events, *, analyses="all", by="subject", lags=None, category_ke
     }
     for name, result in results.items():
         combined.attrs[f"{name}_provenance"] = result.attrs.get("provenance", "{}")
+        combined.attrs[f"{name}_attrs"] = json.dumps({k: v.item() if isinstance(v, np.generic) else v
+                                                      for k, v in result.attrs.items() if k != "provenance"})
     return validate(combined, "recall_stat")
+
+
+def analysis_of(result: xr.Dataset, name: str) -> xr.Dataset:
+    """The dataset of one analysis of a set made by :func:`run_analyses`, as the analysis itself
+    returns it (names without the prefix, its own kind and attrs), e.g. for its figure.
+
+    Parameters
+    ----------
+    result : xarray.Dataset
+        A ``recall_stat`` dataset of ``stat_kind="analysis_set"``.
+    name : str
+        One of its ``attrs["analyses"]``.
+
+    Raises
+    ------
+    ParameterError
+        ``name`` is not an analysis of the set, or the set was written without the analyses'
+        attributes (run :func:`run_analyses` again).
+    """
+    if not isinstance(result, xr.Dataset) or result.attrs.get("stat_kind") != "analysis_set":
+        raise ParameterError("analysis_of takes a dataset of cmr.run_analyses (stat_kind 'analysis_set'); got "
+                             + (f"stat_kind {result.attrs.get('stat_kind')!r}" if isinstance(result, xr.Dataset)
+                                else type(result).__name__))
+    names = parse_json(result.attrs.get("analyses", "[]"), "attribute analyses", ParameterError)
+    if name not in names:
+        raise ParameterError(f"the analysis set holds {', '.join(map(str, names))}; got {name!r}")
+    if f"{name}_attrs" not in result.attrs:
+        raise ParameterError(f"the analysis set was written without the attributes of {name}; run "
+                             f"cmr.run_analyses (icl-cmr recall-analyses) again")
+    prefix = f"{name}_"
+    own = [v for v in result.data_vars if v.startswith(prefix)]
+    part = result[own]
+    part = part.drop_vars([c for c in part.coords if c not in part.dims
+                           and not any(c in result[v].coords for v in own)])
+    renamed = {n: n[len(prefix):] for n in list(part.variables) if n.startswith(prefix)}
+    renamed.update({d: d[len(prefix):] for d in part.dims if d.startswith(prefix) and d not in renamed})
+    part = part.rename(renamed)
+    part.attrs = {**parse_json(result.attrs[f"{name}_attrs"], f"attribute {name}_attrs", ParameterError),
+                  "provenance": result.attrs.get(f"{name}_provenance", "{}")}
+    return part
 
 
 def analyses_table(events, *, analyses="all", by="subject", lags=None, category_key="category", distances=None,

@@ -231,7 +231,8 @@ def intrusion_diagnosis(n_intrusions: int, n_recalls: int, rescued: int | None, 
             "numbered again in each session need list_keys=['session'], command line: --list-keys session) "
             "and that recalled words are spelled as studied"
         )
-    return head + cause + "; to analyse the table as it is, pass max_intrusion_share=1"
+    return head + cause + "; to analyse the table as it is, give --max-intrusion-share 1 on the command line " \
+        "or pass max_intrusion_share=1"
 
 
 def list_key_columns(table: pd.DataFrame, list_keys, reserved_columns) -> tuple[str, ...]:

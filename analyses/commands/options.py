@@ -108,7 +108,8 @@ def add_recall_source(parser) -> None:
 
 def add_recall_data_options(parser) -> None:
     """How a lab's recall table is read, named as the keywords of cmr.from_table / load_recall_data:
-    ``--list-keys``, ``--normalize-items``, ``--list-length``, ``--columns`` and ``--trial-types``."""
+    ``--list-keys``, ``--normalize-items``, ``--list-length``, ``--columns``, ``--trial-types`` and
+    ``--max-intrusion-share``."""
     group = parser.add_argument_group("reading a lab's recall table (as cmr.from_table)")
     group.add_argument("--columns", default=None, metavar="NAME=COL,...",
                        help="the table's own column names, as psifr's name=the table's, e.g. subject=subject_id,"
@@ -116,6 +117,10 @@ def add_recall_data_options(parser) -> None:
     group.add_argument("--trial-types", default=None, metavar="TYPE=VALUE,...",
                        help="the table's own trial-type values, e.g. study=encoding,recall=retrieval; rows of "
                        "other values are ignored like distractor rows (default: study, recall)")
+    group.add_argument("--max-intrusion-share", type=float, default=None, metavar="P",
+                       help="the share of recalls matching no studied item of their list above which the table is "
+                       "refused as misread (labels or spellings that differ between study and recall rows); 1 "
+                       "analyses any table as it is (default: cmr.from_table's, 0.5)")
     add_table_options(group)
 
 
@@ -156,6 +161,11 @@ def recall_data_options(args) -> dict:
                "list_length": getattr(args, "list_length", None)}
     columns = _pairs(getattr(args, "columns", None), "--columns", "subject=subject_id,item=word")
     trial_types = _pairs(getattr(args, "trial_types", None), "--trial-types", "study=encoding,recall=retrieval")
+    share = getattr(args, "max_intrusion_share", None)
+    if share is not None:
+        from cmr.checks import probability
+
+        options["max_intrusion_share"] = probability(share, "--max-intrusion-share")
     if columns is not None:
         options["columns"] = columns
     if trial_types is not None:
@@ -171,7 +181,10 @@ def add_grouping(parser, what: str) -> None:
     """``--pooled`` / ``--per-list``: one ``what`` per subject (default), for everyone, or per list."""
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--pooled", action="store_true",
-                       help=f"one {what} of all subjects' lists together (sem across subjects where defined)")
+                       help=f"one {what} of all subjects' lists together: counts summed over subjects (a lag-CRP is "
+                       "sum(actual) / sum(possible)); where a sem is given (the lag-CRP) it is the standard error "
+                       "across subjects of the per-subject values, i.e. of their unweighted mean, not of the "
+                       "pooled ratio (docs/recall-analyses.md)")
     group.add_argument("--per-list", action="store_true",
                        help=f"one {what} per list (the table gets subject and list columns)")
 

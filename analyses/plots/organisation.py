@@ -154,9 +154,13 @@ def _points(stat, stat_kind, variables, ylabels, ax, *, chance=None, chance_labe
     from .style import REFERENCE_GREY, house_style
 
     data = _data(stat, stat_kind)
-    fig, axes = target_axes(ax, ncols=len(variables), width=2.0) if ax is None else \
-        target_axes(ax)
-    axes = np.atleast_1d(axes)
+    if ax is None:
+        fig, axes = target_axes(None, ncols=len(variables), width=2.0)
+    else:  # one Axes, or one per panel (a figure of several analyses)
+        given = list(ax) if isinstance(ax, (list, tuple, np.ndarray)) else [ax]
+        fig = target_axes(given[0])[0]
+        axes = [target_axes(a)[1] for a in given]
+    axes = np.atleast_1d(np.asarray(axes, dtype=object))
     if axes.size != len(variables):
         raise SchemaError(f"{stat_kind} draws {len(variables)} panels; pass ax=None to get them")
     rng = np.random.default_rng(0)  # fixed jitter, so a figure is reproducible
@@ -296,7 +300,7 @@ def category_chance(events, *, category_key: str = "category") -> float:
 
 
 def category_clustering(stat, *, ax=None):
-    """LBC and ARC per subject, two panels (``cmr.category_clustering``)."""
+    """LBC and ARC per subject, two panels (``cmr.category_clustering``); ``ax``: None or two Axes."""
     return _points(stat, "category_clustering", ["lbc", "arc"], ["List-based clustering", "ARC"], ax)
 
 

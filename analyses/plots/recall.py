@@ -76,20 +76,29 @@ def _curves(data: dict, variable: str, core: str, per_subject: bool, ax, *, spli
     legend_above(ax, title=title)
 
 
+#: the lag window of a standard lag-CRP figure: -5..5, cut to the lags every dataset has (lists of
+#: fewer than 6 items have fewer lags)
+STANDARD_LAGS = "standard"
+
+
 def _window(data: dict, lags) -> np.ndarray:
     if lags is None:
         window = np.unique(np.concatenate([ds["lag"].values for ds in data.values()]))
+    elif isinstance(lags, str) and lags == STANDARD_LAGS:
+        shared = set.intersection(*(set(ds["lag"].values.tolist()) for ds in data.values()))
+        return np.array([lag for lag in lag_window(5).tolist() if lag in shared], dtype=np.int64)
     else:
         window = lag_window(lags)
     for label, ds in data.items():
         missing = sorted(set(window.tolist()) - set(ds["lag"].values.tolist()))
         if missing:
-            raise ProfileError(f"lag-CRP {label!r} lacks lags {missing} of the requested window; "
+            name = f"lag-CRP {label!r}" if label else "the lag-CRP"
+            raise ProfileError(f"{name} lacks lags {missing} of the requested window; "
                                f"it has {ds['lag'].values[0]}..{ds['lag'].values[-1]}")
     return window
 
 
-def lag_crp(crp, *, lags=5, per_subject: bool = False, ax=None):
+def lag_crp(crp, *, lags=STANDARD_LAGS, per_subject: bool = False, ax=None):
     """Lag-CRP: conditional response probability of each lag, with a gap at lag 0 (as psifr).
 
     Parameters
@@ -99,6 +108,8 @@ def lag_crp(crp, *, lags=5, per_subject: bool = False, ax=None):
         (by subject, by trial or pooled); a mapping overlays several, one style each.
     lags : None, int or sequence of int
         Lags drawn (``5``: -5..5; ``None``: every lag of the data; see :func:`cmr.lag_window`).
+        The default, ``"standard"``, is -5..5 cut to the lags the data have, so lists of fewer
+        than 6 items draw every lag they have; a window given explicitly must be in the data.
     per_subject : bool
         One thin line per subject instead of the group mean +- SEM.
     ax : matplotlib.axes.Axes, optional

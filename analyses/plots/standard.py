@@ -1,6 +1,8 @@
 """The standard figure of each kind of result: which figure function draws a dataset (``icl-cmr plot``)."""
 from __future__ import annotations
 
+import sys
+
 import xarray as xr
 
 from cmr.errors import ParameterError, SchemaError
@@ -35,6 +37,8 @@ STANDARD_FIGURES = (
         ("rep_neighbor_crp", "repetition-neighbour CRP against its shuffled control"),
         ("spacing_recall", "recall probability by spacing: once, massed, 1-2, 3-5, 6-8"),
         ("first_presentation_bias", "first-minus-second presentation bias per subject, with the control's"),
+        ("analysis_set", "each analysis of a recall-analyses set that has a figure (category CRP included), "
+                         "one panel each"),
     )),
     ("profile_fit", "heads: dims layer, head", "share_cmr_like_by_depth", "share of CMR-like heads by depth"),
     ("recall_fit", "a recovery study: true_value", "parameter_recovery", "true against recovered parameters"),
@@ -177,12 +181,12 @@ def standard_figure(result: xr.Dataset, *, units=None, title: str | None = None,
             raise ParameterError(f"units picks heads or subjects; the {result.attrs.get(KIND_ATTR)} dataset drawn by "
                                  f"{name} has neither (dims {', '.join(map(str, result.dims))})")
     if time_unit is not None:
-        if name not in ("irt", "lag_crl"):
+        if name not in ("irt", "lag_crl", "analysis_set"):
             raise ParameterError(f"time_unit applies to inter-response times (irt, lag_crl); this dataset is drawn "
                                  f"by {name}")
         options["time_unit"] = time_unit
     if chance is not None:
-        if name != "category_crp":
+        if name not in ("category_crp", "analysis_set"):
             raise ParameterError(f"chance applies to the within-category CRP (category_crp); this dataset is drawn "
                                  f"by {name}")
         options["chance"] = chance
@@ -208,3 +212,58 @@ def _subjects(result: xr.Dataset, units) -> xr.Dataset:
     if "subject" in result.dims:
         return result.isel(subject=[labels.index(w) for w in dict.fromkeys(wanted)])
     return result.isel({result["subject"].dims[0]: [label in wanted for label in labels]})  # by trial
+
+
+def analysis_set(result: xr.Dataset, *, chance=None, time_unit: str | None = None):
+    """The analyses of a set made by :func:`cmr.run_analyses` (``icl-cmr recall-analyses``), one panel
+    each: every analysis of the set with a standard figure of its own, in the set's order, three
+    panels a row. Analyses without one (``lag_rank``, ``pnr``, ``intrusion_rates``,
+    ``distance_rank_window_asym``: a number or a table) are named under the figure.
+
+    Parameters
+    ----------
+    result : xarray.Dataset
+        ``recall_stat`` dataset of ``stat_kind="analysis_set"``.
+    chance : None, False, float or events dataset, optional
+        Chance level of the within-category CRP panel (as :func:`category_crp`).
+    time_unit : str, optional
+        Unit of the inter-response-time panels.
+    """
+    import json
+
+    from cmr.analysis_set import analysis_of
+
+    from .style import house_style, new_figure
+
+    parts, left_out = [], []
+    for name in json.loads(result.attrs.get("analyses", "[]")):
+        part = analysis_of(result, name)
+        try:
+            parts.append((name, part, figure_function(part)))
+        except SchemaError:
+            left_out.append(name)
+    if not parts:
+        raise SchemaError(f"the analysis set holds no analysis with a figure; it holds {', '.join(left_out)}")
+    n_panels = sum(_PANELS.get(function, 1) for _, _, function in parts)
+    ncols = min(3, n_panels)
+    fig, axes = new_figure(ncols, -(-n_panels // ncols), squeeze=False)
+    axes, used = axes.ravel(), 0
+    for name, part, function in parts:
+        options = {"chance": chance} if function == "category_crp" and chance is not None else \
+            {"time_unit": time_unit} if function in ("irt", "lag_crl") and time_unit is not None else {}
+        width = _PANELS.get(function, 1)
+        panels = axes[used] if width == 1 else list(axes[used:used + width])
+        getattr(_MODULES[function], _FUNCTIONS.get(function, function))(part, ax=panels, **options)
+        axes[used].set_title(name, fontsize=8, fontweight="bold", loc="left", pad=30)  # above the legend
+        used += width
+    for ax in axes[used:]:
+        ax.set_visible(False)
+    if left_out:
+        with house_style():
+            fig.text(0.01, 0.0, f"not drawn (no figure): {', '.join(left_out)}", fontsize=6, va="bottom")
+    return fig
+
+
+#: figure functions that draw more than one panel, and how many
+_PANELS = {"category_clustering": 2}
+_MODULES["analysis_set"] = sys.modules[__name__]  # drawn here: it draws each analysis with the figures above
