@@ -109,6 +109,15 @@ def semantic_ranks(recalls, study_items, similarity, index_of) -> tuple[np.ndarr
     return means, counts
 
 
+def _nanmean(values, axis=None):
+    """Mean over the finite values (NaN where there are none), without numpy's empty-slice warning."""
+    x = np.asarray(values, dtype=float)
+    finite = np.isfinite(x)
+    n = finite.sum(axis=axis)
+    total = np.where(finite, x, 0.0).sum(axis=axis)
+    return np.where(n > 0, total / np.maximum(n, 1), np.nan)
+
+
 def bootstrap_ci(values, *, n_boot: int = 2000, seed: int = 0, level: float = 0.95):
     """(mean, low, high) of ``values`` (NaNs dropped), a percentile bootstrap over them."""
     x = np.asarray(values, dtype=float)
@@ -194,8 +203,8 @@ def list_strength_rows(ds, *, n_boot: int = 2000, seed: int = 0) -> list[dict]:
 
     def log_ror(idx):
         with np.errstate(divide="ignore", invalid="ignore"):
-            return float(np.log(np.nanmean(s_mixed[idx]) / np.nanmean(w_mixed[idx]))
-                         - np.log(np.nanmean(s_pure[idx]) / np.nanmean(all_weak[idx])))
+            return float(np.log(_nanmean(s_mixed[idx]) / _nanmean(w_mixed[idx]))
+                         - np.log(_nanmean(s_pure[idx]) / _nanmean(all_weak[idx])))
 
     rng = np.random.default_rng(seed)
     draws = np.array([log_ror(rng.integers(0, n, n)) for _ in range(int(n_boot))])
@@ -255,9 +264,9 @@ def semantic_rows(ds, human: pd.Series | None = None, *, n_perm: int = 1000, see
             shuffled[t, valid] = row[valid][rng.permutation(valid.size)]
         null[b] = semantic_ranks(shuffled, items, similarity, index_of)[0]
     keep = counts > 0
-    obs_mean, null_means = np.mean(observed[keep]), np.nanmean(null[:, keep], axis=1)
-    p = (1 + np.sum(null_means >= obs_mean)) / (1 + n_perm)
-    excess = observed - np.nanmean(null, axis=0)
+    obs_mean, null_means = _nanmean(observed[keep]), _nanmean(null[:, keep], axis=1)
+    p = (1 + np.sum(null_means >= obs_mean)) / (1 + n_perm) if keep.any() else np.nan
+    excess = observed - _nanmean(null, axis=0)
     ref = float(human.mean()) if human is not None else np.nan
     return ([_row("semantic", "rank_minus_shuffled", excess, margin=0.02, p=p, seed=seed),
              _row("semantic", "semantic_rank", observed, direction=0, human=ref, seed=seed)], observed)

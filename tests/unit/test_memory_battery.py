@@ -109,6 +109,9 @@ def test_semantic_rank_by_hand_and_against_the_shuffled_null():
     ds = mb.battery_from_answers(trials, answers)
     rows = _rows(me.semantic_rows(ds, n_perm=200, similarity=(similarity, index_of))[0])
     assert rows["rank_minus_shuffled"]["verdict"] == "present" and rows["rank_minus_shuffled"]["p_value"] < 0.01
+    silent = mb.battery_from_answers(trials, ["Now recall as many words"] * len(trials))  # no transition at all
+    rows = _rows(me.semantic_rows(silent, n_perm=20, similarity=(similarity, index_of))[0])
+    assert rows["rank_minus_shuffled"]["verdict"] == "not detected" and np.isnan(rows["rank_minus_shuffled"]["p_value"])
 
 
 def test_human_likeness_is_one_minus_w1_beside_people_lists():
