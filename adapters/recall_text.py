@@ -104,11 +104,11 @@ FRAME_ENDS = frozenset("are were is was include includes included including reme
 #: determiners that may stand before an item or an intrusion ("the duck", "a zebra")
 DETERMINERS = frozenset("a an the my some".split())
 
-#: hard separators: line breaks of every kind (as str.splitlines), commas, semicolons, colons, bullets; one
-#: character class, so one pass without backtracking
-_HARD = re.compile(r"[\n\r\v\f\x1c-\x1e\x85\u2028\u2029,;:\u2022\u00b7]+")
+#: hard separators: line breaks of every kind (as str.splitlines), commas, semicolons, colons, bullets (and
+#: their full-width forms); one character class, so one pass without backtracking
+_HARD = re.compile(r"[\n\r\v\f\x1c-\x1e\x85\u2028\u2029,;:\u2022\u00b7\u3001\uff0c\uff1b\uff1a]+")
 _WORD = re.compile(r"[^\W_]+(?:['\u2019-][^\W_]+)*")
-_SOFT = frozenset(".!?\u2026-*+\u2013\u2014&|/")
+_SOFT = frozenset(".!?\u2026-*+\u2013\u2014&|/\u3002\uff01\uff1f")
 _CONTRACTIONS = ("n't", "'re", "'ve", "'ll", "'m", "'d")
 
 
@@ -177,7 +177,7 @@ def _pieces(text: str, keys: dict, lengths):
     bounds.append(len(text))
     for b in range(0, len(bounds), 2):
         start, stop = bounds[b], bounds[b + 1]
-        header = b + 2 < len(bounds) and ":" in text[stop:bounds[b + 2]]
+        header = b + 2 < len(bounds) and not {":", "\uff1a"}.isdisjoint(text[stop:bounds[b + 2]])
         found = [(m.start(), m.end(), m.group().casefold().replace("\u2019", "'"))
                  for m in _WORD.finditer(text, start, stop)]
         if not found:
@@ -329,7 +329,8 @@ def parse_recall(text: str, study_items, *, max_intrusion_words: int | None = No
     by_key = dict(zip(keys, study))
     lengths = sorted({len(k.split()) for k in keys}, reverse=True)
     limit = max(lengths) if max_intrusion_words is None else int(max_intrusion_words)
-    text = str(text)
+    if not isinstance(text, str):
+        raise ParameterError(f"the answer must be text; got {type(text).__name__} {text!r:.60}")
     parsed = ParsedRecall()
     recalls = []  # (item, raw, studied, extra words, index in parsed.segments) in output order
     for words, spans, matches, header in _pieces(text, by_key, lengths):

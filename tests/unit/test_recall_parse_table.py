@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import cmr
-from cmr.errors import RecallDataError
+from cmr.errors import ParameterError, RecallDataError
 from icl_cmr.adapters.recall_text import (CATEGORIES, COUNT_NAMES, FRAME_ENDS, LIST_TEXTS, PROSE_WORDS,
                                           find_loop, parse_recall, recall_dataset, recall_table,
                                           segments_text)
@@ -108,6 +108,13 @@ def test_prose_words_are_never_recalls_nor_intrusions(words, separators):
     parsed = parse_recall(f"{words[0]} river", W)
     framed = words[0] in FRAME_ENDS
     assert parsed.items == (["river"] if framed else []) and parsed.n_filler == 1
+
+
+def test_an_answer_must_be_text():
+    with pytest.raises(ParameterError, match="the answer must be text; got float nan"):
+        parse_recall(float("nan"), W)
+    with pytest.raises(ParameterError, match="got NoneType"):
+        recall_table([W], [None], "m|greedy|0")
 
 
 def test_prompts_must_match_the_lists():

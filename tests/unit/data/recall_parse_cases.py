@@ -83,6 +83,9 @@ CASES = [
     ("markers", "**River**\n**Candle**", W, ["river", "candle"], "c2 k2"),
     ("markers", "## Words\nriver", W, ["river"], "c1 f1"),
     ("markers", "river\r\ncandle\u2028lamp\x0bgarden", W, ["river", "candle", "lamp", "garden"], "c4"),
+    ("markers", "river\uff0ccandle\u3002lamp\u3001garden", W, ["river", "candle", "lamp", "garden"], "c4"),
+    ("markers", "Here are the words I remember\uff1a river\uff1b candle", W, ["river", "candle"], "c2 f1"),
+    ("markers", "The words\uff1a\nriver", W, ["river"], "c1 f1"),
     # --- words beside an item ----------------------------------------------------------------------------
     ("neighbours", "the river, a red candle, my lamp", W, ["river", "candle", "lamp"], "c3 x4"),
     ("neighbours", "river candle lamp", W, ["river", "candle", "lamp"], "c3"),
