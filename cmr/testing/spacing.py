@@ -162,7 +162,7 @@ def main(argv=None) -> int:
                             n_mixed=args.mixed_lists, seed=args.seed, n_jobs=args.jobs)
     with pd.option_context("display.width", 200, "display.precision", 3):
         print(table.T)
-        print(fits["value"].to_pandas().T.describe().loc[["mean", "std"]].T)
+        print(fits["value"].to_pandas().describe().loc[["mean", "std"]].T)
     return 0
 
 
