@@ -28,6 +28,7 @@ from importlib import resources
 from pathlib import Path
 
 from cmr.errors import DataSourceError, FileFormatError, OptionalDependencyError
+from cmr.csv_safety import restore_formulas
 from cmr.files import check_input_file, read_arrays
 
 __all__ = ["BUNDLED", "BUNDLED_DISTANCES", "load_recall_data", "read_recall_table", "load_item_distances",
@@ -55,6 +56,7 @@ def _read_csv(path, label: str, labels=("subject", "list")):
     try:
         # utf-8-sig: some shipped files (cymr's sample1.csv) start with a byte-order mark
         table = pd.read_csv(path, encoding="utf-8-sig", dtype={name: str for name in labels})
+        table = restore_formulas(table)  # the apostrophes write_table puts before '=', '+', '-', '@'
         for name in labels:
             if name in table:
                 table[name] = _labels_as_written(table[name])

@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from .csv_safety import csv_quoting, neutralise_formulas
 from .errors import FileFormatError, OptionalDependencyError, OutputError, SchemaError, UnverifiedFileWarning
 from .files import available_memory, check_hdf5_file, check_input_file, size_text
 from .schema import KIND_ATTR, validate
@@ -449,7 +450,10 @@ def write_table(table: pd.DataFrame, path) -> Path:
     CSV: UTF-8, a header row, no index column, ``,`` separated; missing values are empty
     cells; floats are written in decimal notation with the shortest digits that read back
     exactly (``pandas.read_csv(..., float_precision="round_trip")`` gives the same numbers);
-    text is written as it is (quoted only where it holds a comma, quote or newline).
+    text is written as it is (quoted only where it holds a comma, quote or newline), except that
+    a text cell a spreadsheet would run as a formula (``=``, ``+``, ``-``, ``@``, tab or carriage
+    return first) gets a leading apostrophe (:mod:`cmr.csv_safety`; the recall-table reader
+    removes it again, and :func:`cmr.csv_safety.restore_formulas` does for any other reader).
     Parquet keeps the column types (int64, float64, text).
     """
     suffix = result_format(path)
@@ -458,7 +462,9 @@ def write_table(table: pd.DataFrame, path) -> Path:
     path = Path(path)
     with atomic_write(path, suffix=suffix) as tmp:
         if suffix == ".csv":
-            table.to_csv(tmp, index=False, float_format=_decimal, na_rep="", lineterminator="\n", encoding="utf-8")
+            safe = neutralise_formulas(table)
+            safe.to_csv(tmp, index=False, float_format=_decimal, na_rep="", lineterminator="\n", encoding="utf-8",
+                        quoting=csv_quoting(safe))
         else:
             table.to_parquet(tmp, index=False, engine="pyarrow")
     return path

@@ -76,7 +76,7 @@ def run(args) -> int:
     from icl_cmr.analyses import dynamics
     from icl_cmr.adapters.published_grid import load_grid
     from cmr.errors import DataSourceError
-    from cmr.io import atomic_write, save_dataset
+    from cmr.io import save_dataset, write_table
 
     if args.threads:
         from icl_cmr.adapters.lm.loading import set_threads
@@ -131,8 +131,7 @@ def run(args) -> int:
         save_dataset(fits, out / "fits.nc")
     if fits is not None:
         table = dynamics.layer_summary(fits, profiles)
-        with atomic_write(out / "dynamics.csv") as tmp:
-            table.to_csv(tmp, index=False)
+        write_table(table, out / "dynamics.csv")
         from icl_cmr.analyses.plots import save_figure, training_dynamics
 
         save_figure(training_dynamics(table, training_log=json.loads((out / toy_model.LOG_FILE).read_text())),

@@ -371,3 +371,66 @@ def test_command_names_a_special_file(tmp_path, monkeypatch, capsys, case, speci
     assert ("named pipe" in err) if special[0] == "named pipe" else ("character device" in err), err
     assert not (tmp_path / "o.nc").exists() and not (tmp_path / "o.csv").exists()
 
+
+# --- CSV cells a spreadsheet would run as formulas -----------------------------------------------------
+
+HOSTILE = ['=HYPERLINK("http://example.com","open")', "+cmd|' /C calc'!A0", "-2+3", "@SUM(A1)", "\t=1", "\r=1"]
+
+
+def _events_of(subjects):
+    rows = []
+    for subject in subjects:
+        for lst in (1, 2):
+            rows += [(subject, lst, "study", p, f"w{lst}{p}") for p in range(1, 5)]
+            rows += [(subject, lst, "recall", k, f"w{lst}{p}") for k, p in enumerate((4, 3, 1), 1)]
+    import pandas as pd
+
+    return pd.DataFrame(rows, columns=["subject", "list", "trial_type", "position", "item"])
+
+
+def test_csv_cells_that_would_run_are_neutralised_and_read_back(tmp_path, capsys):
+    """lag-crp -o x.csv with hostile subject names: every text cell that starts a formula gets an apostrophe,
+    numbers (negative lags, -0.5) stay numbers, and the recall-table reader gives the names back as written."""
+    import csv
+
+    from icl_cmr.adapters.recall_data import read_recall_table
+    from icl_cmr.analyses.cli import main
+
+    table = _events_of(HOSTILE + ["'=already quoted", "-5", "plain"])
+    cmr.io.write_table(table, tmp_path / "r.csv")
+    assert main(["lag-crp", str(tmp_path / "r.csv"), "-o", str(tmp_path / "x.csv")]) == 0
+    with open(tmp_path / "x.csv", newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    subjects = {row["subject"] for row in rows}
+    assert subjects == {"'" + s for s in HOSTILE} | {"''=already quoted", "-5", "plain"}
+    assert {row["lag"] for row in rows} >= {"-1", "1"}  # numbers are never touched
+    assert all(not cell.startswith(("=", "+", "@", "\t", "\r")) for row in rows for cell in row.values())
+    events_csv = tmp_path / "events.csv"
+    cmr.write_result(cmr.from_table(table), events_csv)
+    back = read_recall_table(events_csv)
+    assert sorted(map(str, back["subject"].unique())) == sorted(map(str, table["subject"].unique()))
+
+
+def test_neutralising_is_undone_exactly():
+    from hypothesis import given, strategies as st
+
+    from cmr.csv_safety import FORMULA_START, neutralised, restored
+
+    @given(st.text(alphabet=st.sampled_from(list("'=+-@\t\r0123456789.eE ab")), max_size=8) | st.text(max_size=8))
+    def check(text):
+        written = neutralised(text)
+        assert restored(written) == text
+        assert not written.startswith(FORMULA_START) or re.fullmatch(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?", written)
+    check()
+
+
+def test_every_csv_writer_goes_through_write_table():
+    """One CSV writer: a ``to_csv`` anywhere else in the packages would skip the formula rule."""
+    from tests.conftest import REPO_ROOT
+
+    found = [f"{path.relative_to(REPO_ROOT)}:{n}" for folder in ("cmr", "adapters", "analyses")
+             for path in (REPO_ROOT / folder).rglob("*.py")
+             for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+             if re.search(r"\.to_csv\(|csv\.writer\(|csv\.DictWriter\(", line)]
+    assert found == ["cmr/io.py:" + found[0].split(":")[1]] and len(found) == 1, found
+
