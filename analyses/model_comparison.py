@@ -57,14 +57,26 @@ def add_arguments(parser) -> None:
     parser.add_argument("-o", "--output", default="results/model_comparison", metavar="DIR",
                         help="folder of the fits, cross-validations, comparison and predictive checks (default "
                         "results/model_comparison)")
-    parser.add_argument("--figure", default="docs/figures/predictive_morton2013.png", metavar="FIGURE.png",
-                        help="data against the fitted variants (default docs/figures/predictive_morton2013.png)")
+    parser.add_argument("--figure", default=None, metavar="FIGURE.png",
+                        help="data against the fitted variants (default: next to the output folder, its name with "
+                        ".png: results/model_comparison.png)")
     parser.add_argument("--variants", default=",".join(VARIANTS), metavar="NAME,...",
                         help=f"the variants to compare, at least two of {', '.join(VARIANTS)} (default all)")
     from icl_cmr.analyses.commands.options import add_item_files, add_recall_data_options
 
     add_recall_data_options(parser)
     add_item_files(parser)
+    parser.set_defaults(output_args=("output", "figure"), derived_defaults=default_figure)
+
+
+def default_figure(args) -> None:
+    """``--figure`` when not given: next to the output folder, its name with ``.png`` (never a file of the
+    working tree's docs; not inside the folder, which is made only once the comparison runs)."""
+    if args.figure is None:
+        out = Path(args.output)
+        if not out.name:  # "." or "/": name the folder it is
+            out = out.resolve()
+        args.figure = str(out.parent / f"{out.name}.png")
 
 
 def run(args) -> int:
@@ -80,6 +92,8 @@ def run(args) -> int:
     from cmr.errors import ParameterError
     from icl_cmr.analyses.commands.options import model_patterns, recall_data_options
 
+    if Path(args.figure).suffix.lower() != ".png":
+        raise ParameterError(f"--figure must be a .png file; got {args.figure!r}")
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]
     unknown = [v for v in variants if v not in VARIANTS]
     if unknown or len(variants) < 2 or len(set(variants)) < len(variants):

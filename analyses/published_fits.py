@@ -121,6 +121,7 @@ def add_arguments(parser) -> None:
                         help="also save each model's fits as netCDF here")
     parser.add_argument("--models", nargs="*", default=list(MODELS), metavar="MODEL",
                         help=f"models to fit (default all: {', '.join(MODELS)})")
+    parser.set_defaults(output_args=("output", "fits_dir"))
     parser.add_argument("--humans", nargs="*", default=list(HUMAN_DATA), metavar="SOURCE",
                         help="recall data sets (default: PEERS, Morton2013; none: give --humans alone)")
 

@@ -1,8 +1,8 @@
 """Parameter recovery of textbook CMR fits: simulate from known parameters, fit, compare.
 
 Run: ``icl-cmr reproduce recovery [--sets 24] [--jobs 2] [--free B_enc,B_rec,...] [-o OUT.nc]``.
-Writes the recall_fit dataset with ``true_value`` and ``correlation``, a figure
-(docs/figures/recall_recovery.png by default) and prints one JSON summary line.
+Writes the recall_fit dataset with ``true_value`` and ``correlation``, a figure (``--figure``;
+by default the output's name with ``.png``) and prints one JSON summary line.
 """
 from __future__ import annotations
 
@@ -36,8 +36,16 @@ def add_arguments(parser) -> None:
     parser.add_argument("-o", "--output", default="results/recall_recovery.nc", metavar="OUT.nc",
                         help="the recall_fit dataset with true values and correlations (default "
                         "results/recall_recovery.nc)")
-    parser.add_argument("--figure", default="docs/figures/recall_recovery.png", metavar="FIGURE.png",
-                        help="true against recovered values (default docs/figures/recall_recovery.png)")
+    parser.add_argument("--figure", default=None, metavar="FIGURE.png",
+                        help="true against recovered values (default: the output's name with .png, "
+                        "results/recall_recovery.png)")
+    parser.set_defaults(output_args=("output", "figure"), derived_defaults=default_figure)
+
+
+def default_figure(args) -> None:
+    """``--figure`` when not given: next to ``-o``, its name with ``.png`` (never a file of the working tree's docs)."""
+    if args.figure is None:
+        args.figure = str(Path(args.output).with_suffix(".png"))
 
 
 def run(args) -> int:

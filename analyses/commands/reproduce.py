@@ -77,7 +77,11 @@ class _AnalysisParser(argparse.ArgumentParser):
 
     def parse_known_args(self, args=None, namespace=None):
         self.load_analysis()
-        return super().parse_known_args(args, namespace)
+        namespace, extras = super().parse_known_args(args, namespace)
+        derive = getattr(namespace, "derived_defaults", None)
+        if derive is not None:  # defaults that depend on other options (a figure next to -o)
+            derive(namespace)
+        return namespace, extras
 
     def format_help(self):
         self.load_analysis()

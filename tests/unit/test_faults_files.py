@@ -434,3 +434,97 @@ def test_every_csv_writer_goes_through_write_table():
              if re.search(r"\.to_csv\(|csv\.writer\(|csv\.DictWriter\(", line)]
     assert found == ["cmr/io.py:" + found[0].split(":")[1]] and len(found) == 1, found
 
+
+# --- outputs: one collision check for every command with several ------------------------------------
+
+def _all_parsers():
+    import argparse
+
+    from icl_cmr.analyses.cli import build_parser
+
+    def walk(parser, prefix):
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    if hasattr(sub, "load_analysis"):  # reproduce NAME adds its options when parsed
+                        sub.load_analysis()
+                    yield " ".join((*prefix, name)), sub
+                    yield from walk(sub, (*prefix, name))
+    return list(walk(build_parser(), ()))
+
+
+def _is_output(action) -> bool:
+    """An option naming a file or folder the command writes, as the help texts say it."""
+    return bool(action.option_strings) and ("-o" in action.option_strings or action.dest == "figure"
+                                            or action.dest.endswith("_out")
+                                            or re.search(r"\b(write|save)\b.*\bhere\b|^also write", action.help or ""))
+
+
+def test_every_output_option_is_checked_against_the_others():
+    """Every option that names an output is in the command's output_args, so the collision check sees it."""
+    from icl_cmr.analyses.cli import OUTPUT_ARGS
+
+    missed = {name: [a.dest for a in parser._actions if _is_output(a)
+                     and a.dest not in (parser.get_default("output_args") or OUTPUT_ARGS)]
+              for name, parser in _all_parsers()}
+    assert not {name: dests for name, dests in missed.items() if dests}
+    several = {name for name, parser in _all_parsers() if len([a for a in parser._actions if _is_output(a)]) > 1}
+    assert several >= {"composition", "fit-population", "reproduce recovery", "reproduce model-comparison",
+                       "reproduce published-fits"}
+
+
+def _recall_csv(t):
+    return _csv(t / "r.csv")
+
+
+COLLISIONS = [
+    ("reproduce recovery: --figure is -o", lambda t: ["reproduce", "recovery", "-o", t / "r.png", "--figure", t / "r.png"],
+     r"-o '.*r\.png' and --figure '.*r\.png' name the same file; each output needs its own name"),
+    ("reproduce recovery: the default figure is -o", lambda t: ["reproduce", "recovery", "-o", t / "r.png"],
+     r"-o '.*r\.png' and --figure '.*r\.png' name the same file"),
+    ("reproduce model-comparison: --figure is -o", lambda t: ["reproduce", "model-comparison", "-o", t / "m",
+                                                             "--figure", t / "." / "m"],
+     r"-o '.*m' and --figure '.*m' name the same file"),
+    ("reproduce published-fits: --fits-dir is -o", lambda t: ["reproduce", "published-fits", "-o", t / "x.md",
+                                                             "--fits-dir", t / "x.md"],
+     r"-o '.*x\.md' and --fits-dir '.*x\.md' name the same file"),
+    ("fit-population: --check is -o", lambda t: ["fit-population", _recall_csv(t), "--free", "B_enc", "-o", t / "f.nc",
+                                                 "--check", t / "f.nc"],
+     r"-o '.*f\.nc' and --check '.*f\.nc' name the same file"),
+    ("composition: --figure is --causal", lambda t: ["composition", "-o", t / "c.nc", "--causal", t / "k.png",
+                                                     "--figure", t / "k.png"],
+     r"--causal '.*k\.png' and --figure '.*k\.png' name the same file"),
+]
+
+
+@pytest.mark.parametrize("case", COLLISIONS, ids=[c[0] for c in COLLISIONS])
+def test_two_outputs_of_one_name_are_refused_before_anything_is_written(tmp_path, monkeypatch, capsys, case):
+    from icl_cmr.analyses.cli import main
+
+    _, argv, pattern = case
+    monkeypatch.chdir(tmp_path)
+    args = [str(a) for a in argv(tmp_path)]
+    before = sorted(os.listdir(tmp_path))
+    capsys.readouterr()
+    assert main(args) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and err.count("\n") == 1 and re.search(pattern, err), err
+    assert sorted(os.listdir(tmp_path)) == before
+
+
+def test_no_default_figure_is_written_under_the_working_directory(tmp_path, monkeypatch):
+    """The default figures lie next to -o, its name with .png."""
+    from icl_cmr.analyses.cli import build_parser
+
+    monkeypatch.chdir(tmp_path)
+    parser = build_parser()
+    for argv, figure in ((["reproduce", "recovery", "-o", "out/fits.nc"], "out/fits.png"),
+                         (["reproduce", "recovery"], "results/recall_recovery.png"),
+                         (["reproduce", "model-comparison", "-o", "mc"], "mc.png"),
+                         (["reproduce", "model-comparison"], "results/model_comparison.png"),
+                         (["reproduce", "recovery", "--figure", "f.png"], "f.png")):
+        assert parser.parse_args(argv).figure == figure
+    for name, parser in _all_parsers():
+        for action in parser._actions:
+            assert "docs/" not in str(action.default), f"{name} {action.dest} writes under docs/ by default"
+
