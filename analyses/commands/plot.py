@@ -78,13 +78,14 @@ def run(args) -> int:
     check_output(output)
     result = load_dataset(args.result)
 
-    from icl_cmr.analyses.plots import house_style, standard_figure
+    from icl_cmr.analyses.plots import house_style, literal_unparsable_text, standard_figure
     from icl_cmr.analyses.plots.standard import figure_function
 
     units = args.units
     if units is not None and units.strip().isdigit() and "layer" in result.dims:
         units = int(units)  # a number of heads
     fig = standard_figure(result, units=units, title=args.title, time_unit=args.time_unit, chance=args.chance)
+    literal_unparsable_text(fig)  # a unit or model label of the file that is broken mathtext is shown as written
     with house_style(), atomic_write(output, suffix=suffix) as tmp:
         fig.savefig(tmp, format=suffix[1:])
     print(f"wrote {output}: {figure_function(result)} of the {result.attrs['icl_cmr_kind']} dataset {args.result}")

@@ -57,12 +57,14 @@ from .recall import lag_crp, pfr, recall_curves, spc
 from .repetition import first_presentation_bias, neighbor_crp, rep_crp, spacing_recall
 from .standard import standard_figure
 from .states import circuit_trace, cmr_states
-from .style import PALETTE, house_style, new_figure, save_figure
+from .style import PALETTE, house_style, literal_unparsable_text, new_figure, plain_text, save_figure
 
 __all__ = [
     # style
     "PALETTE",
     "house_style",
+    "plain_text",
+    "literal_unparsable_text",
     "new_figure",
     "save_figure",
     # free recall

@@ -10,7 +10,7 @@ from cmr.checks import integer, is_integer
 from cmr.errors import ParameterError, SchemaError
 from cmr.schema import KIND_ATTR, validate
 
-from .style import series_style
+from .style import plain_text, series_style
 
 __all__ = [
     "checked",
@@ -40,7 +40,8 @@ def labelled(data, kind: str, made_by: str, default_label: str = "") -> dict:
     if isinstance(data, Mapping) and not isinstance(data, xr.Dataset):  # a Dataset is a Mapping too
         if not data:
             raise ParameterError(f"expected at least one {kind!r} dataset; got an empty mapping")
-        return {str(label): checked(ds, kind, made_by) for label, ds in data.items()}
+        # a caller's labels are shown as written, never parsed as mathtext
+        return {plain_text(label): checked(ds, kind, made_by) for label, ds in data.items()}
     return {default_label: checked(data, kind, made_by)}
 
 

@@ -7,7 +7,7 @@ import numpy as np
 import xarray as xr
 
 from ._common import checked, draw_profile, legend_above
-from .style import PALETTE, house_style, new_figure
+from .style import PALETTE, house_style, new_figure, plain_text
 
 __all__ = ["predictive_check"]
 
@@ -66,5 +66,5 @@ def predictive_check(check: xr.Dataset | Mapping[str, xr.Dataset], *, title: str
                 ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         legend_above(axes[2], ncols=len(checks) + 1)  # above the panel: below it the curves would cover it
         n_subjects = first.sizes["subject"]
-        fig.suptitle(title or f"Posterior predictive check ({n_subjects} subjects)", fontsize=8)
+        fig.suptitle(plain_text(title) if title else f"Posterior predictive check ({n_subjects} subjects)", fontsize=8)
     return fig

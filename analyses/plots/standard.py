@@ -10,6 +10,7 @@ from cmr.schema import KIND_ATTR
 
 from . import (ablation, comparison, composition, fits, grids, heads, llm_recall, nulls, organisation, predictive, recall,
                repetition, states)
+from .style import plain_text
 
 __all__ = ["STANDARD_FIGURES", "NO_STANDARD_FIGURE", "standard_figure", "figure_function"]
 
@@ -194,7 +195,7 @@ def standard_figure(result: xr.Dataset, *, units=None, title: str | None = None,
         return predictive.predictive_check(result, title=title)
     fig = getattr(_MODULES[name], _FUNCTIONS.get(name, name))(result, **options)
     if title is not None:
-        fig.suptitle(str(title), fontsize=8)
+        fig.suptitle(plain_text(title), fontsize=8)  # a user's title is text, never mathtext
     return fig
 
 

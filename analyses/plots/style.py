@@ -25,6 +25,8 @@ __all__ = [
     "series_style",
     "new_figure",
     "save_figure",
+    "plain_text",
+    "literal_unparsable_text",
 ]
 
 #: line colours, Okabe & Ito's colour-blind-safe set led by a dark blue; the first three differ
@@ -133,6 +135,37 @@ def new_figure(ncols: int = 1, nrows: int = 1, *, width: float = 3.0, height: fl
     return fig, axes
 
 
+def plain_text(text) -> str:
+    """``text`` as matplotlib shows it literally: every ``$`` escaped, so a user's title or label
+    (``'$\\frac{1}{$'``, ``'cost $5 or $6'``) is never parsed as mathtext."""
+    return str(text).replace("\\$", "$").replace("$", "\\$")
+
+
+def literal_unparsable_text(fig) -> list[str]:
+    """Show literally every text of ``fig`` that matplotlib could not parse as mathtext; return those texts.
+
+    A text with an even number of unescaped ``$`` is mathtext to matplotlib, and one that does
+    not parse (a model name or unit label written in a file: ``$\\frac{1}{$``) would stop the
+    figure from being drawn at all. Each such text is escaped with :func:`plain_text` instead;
+    mathtext that parses (the house labels, ``$\\beta_{enc}$``) is kept.
+    """
+    from matplotlib.mathtext import MathTextParser
+    from matplotlib.text import Text
+
+    parser, changed = MathTextParser("path"), []
+    for artist in fig.findobj(Text):
+        text = artist.get_text()
+        dollars = text.count("$") - text.count("\\$")
+        if dollars < 2 or dollars % 2 or not artist.get_parse_math():
+            continue
+        try:
+            parser.parse(text, dpi=72, prop=artist.get_fontproperties())
+        except ValueError:  # pyparsing's ParseException is a ValueError in matplotlib's mathtext
+            artist.set_text(plain_text(text))
+            changed.append(text)
+    return changed
+
+
 def save_figure(fig, path, pdf: bool = False) -> Path:
     """Write ``fig`` as PNG to ``path`` (and as PDF beside it), atomically, in the house style.
 
@@ -160,6 +193,7 @@ def save_figure(fig, path, pdf: bool = False) -> Path:
     if path.suffix.lower() != ".png":
         raise ParameterError(f"save_figure writes PNG (and a PDF beside it with pdf=True): the path must end in "
                              f".png; got {str(path)!r}")
+    literal_unparsable_text(fig)
     with house_style(), atomic_write(path, suffix=".png") as png:
         fig.savefig(png, format="png")
         if pdf:  # nested: a failed PDF also discards the PNG

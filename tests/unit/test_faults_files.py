@@ -528,3 +528,45 @@ def test_no_default_figure_is_written_under_the_working_directory(tmp_path, monk
         for action in parser._actions:
             assert "docs/" not in str(action.default), f"{name} {action.dest} writes under docs/ by default"
 
+
+# --- text from the user that reaches matplotlib -------------------------------------------------------
+
+TITLES = ["$\\frac{1}{$", "cost $5 and $6", "$x$", "\\$ one $", "$$", "$\\undefinedcommand$"]
+
+
+def _long_crp():
+    import pandas as pd
+
+    rows = []
+    for subject in ("a", "b"):
+        for lst in (1, 2):
+            rows += [(subject, lst, "study", p, f"w{lst}{p}") for p in range(1, 9)]
+            rows += [(subject, lst, "recall", k, f"w{lst}{p}") for k, p in enumerate((8, 7, 3, 4, 5), 1)]
+    return cmr.lag_crp(cmr.from_table(pd.DataFrame(rows, columns=["subject", "list", "trial_type", "position", "item"])))
+
+
+@pytest.mark.parametrize("title", TITLES)
+def test_user_text_reaches_matplotlib_as_written(tmp_path, capsys, title):
+    """plot --title, a caller's series labels and any text of a figure that is broken mathtext are drawn as
+    written; the house mathtext labels still render as mathtext."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from icl_cmr.analyses import plots
+    from icl_cmr.analyses.cli import main
+
+    crp = _long_crp()
+    cmr.save_dataset(crp, tmp_path / "crp.nc")
+    assert main(["plot", str(tmp_path / "crp.nc"), "--title", title, "-o", str(tmp_path / "f.png")]) == 0
+    assert (tmp_path / "f.png").stat().st_size > 0
+    fig = plots.standard_figure(crp, title=title)
+    shown = fig._suptitle
+    assert shown.get_text().replace("\\$", "$") == title.replace("\\$", "$") and not shown._preprocess_math(
+        shown.get_text())[1]
+    fig = plots.lag_crp({title: crp})
+    plots.save_figure(fig, tmp_path / "g.png")
+    fig, ax = plots.new_figure()
+    ax.set_title(f"model {title}")
+    ax.set_xlabel(r"$\beta_{enc}$")
+    plots.save_figure(fig, tmp_path / "h.png")  # broken mathtext from anywhere: drawn as written, never raised
+    assert ax.get_xlabel() == r"$\beta_{enc}$"
