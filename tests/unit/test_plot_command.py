@@ -93,6 +93,7 @@ BUILDERS = {
     "rep_neighbor_crp": lambda r: cmr.neighbor_crp(_repetition(), n_shuffles=2),
     "spacing_recall": lambda r: cmr.spacing_recall(_repetition()),
     "first_presentation_bias": lambda r: cmr.first_presentation_bias(_repetition(), n_shuffles=2),
+    "analysis_set": lambda r: cmr.run_analyses(r("events"), analyses="lag_crp,spc,category_crp,lag_rank"),
 }
 
 
