@@ -74,7 +74,7 @@ COUNT_NAMES = ("n_correct", "n_repeats", "n_intrusions", "n_extra_words", "n_fil
 #: the category of every segment of an answer (the first three are recalls in the sequence)
 CATEGORIES = ("recall", "repeat", "intrusion", "filler", "loop")
 #: per-list text columns of :func:`recall_table` (trial variables of :func:`recall_dataset`)
-LIST_TEXTS = ("prompt", "answer", "answer_segments")
+LIST_TEXTS = ("prompt", "answer", "answer_cut", "answer_segments")
 #: words outside the studied items that a recall segment may hold ("the duck", "a red lipstick");
 #: a segment with more is prose
 NEIGHBOUR_WORDS = 2
@@ -374,7 +374,7 @@ def subject_label(model: str, decoding: str, seed: int) -> str:
 
 
 def recall_table(lists, answers, subjects, *, list_numbers=None, max_intrusion_words=None,
-                 prompts=None) -> pd.DataFrame:
+                 prompts=None, cuts=None) -> pd.DataFrame:
     """psifr long table of studied lists and the parsed answers to them.
 
     Parameters
@@ -391,15 +391,19 @@ def recall_table(lists, answers, subjects, *, list_numbers=None, max_intrusion_w
         As :func:`parse_recall`.
     prompts : sequence of str, optional
         The text each answer was generated from (default ``""``).
+    cuts : sequence of str, optional
+        The text cut off the end of each answer before parsing (default ``""``; see
+        :func:`~icl_cmr.adapters.lm.recall_task.generate_answers`).
 
     Returns
     -------
     pandas.DataFrame
         Columns ``subject, list, trial_type, position, item``, ``raw`` (the answer's segment a
         recall came from), ``category`` (``recall``, ``repeat`` or ``intrusion``; ``""`` for
-        study rows), the counts of :data:`COUNT_NAMES`, and ``prompt``, ``answer`` and
-        ``answer_segments`` (:func:`segments_text`: every segment with its category, prose and
-        loop copies included), the last two groups per list on every row of that list.
+        study rows), the counts of :data:`COUNT_NAMES`, and ``prompt``, ``answer``,
+        ``answer_cut`` and ``answer_segments`` (:func:`segments_text`: every segment with its
+        category, prose and loop copies included), the last two groups per list on every row of
+        that list.
     """
     lists = [list(map(str, items)) for items in lists]
     answers = list(answers)
@@ -408,9 +412,11 @@ def recall_table(lists, answers, subjects, *, list_numbers=None, max_intrusion_w
     subjects = [subjects] * len(lists) if isinstance(subjects, str) else list(subjects)
     if len(subjects) != len(lists):
         raise RecallDataError(f"need one subject label per list; got {len(subjects)} for {len(lists)} lists")
-    prompts = [""] * len(lists) if prompts is None else [str(p) for p in prompts]
-    if len(prompts) != len(lists):
-        raise RecallDataError(f"need one prompt per studied list; got {len(prompts)} for {len(lists)} lists")
+    texts = {}
+    for name, given in (("prompt", prompts), ("cut", cuts)):
+        texts[name] = [""] * len(lists) if given is None else [str(p) for p in given]
+        if len(texts[name]) != len(lists):
+            raise RecallDataError(f"need one {name} per studied list; got {len(texts[name])} for {len(lists)} lists")
     if list_numbers is None:
         counter = {}
         list_numbers = []
@@ -418,9 +424,11 @@ def recall_table(lists, answers, subjects, *, list_numbers=None, max_intrusion_w
             counter[subject] = counter.get(subject, 0) + 1
             list_numbers.append(counter[subject])
     rows = []
-    for items, answer, subject, number, prompt in zip(lists, answers, subjects, list_numbers, prompts):
+    for items, answer, subject, number, prompt, cut in zip(lists, answers, subjects, list_numbers, texts["prompt"],
+                                                           texts["cut"]):
         parsed = parse_recall(answer, items, max_intrusion_words=max_intrusion_words)
-        per_list = dict(**parsed.counts(), prompt=prompt, answer=str(answer), answer_segments=segments_text(parsed))
+        per_list = dict(**parsed.counts(), prompt=prompt, answer=answer, answer_cut=cut,
+                        answer_segments=segments_text(parsed))
         for position, item in enumerate(items, 1):
             rows.append(dict(subject=subject, list=int(number), trial_type="study", position=position, item=item,
                              raw="", category="", **per_list))
@@ -435,7 +443,8 @@ def recall_dataset(table: pd.DataFrame, *, source: str = "recall_table"):
     """Events dataset of a :func:`recall_table`: the per-list counts and texts become variables along ``trial``.
 
     ``recall_raw`` and ``recall_category`` (output_position) hold each recall's segment and
-    category; ``prompt``, ``answer`` and ``answer_segments`` (trial) the list's texts. Text is
+    category; ``prompt``, ``answer``, ``answer_cut`` and ``answer_segments`` (trial) the list's
+    texts. Text is
     kept as written, except characters netCDF cannot store (controls other than tab and line
     breaks), which become U+FFFD.
     """

@@ -182,8 +182,8 @@ def _trimmed(text: str, ended: bool) -> str:
 
 def generate_answers(model, lists, *, task: str = "free", decoding: str = "greedy", temperature: float = 0.7,
                      seed: int = 0, batch_size: int = 16, max_new_tokens: int | None = None, heads=(),
-                     trim: bool = True, max_intrusion_words: int | None = None) -> list[str]:
-    """The model's answer to each study list (generated text only).
+                     trim: bool = True, max_intrusion_words: int | None = None, return_cut: bool = False):
+    """The model's answer to each study list (generated text only), a list of str.
 
     Parameters
     ----------
@@ -209,6 +209,9 @@ def generate_answers(model, lists, *, task: str = "free", decoding: str = "greed
         newline), so an item cut off mid-word is not scored as an intrusion.
     max_intrusion_words : int, optional
         As :func:`~icl_cmr.adapters.recall_text.parse_recall`, for the loop stop.
+    return_cut : bool
+        Also return, per answer, the text ``trim`` cut off its end (``""`` where nothing was
+        cut), as ``(answers, cut)``: each answer + its cut is the whole generated text.
 
     Raises
     ------
@@ -242,7 +245,7 @@ def generate_answers(model, lists, *, task: str = "free", decoding: str = "greed
     options.update(do_sample=True, temperature=float(temperature), top_k=0, top_p=1.0) if decoding == "sample" \
         else options.update(do_sample=False, temperature=None, top_p=None, top_k=None)
     encoded = [tokenizer(text, add_special_tokens=False)["input_ids"] for text in texts]
-    answers, degenerate, sample = [], 0, ""
+    answers, cut, degenerate, sample = [], [], 0, ""
     with torch.random.fork_rng(devices=[]), torch.no_grad(), ablated:
         torch.manual_seed(int(seed))
         for start in range(0, len(encoded), int(batch_size)):
@@ -260,14 +263,16 @@ def generate_answers(model, lists, *, task: str = "free", decoding: str = "greed
                                                                      stopper.stopped)]
             decoded = tokenizer.batch_decode(new, skip_special_tokens=True)
             sample = sample if answers else decoded[0]
-            answers.extend(_trimmed(text, end or not trim) for text, end in zip(decoded, ended))
+            kept = [_trimmed(text, end or not trim) for text, end in zip(decoded, ended)]
+            answers.extend(kept)
+            cut.extend(text[len(answer):] for text, answer in zip(decoded, kept))
     if not heads and degenerate == len(lists):
         raise ModelOutputError(
             f"{model.name} gave a degenerate answer to every one of {len(lists)} list(s) (e.g. "
             f"{sample[:40]!r}): an intact model that ignores its prompt points to a damaged model file or a "
             f"library version this tool was not tested with ({_library_versions()}; docs/install.md lists the "
             "tested ones)")
-    return answers
+    return (answers, cut) if return_cut else answers
 
 
 def recall_events(model, lists, *, task: str = "free", decoding: str = "greedy", seeds=(0,), temperature: float = 0.7,
@@ -279,7 +284,8 @@ def recall_events(model, lists, *, task: str = "free", decoding: str = "greedy",
     ``(events, table)``: the events dataset (:func:`~icl_cmr.adapters.recall_text.recall_dataset`:
     along ``trial`` the per-list counts of :data:`~icl_cmr.adapters.recall_text.COUNT_NAMES`,
     ``prompt`` (the exact text the model was given, its chat template applied), ``answer`` (the
-    generated text that was parsed) and ``answer_segments`` (every segment with its category:
+    generated text that was parsed), ``answer_cut`` (what ``trim`` cut off its end: an item cut
+    off mid-word) and ``answer_segments`` (every segment with its category:
     recall, repeat, intrusion, filler, loop); along ``output_position`` each recall's segment
     ``recall_raw`` and category ``recall_category``) and the psifr long table it was made from
     (:func:`~icl_cmr.adapters.recall_text.recall_table`, with the same per-list columns).
@@ -298,12 +304,12 @@ def recall_events(model, lists, *, task: str = "free", decoding: str = "greedy",
     prompts = _chat_texts(model.tokenizer, [list(map(str, items)) for items in lists], task, model.name)
     tables = []
     for seed in seeds:
-        answers = generate_answers(model, lists, task=task, decoding=decoding, temperature=temperature, seed=seed,
-                                   batch_size=batch_size, max_new_tokens=max_new_tokens, heads=heads,
-                                   max_intrusion_words=max_intrusion_words)
+        answers, cut = generate_answers(model, lists, task=task, decoding=decoding, temperature=temperature,
+                                        seed=seed, batch_size=batch_size, max_new_tokens=max_new_tokens, heads=heads,
+                                        max_intrusion_words=max_intrusion_words, return_cut=True)
         table = recall_table(lists, answers, subject_label(name, decoding if decoding == "greedy"
                                                             else f"sample-T{temperature:g}", seed),
-                             max_intrusion_words=max_intrusion_words, prompts=prompts)
+                             max_intrusion_words=max_intrusion_words, prompts=prompts, cuts=cut)
         if not heads and getattr(model.tokenizer, "chat_template", None) and table["n_correct"].sum() == 0:
             raise ModelOutputError(
                 f"{name}, an instruction-tuned model, recalled no studied word on any of {len(lists)} list(s) (first "

@@ -185,6 +185,9 @@ def test_generation_stops_a_looping_row_and_leaves_the_others_whole(tiny, monkey
     events, _ = task.recall_events(tiny, lists, batch_size=3, max_new_tokens=30)
     assert events["n_loop"].values.tolist() == [4, 0, 2] and events["loop_period"].values.tolist() == [2, 0, 1]
     assert events["n_repeats"].values.tolist() == [0, 2, 0] and int(events["n_intrusions"].sum()) == 0
+    # the events keep what was parsed and what was cut off; together they are the generated text
+    assert events["answer"].values.tolist() == answers
+    assert events["answer_cut"].values.tolist() == [" ba", "", ""]  # the start of an item after the loop stop
 
 
 def test_summary_and_report_count_loops(tiny, monkeypatch):
