@@ -5,6 +5,7 @@ about inside the stated tolerances (cmr.similarity.SIMILARITY_TOLERANCES), on th
 from __future__ import annotations
 
 import json
+import re
 import warnings
 
 import numpy as np
@@ -74,7 +75,8 @@ def _command(matrix, tmp_path):
 
     path = tmp_path / "similarity.csv"
     pd.DataFrame(matrix, index=ITEMS, columns=ITEMS).to_csv(path, float_format="%.17g")
-    rows = [(1, 1, "study", p, w) for p, w in enumerate(ITEMS, 1)] + [(1, 1, "recall", 1, "c"), (1, 1, "recall", 2, "a")]
+    rows = [(1, 1, "study", p, w) for p, w in enumerate(ITEMS, 1)]
+    rows += [(1, 1, "recall", 1, "c"), (1, 1, "recall", 2, "a")]
     pd.DataFrame(rows, columns=["subject", "list", "trial_type", "position", "item"]).to_csv(tmp_path / "r.csv",
                                                                                               index=False)
     (tmp_path / "p.json").write_text(json.dumps({**cmr.default_parameters(), "Sfc": 0.1}))
@@ -109,8 +111,6 @@ def test_similarity_matrix_is_checked(case, way_in, tmp_path, capsys):
 
 
 def re_search(pattern, text):
-    import re
-
     return re.search(pattern, text) is not None
 
 
