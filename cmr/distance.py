@@ -132,9 +132,9 @@ def distance_crp(events, index_key, distances, edges, *, centers=None, count_uni
                     item_query=item_query or "", test_key=test_key or "")
 
 
-def _ranks(events, index_key, distances, max_shift, by, item_query, test_key, test):
+def _ranks(events, index_key, distances, max_shift, by, item_query, test_key, test, analysis="distance_rank"):
     events, recalls, lengths, group, labels, index, matrix, mask = _prepared(
-        events, index_key, distances, by, item_query, test_key, test, "distance_rank")
+        events, index_key, distances, by, item_query, test_key, test, analysis)
     rank_sum, n_ranked = _distance.rank_distance(recalls, lengths, group, int(group.max()) + 1, index, matrix,
                                                  mask.in_pool, mask.code, mask.allowed, max_shift)
     return events, labels, ratio(rank_sum, n_ranked), n_ranked
@@ -176,7 +176,8 @@ def distance_rank_shifted(events, index_key, distances, max_shift, *, by="subjec
         with shifts ``-max_shift..-1``; ``rank`` and ``n_transitions``.
     """
     max_shift = integer(max_shift, "max_shift", maximum=MAX_LAG)  # a wider window would only allocate
-    events, labels, rank, n = _ranks(events, index_key, distances, int(max_shift), by, item_query, test_key, test)
+    events, labels, rank, n = _ranks(events, index_key, distances, int(max_shift), by, item_query, test_key, test,
+                                     "distance_rank_shifted")
     return stat_dataset(events, by, labels, "distance_rank_shifted", ("shift",),
                     {"shift": np.arange(-int(max_shift), 0, dtype=np.int64)}, {
                         "rank": (rank, {"long_name": "mean distance percentile rank (1 = closest)"}),
@@ -184,12 +185,13 @@ def distance_rank_shifted(events, index_key, distances, max_shift, *, by="subjec
                     }, index_key=index_key or "item", max_shift=int(max_shift))
 
 
-def _window(events, index_key, distances, window_lags, by, test_key, test, exclude_prev_window):
+def _window(events, index_key, distances, window_lags, by, test_key, test, exclude_prev_window,
+            analysis="distance_rank_window"):
     window = np.ascontiguousarray(np.asarray(window_lags), dtype=np.int64)
     if window.ndim != 1 or window.size == 0 or (np.asarray(window_lags) != window).any():
         raise ParameterError(f"window_lags must be a non-empty sequence of integer lags; got {window_lags!r}")
     events, recalls, lengths, group, labels, index, matrix, mask = _prepared(
-        events, index_key, distances, by, None, test_key, test, "distance_rank_window")
+        events, index_key, distances, by, None, test_key, test, analysis)
     sums = _distance.rank_distance_window(recalls, lengths, group, int(group.max()) + 1, index, matrix,
                                           mask.in_pool, mask.code, mask.allowed, window, bool(exclude_prev_window))
     return events, labels, window, sums
@@ -232,7 +234,7 @@ def distance_rank_window_asym(events, index_key, distances, *, by="subject", tes
         ``asym`` and ``n``.
     """
     events, labels, _, (_, _, asym_sum, n) = _window(events, index_key, distances, [-1, 1], by, test_key, test,
-                                                     exclude_prev_window)
+                                                     exclude_prev_window, "distance_rank_window_asym")
     return stat_dataset(events, by, labels, "distance_rank_window_asym", (), {}, {
         "asym": (ratio(asym_sum, n), {"long_name": "mean rank from the next minus from the previous study item"}),
         "n": (n, {"long_name": "transitions with both ranks defined"}),

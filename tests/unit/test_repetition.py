@@ -94,23 +94,27 @@ REFUSED = {
     "distance_crp": lambda e: cmr.distance_crp(e, "index", _DISTANCES, [0, 1, 3, 7]),
     "distance_rank": lambda e: cmr.distance_rank(e, "index", _DISTANCES),
     "distance_rank_window": lambda e: cmr.distance_rank_window(e, "index", _DISTANCES, [1]),
+    "distance_rank_shifted": lambda e: cmr.distance_rank_shifted(e, "index", _DISTANCES, 1),
+    "distance_rank_window_asym": lambda e: cmr.distance_rank_window_asym(e, "index", _DISTANCES),
     "lag_crl": lambda e: cmr.lag_crl(e, time_key="rt"),
     "spc with item_query, test_key or test": lambda e: cmr.spc(e, test_key="category", test=lambda v: v == "x"),
     "pnr with item_query, test_key or test": lambda e: cmr.pfr(e, test_key="category", test=lambda v: v == "x"),
 }
 HANDLED = {
-    "spc": lambda e: cmr.spc(e),
-    "pfr": lambda e: cmr.pfr(e),
-    "pnr": lambda e: cmr.pnr(e),
-    "intrusion_rates": lambda e: cmr.intrusion_rates(e),
-    "pli_list_lag": lambda e: cmr.pli_list_lag(e, 1),
-    "irt": lambda e: cmr.irt(e, time_key="rt"),
-    "stop_probability": lambda e: cmr.stop_probability(e),
-    "to_table": lambda e: cmr.to_table(e),
-    "to_recall_matrix": lambda e: cmr.to_recall_matrix(e),
-    "rep_crp": lambda e: rep_crp(e, min_lag=1),
-    "neighbor_crp": lambda e: neighbor_crp(e, min_lag=1, control=False),
-    "spacing_recall": lambda e: spacing_recall(e),
+    "spc": lambda e, d: cmr.spc(e),
+    "pfr": lambda e, d: cmr.pfr(e),
+    "pnr": lambda e, d: cmr.pnr(e),
+    "intrusion_rates": lambda e, d: cmr.intrusion_rates(e),
+    "pli_list_lag": lambda e, d: cmr.pli_list_lag(e, 1),
+    "irt": lambda e, d: cmr.irt(e, time_key="rt"),
+    "stop_probability": lambda e, d: cmr.stop_probability(e),
+    "to_table": lambda e, d: cmr.to_table(e),
+    "to_recall_matrix": lambda e, d: cmr.to_recall_matrix(e),
+    "rep_crp": lambda e, d: rep_crp(e, min_lag=1),
+    "neighbor_crp": lambda e, d: neighbor_crp(e, min_lag=1, control=False),
+    "spacing_recall": lambda e, d: spacing_recall(e),
+    "run_analyses": lambda e, d: cmr.run_analyses(e, analyses="all"),
+    "write_result": lambda e, d: cmr.write_result(e, d / "events.csv"),
 }
 CMR = {  # the CMR likelihoods handle repeats where they support them, else refuse them by name
     "log_likelihood": lambda e: cmr.log_likelihood(e, cmr.default_parameters()),
@@ -132,8 +136,8 @@ def test_the_refusing_analyses_still_run_on_repeat_free_lists(name):
 
 
 @pytest.mark.parametrize("name", sorted(HANDLED))
-def test_analyses_with_a_convention_run_on_repeats(name):
-    assert HANDLED[name](_events_for_all()) is not None
+def test_analyses_with_a_convention_run_on_repeats(name, tmp_path):
+    assert HANDLED[name](_events_for_all(), tmp_path) is not None
 
 
 @pytest.mark.parametrize("name", sorted(CMR))
