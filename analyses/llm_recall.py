@@ -158,6 +158,8 @@ def report_section(summary: dict) -> list[str]:
     """Markdown lines of the report section on the model's own recall."""
     if not summary:
         return []
+    if "skipped" in summary:
+        return ["## The language model as a free-recall subject", "", f"Not run: {summary['skipped']}", ""]
     crp = {int(lag): value for lag, value in summary["crp"].items()}  # JSON keys of a resumed run are text
     per = summary["per_list"]
     lines = [

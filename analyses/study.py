@@ -13,8 +13,13 @@ Stages (each resumable, outputs written atomically; see analyses/pipeline.py):
                    of the top induction and CMR-like heads
 7. ``ablation``    ICL score with the top 10% CMR-like heads ablated vs random head sets
    ``llm_recall``  the model's own free recall of word lists, intact and with head sets ablated
+                   (skipped, with a note naming ``--recall-lists 0``, for a model that recalls nothing)
 8. ``figures``     publication figures
 9. ``report``      report.md (+ report.html) whose numbers come from this run's outputs
+
+A resumed run (``--resume``) reuses every finished stage whose own settings and inputs
+(:data:`STAGE_INPUTS`) did not change: a run restarted with another ``--n-words`` redoes the
+head scan and what reads it, and keeps the human lag-CRPs, the grid and the human fits.
 """
 from __future__ import annotations
 
@@ -22,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from icl_cmr.analyses.pipeline import RunContext, Stage, check_out_dir, run_stages
+from icl_cmr.analyses.pipeline import RunContext, Stage, StageSkipped, check_out_dir, run_stages
 from icl_cmr.analyses.run_layout import (
     ABLATION_FILE,
     ATTENTION_FILE,
@@ -45,7 +50,8 @@ from icl_cmr.analyses.run_layout import (
     human_fit_files,
 )
 
-__all__ = ["run_study", "build_stages", "load_study_model", "check_settings", "ablation_design"]
+__all__ = ["run_study", "build_stages", "load_study_model", "check_settings", "ablation_design", "STAGE_INPUTS",
+           "recall_skip_note"]
 
 #: null profiles per unit and null behind the report's "beyond chance" share (about 15 s for 270 heads)
 NULL_PROFILES = 200
@@ -272,7 +278,15 @@ def _ablation(ctx: RunContext) -> dict:
     return {**ablation_summary(result, top), **_run_record(ctx, result.attrs)}
 
 
+def recall_skip_note(model: str, error) -> str:
+    """The note of a run whose model does not recall the lists (the recall stage is skipped)."""
+    return (f"{model} did not recall the study lists, so there is no recall to score and the study went on "
+            "without it. A model that cannot do the task (untrained, tiny, or not instruction-tuned) is run with "
+            f"--recall-lists 0 to leave this stage out. What the recall task found: {error}")
+
+
 def _llm_recall(ctx: RunContext) -> dict:
+    from icl_cmr.adapters.errors import ModelOutputError
     from icl_cmr.analyses import llm_recall
     from icl_cmr.analyses.causal import recall
     from cmr.io import load_dataset, save_dataset
@@ -284,7 +298,10 @@ def _llm_recall(ctx: RunContext) -> dict:
     size = min(int(s["recall_heads"]), heads.sizes["layer"] * heads.sizes["head"] // 2)  # random sets need room
     sets = recall.head_sets(heads, fits, n_heads=size, n_random=int(s["recall_random"]), n_layer_matched=0,
                             seed=int(s["seed"]))
-    events, _ = llm_recall.model_recall(model, n_lists=int(s["recall_lists"]), seed=int(s["seed"]))
+    try:
+        events, _ = llm_recall.model_recall(model, n_lists=int(s["recall_lists"]), seed=int(s["seed"]))
+    except ModelOutputError as exc:  # a model that recalls nothing has no recall to score: the study goes on
+        raise StageSkipped(recall_skip_note(s["model"], exc)) from None
     result = recall.recall_ablation(model, sets, n_lists=int(s["recall_lists"]), seed=int(s["seed"]),
                                     baseline=events, progress=lambda name: ctx.log(f"recall with {name} ablated"))
     save_dataset(events, ctx.path(LLM_RECALL_FILE))
@@ -306,31 +323,48 @@ def _report(ctx: RunContext) -> dict:
     return {}
 
 
+#: the settings each model stage reads beside its own: the model, where it runs, and the seed
+_MODEL = ("model", "device", "dtype", "seed")
+#: what each stage reads: (settings, earlier stages); a resumed run redoes a stage when either changed
+STAGE_INPUTS = {
+    "human_crp": (("recall", "recall_options"), ()),
+    "grid": (("grid", "grid_trials", "seed"), ()),
+    "heads": ((*_MODEL, "n_prompts", "n_words"), ()),
+    "fit_heads": ((), ("heads", "grid")),
+    "fit_humans": ((), ("human_crp", "grid")),
+    "composition": (_MODEL, ("fit_heads",)),
+    "ablation": ((*_MODEL, "ablation_passages", "ablation_random", "ablation_matched", "ablation_modes",
+                  "ablation_fraction", "ablation_measures"), ("heads", "fit_heads")),
+    "llm_recall": ((*_MODEL, "recall_lists", "recall_random", "recall_heads"), ("heads", "fit_heads")),
+    # figures and the report read every setting and every earlier stage
+    "figures": (None, None),
+    "report": (None, None),
+}
+
+
 def build_stages(settings: dict) -> list[Stage]:
     stages = [
-        Stage("human_crp", tuple(human_files(settings).values()), _human_crp,
-              "lag-CRP of every subject of the recall data sets"),
-        Stage("grid", (GRID_FILE,), _grid, "CMR lag-profile grid (paper's variant, Monte Carlo)"),
-        Stage("heads", (HEADS_FILE, ATTENTION_FILE), _heads,
-              f"lag profiles of every attention head of {settings['model']}"),
-        Stage("fit_heads", tuple(head_fit_file(o) for o in OBJECTIVES), _fit_heads,
-              "CMR fits (paper, lsq) and Gaussian baseline of every head"),
-        Stage("fit_humans", tuple(human_fit_files(settings).values()), _fit_humans,
-              "the same fits for every human subject"),
+        ("human_crp", tuple(human_files(settings).values()), _human_crp,
+         "lag-CRP of every subject of the recall data sets"),
+        ("grid", (GRID_FILE,), _grid, "CMR lag-profile grid (paper's variant, Monte Carlo)"),
+        ("heads", (HEADS_FILE, ATTENTION_FILE), _heads, f"lag profiles of every attention head of {settings['model']}"),
+        ("fit_heads", tuple(head_fit_file(o) for o in OBJECTIVES), _fit_heads,
+         "CMR fits (paper, lsq) and Gaussian baseline of every head"),
+        ("fit_humans", tuple(human_fit_files(settings).values()), _fit_humans, "the same fits for every human subject"),
+        ("composition", (COMPOSITION_FILE, CAUSAL_COMPOSITION_FILE), _composition,
+         "composition scores and the causal Q/K composition test of the top heads"),
     ]
-    stages.append(Stage("composition", (COMPOSITION_FILE, CAUSAL_COMPOSITION_FILE), _composition,
-                        "composition scores and the causal Q/K composition test of the top heads"))
     if int(settings.get("ablation_passages", 0)) > 0:
-        stages.append(Stage("ablation", (ABLATION_FILE,), _ablation,
-                            "ICL score with the top CMR-like heads ablated vs random head sets"))
+        stages.append(("ablation", (ABLATION_FILE,), _ablation,
+                       "ICL score with the top CMR-like heads ablated vs random head sets"))
     if int(settings.get("recall_lists", 0)) > 0:
-        stages.append(Stage("llm_recall", (LLM_RECALL_FILE, LLM_RECALL_ABLATION_FILE), _llm_recall,
-                            "the model's free recall of word lists, intact and with head sets ablated"))
+        stages.append(("llm_recall", (LLM_RECALL_FILE, LLM_RECALL_ABLATION_FILE), _llm_recall,
+                       "the model's free recall of word lists, intact and with head sets ablated"))
     stages += [
-        Stage("figures", ("figures/human_lag_crp.png",), _figures, "figures"),
-        Stage("report", (REPORT_FILE,), _report, "report.md"),
+        ("figures", ("figures/human_lag_crp.png",), _figures, "figures"),
+        ("report", (REPORT_FILE,), _report, "report.md"),
     ]
-    return stages
+    return [Stage(name, outputs, run, description, *STAGE_INPUTS[name]) for name, outputs, run, description in stages]
 
 
 def check_settings(settings: dict) -> None:
@@ -386,7 +420,7 @@ def run_study(out_dir, recall=DEFAULT_RECALL, model=DEFAULT_MODEL, resume=False,
         raise TypeError(f"unknown settings {sorted(unknown)}; known: {sorted(DEMO_SETTINGS) + ['grid']}")
     settings = {**DEMO_SETTINGS, **overrides, "recall": list(recall), "model": model}
     given = {k: v for k, v in (recall_options or {}).items() if v not in (None, False)}
-    if given:  # kept in the settings, so a resumed run with other options starts over
+    if given:  # kept in the settings, so a resumed run with other options redoes the stages that read them
         settings["recall_options"] = given
     from icl_cmr.adapters.lm.loading import refuse_missing_hub_model, resolve_device, resolve_dtype
 

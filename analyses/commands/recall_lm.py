@@ -199,9 +199,17 @@ def run_sets(args) -> int:
     source = dict(sets_from=str(args.sets_from), target_set=f"{name}: {how}", rank_by=str(args.rank_by),
                   random_sets="layer-matched" if args.layer_matched else "uniform among all heads",
                   n_random=int(args.n_random), sets_seed=int(args.seed))
+    done = []
+
+    def progress(set_name):
+        done.append(set_name)
+        print(f"recalled with {'no heads' if set_name == 'none' else set_name} ablated ({len(done)} of {len(sets) + 1}, "
+              f"{time.perf_counter() - started:.0f} s)", flush=True)
+
     result, events = recall.recall_ablation(
         model, sets, pool=pool, n_lists=args.n_lists, list_length=args.list_length, task=args.task, seed=args.seed,
-        batch_size=args.batch_size, max_new_tokens=args.max_new_tokens, keep_events=True, info=source)
+        batch_size=args.batch_size, max_new_tokens=args.max_new_tokens, keep_events=True, info=source,
+        progress=progress)
     path = save_dataset(result, args.output)
     print(f"wrote {path} in {time.perf_counter() - started:.0f} s: {args.n_lists} lists of {args.list_length} words, "
           f"intact and with {len(sets)} head sets ablated")

@@ -19,8 +19,12 @@ def register(sub):
             "ablation test of the top 10% CMR-like heads against random head sets. "
             f"Defaults: model {DEFAULT_MODEL} (embedded, offline), recall data "
             f"{', '.join(DEFAULT_RECALL)}. Every stage writes its outputs atomically and is "
-            "recorded in DIR/manifest.json with the SHA-256 of each output; with --resume, finished stages "
-            "whose outputs still match are skipped and a damaged or missing output is redone."
+            "recorded in DIR/manifest.json with the SHA-256 of each output and the settings it read; with "
+            "--resume, a finished stage is reused unless its outputs are damaged or missing, its own settings "
+            "changed, or a stage it reads was redone (a restart with another --n-words keeps the human lag-CRPs, "
+            "the grid and the human fits), and the run says which stages it reused and which it redid. A model "
+            "that recalls nothing (e.g. an untrained one) skips the recall stage with a note; --recall-lists 0 "
+            "leaves it out."
         ),
     )
     p.add_argument("-o", "--out", required=True, metavar="DIR", help="output directory")
@@ -54,7 +58,9 @@ def register(sub):
                         f"{','.join(D['ablation_measures'])}, the demo design of icl-cmr ablate)")
     p.add_argument("--seed", type=int, default=D["seed"], help="seed of prompts, grid, passages and random sets")
     add_device(p, D["device"], D["dtype"])
-    p.add_argument("--resume", action="store_true", help="skip stages finished by an earlier run in DIR (outputs verified by checksum)")
+    p.add_argument("--resume", action="store_true",
+                   help="reuse the stages an earlier run in DIR finished whose settings and inputs did not change "
+                        "(outputs verified by checksum)")
     p.set_defaults(func=run)
 
 

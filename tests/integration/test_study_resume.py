@@ -107,9 +107,23 @@ def test_resume_redoes_a_stage_whose_output_was_damaged(tmp_path, small_grid):
     again = subprocess.run(cmd + ["--resume"], env=_env(), cwd=REPO_ROOT, capture_output=True, text=True, timeout=HANG_GUARD_S)
     assert again.returncode == 0, again.stdout + again.stderr
     assert "heads: done in an earlier run, skipped" in again.stdout
-    assert "fit_heads: done in an earlier run" not in again.stdout
-    for later in ("fit_humans", "figures", "report"):  # downstream of a redone stage: redone too
-        assert f"{later}: done in an earlier run" not in again.stdout
+    assert "fit_heads: redoing: fits_heads_lsq.nc missing or changed since the earlier run" in again.stdout
+    for later in ("composition", "llm_recall", "figures", "report"):  # they read the redone stage: redone too
+        assert f"{later}: redoing: it reads " in again.stdout, later
+    assert "fit_humans: done in an earlier run, skipped" in again.stdout  # reads human_crp and grid alone
     from cmr.io import load_dataset
 
     load_dataset(out / "fits_heads_lsq.nc", kind="profile_fit")
+    # a restart with another setting keeps the stages it does not reach (same files, not rewritten)
+    stamps = {p.name: p.stat().st_mtime_ns for p in out.glob("*.nc") if not p.name.startswith("llm_recall")}
+    changed = subprocess.run(cmd + ["--resume", "--recall-lists", "2"], env=_env(), cwd=REPO_ROOT, capture_output=True,
+                             text=True, timeout=HANG_GUARD_S)
+    assert changed.returncode == 0, changed.stdout + changed.stderr
+    assert "llm_recall: redoing: its settings changed (recall_lists 6 -> 2)" in changed.stdout
+    assert ("resumed: reused 6 stage(s) (human_crp, grid, heads, fit_heads, fit_humans, composition); redid 3"
+            in changed.stdout)
+    assert {p.name: p.stat().st_mtime_ns for p in out.glob("*.nc") if p.name in stamps} == stamps
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["stages"]["llm_recall"]["settings"]["recall_lists"] == 2
+    assert load_dataset(out / "llm_recall_events.nc").sizes["trial"] == 2
+
