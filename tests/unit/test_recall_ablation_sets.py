@@ -69,10 +69,11 @@ def _scripted_answers(monkeypatch, harmful):
     """The model recalls each list in order, one word less per ablated head, none with a ``harmful`` head."""
     from icl_cmr.adapters.lm import recall_task
 
-    def answers(model, lists, *, heads=(), **options):
+    def answers(model, lists, *, heads=(), return_cut=False, **options):
         heads = list(heads)
         keep = 0 if set(heads) & set(harmful) else max(len(lists[0]) - len(heads), 0)
-        return [", ".join(items[:keep]) for items in lists]
+        texts = [", ".join(items[:keep]) for items in lists]
+        return (texts, [""] * len(texts)) if return_cut else texts
 
     monkeypatch.setattr(recall_task, "generate_answers", answers)
 
