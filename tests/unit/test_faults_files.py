@@ -412,10 +412,11 @@ def test_csv_cells_that_would_run_are_neutralised_and_read_back(tmp_path, capsys
 
 
 def test_neutralising_is_undone_exactly():
-    from hypothesis import given, strategies as st
+    from hypothesis import given, settings, strategies as st
 
     from cmr.csv_safety import FORMULA_START, neutralised, restored
 
+    @settings(max_examples=60, deadline=None)
     @given(st.text(alphabet=st.sampled_from(list("'=+-@\t\r0123456789.eE ab")), max_size=8) | st.text(max_size=8))
     def check(text):
         written = neutralised(text)
@@ -556,9 +557,10 @@ def test_user_text_reaches_matplotlib_as_written(tmp_path, capsys, title):
     from icl_cmr.analyses.cli import main
 
     crp = _long_crp()
-    cmr.save_dataset(crp, tmp_path / "crp.nc")
-    assert main(["plot", str(tmp_path / "crp.nc"), "--title", title, "-o", str(tmp_path / "f.png")]) == 0
-    assert (tmp_path / "f.png").stat().st_size > 0
+    if title == TITLES[0]:  # the command line, once
+        cmr.save_dataset(crp, tmp_path / "crp.nc")
+        assert main(["plot", str(tmp_path / "crp.nc"), "--title", title, "-o", str(tmp_path / "f.png")]) == 0
+        assert (tmp_path / "f.png").stat().st_size > 0
     fig = plots.standard_figure(crp, title=title)
     shown = fig._suptitle
     assert shown.get_text().replace("\\$", "$") == title.replace("\\$", "$") and not shown._preprocess_math(
