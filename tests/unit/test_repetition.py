@@ -6,6 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 import xarray as xr
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats
 
 import cmr
@@ -364,3 +366,37 @@ def load_repetition_events():
     from icl_cmr.adapters.recall_data import load_recall_data
 
     return load_recall_data("icl-cmr:repetition")
+
+
+@st.composite
+def _lists_with_repeats(draw):
+    """A few lists: item numbers by position (some repeated) and recalls of studied or unstudied items."""
+    n_lists = draw(st.integers(1, 3))
+    tables = []
+    for lst in range(1, n_lists + 1):
+        study = draw(st.lists(st.integers(1, 6), min_size=1, max_size=8))
+        recalled = draw(st.lists(st.integers(1, 9), max_size=6, unique=True))
+        tables.append(_table([f"w{i}" for i in study], [f"w{i}" for i in recalled], lst=lst))
+    return pd.concat(tables, ignore_index=True)
+
+
+@settings(max_examples=30, deadline=None)
+@given(_lists_with_repeats())
+def test_every_presentation_is_kept_and_each_recall_scored_to_its_first_presentation(table):
+    events = cmr.from_table(table, max_intrusion_share=1.0)
+    pres = presentation_items(events)
+    study = events["study_item"].values
+    for t in range(events.sizes["trial"]):
+        items = [x for x in study[t] if x]
+        first = {item: items.index(item) + 1 for item in items}
+        assert pres[t, :len(items)].tolist() == [first[item] for item in items]
+        for recall, item in zip(events["recalls"].values[t], events["recall_item"].values[t]):
+            if recall != 0:
+                assert recall == first.get(item, -1)
+    again = cmr.from_table(cmr.to_table(events), max_intrusion_share=1.0)
+    assert (presentation_items(again) == pres).all() and (again["recalls"].values == events["recalls"].values).all()
+    # the serial position curve of a repeated item is its recall at each presentation
+    spc = cmr.spc(events, by="trial")["prob"].values
+    recalled = [set(r[r > 0].tolist()) for r in events["recalls"].values]
+    expected = np.array([[float(p in recalled[t]) if p else np.nan for p in row] for t, row in enumerate(pres)])
+    np.testing.assert_array_equal(spc, expected[:, :spc.shape[1]])
