@@ -123,7 +123,7 @@ def load_grid(spec=None) -> tuple[xr.Dataset, str]:
         return grid, f"the study's published grid ({json.loads(grid.attrs['provenance'])['source']})"
     path = Path(spec)
     if path.suffix == ".npz":
-        if not path.is_file():
+        if not path.exists():
             raise DataSourceError(f"CMR grid: no such file: {str(path)!r}")
         return load_published_grid(path), str(path)
     return load_dataset(path, "lag_profile"), str(path)

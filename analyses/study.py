@@ -383,6 +383,7 @@ def check_settings(settings: dict) -> None:
     """
     from cmr.checks import integer
     from cmr.errors import DataSourceError, ParameterError
+    from cmr.files import check_input_file
     from icl_cmr.adapters.recall_data import BUNDLED
 
     minimum = {"n_prompts": 1, "n_words": 2, "grid_trials": 1, "ablation_random": 1, "ablation_passages": 0,
@@ -394,9 +395,13 @@ def check_settings(settings: dict) -> None:
         ablation_design(settings)  # the ablation stage's design, refused now rather than after the first stages
     for source in settings["recall"]:
         if source not in BUNDLED and not Path(source).is_file():
+            if Path(source).exists() and not Path(source).is_dir():  # a pipe or a device: named as what it is
+                check_input_file(source, "recall data")
             raise DataSourceError(f"recall data {source!r} is neither a bundled name ({', '.join(BUNDLED)}) "
                                   "nor an existing CSV file")
     if settings.get("grid") and not Path(settings["grid"]).is_file():
+        if Path(settings["grid"]).exists():
+            check_input_file(settings["grid"], "grid")
         raise DataSourceError(f"grid: no such file: {str(settings['grid'])!r}")
     named = {}
     for source, name in human_files(settings).items():  # a/data.csv and b/data.csv would share one file

@@ -100,7 +100,7 @@ def _pool(text: str):
     if ":" in text and not Path(text).exists():
         return text
     path = Path(text)
-    if not path.is_file():
+    if not path.exists() or path.is_dir():  # a pipe or a device is named by read_text_file
         raise DataSourceError(f"word pool must be a bundled data set (psifr:peers_notask) or a text file; got {text!r}")
     content = check_text([read_text_file(path, "word pool file")], text)[0]
     words = [line.strip() for line in content.splitlines() if line.strip()]

@@ -347,6 +347,9 @@ COMMANDS = [
     ("fit PROFILES", lambda t, bad: ["fit", bad("p.nc"), "-o", t / "o.nc"]),
     ("recall-analyses --distances", lambda t, bad: ["recall-analyses", _csv(t / "r.csv"), "--distances",
                                                     bad("d.npz"), "-o", t / "o.nc"]),
+    ("run --recall", lambda t, bad: ["run", "-o", t / "study", "--recall", bad("r.csv"), "--model", "tiny-llama"]),
+    ("run --grid", lambda t, bad: ["run", "-o", t / "study", "--grid", bad("g.nc"), "--model", "tiny-llama"]),
+    ("recall-lm --pool", lambda t, bad: ["recall-lm", "tiny-llama", "--pool", bad("pool.txt"), "-o", t / "o.csv"]),
 ]
 
 
@@ -369,7 +372,7 @@ def test_command_names_a_special_file(tmp_path, monkeypatch, capsys, case, speci
     assert "Traceback" not in err and err.count("\n") == 1, err
     assert err.startswith(f"icl-cmr {argv[0]}: error: "), err
     assert ("named pipe" in err) if special[0] == "named pipe" else ("character device" in err), err
-    assert not (tmp_path / "o.nc").exists() and not (tmp_path / "o.csv").exists()
+    assert not (tmp_path / "o.nc").exists() and not (tmp_path / "o.csv").exists() and not (tmp_path / "study").exists()
 
 
 # --- CSV cells a spreadsheet would run as formulas -----------------------------------------------------
