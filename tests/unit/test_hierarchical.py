@@ -98,7 +98,8 @@ def test_a_semantic_variant_is_fitted_with_its_patterns():
     vectors = rng.normal(size=(20, 5))
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     items = [f"w{i}" for i in range(20)]
-    patterns = cmr.item_patterns(items, np.clip(vectors @ vectors.T, 0, 1))
+    with pytest.warns(cmr.errors.SimilarityWarning, match="not positive semi-definite"):  # negative cosines set to 0
+        patterns = cmr.item_patterns(items, np.clip(vectors @ vectors.T, 0, 1))
     recalls = np.concatenate([cmr.simulate_recalls(cmr.default_parameters(), 8, 3, rng=rng) for _ in range(4)])
     study = [[items[i] for i in rng.permutation(20)[:8]] for _ in range(12)]
     events = cmr.from_recall_matrix(recalls, 8, subject=np.repeat([1, 2, 3, 4], 3), study_items=study)
