@@ -69,7 +69,8 @@ CASES = {
     "asymmetric": (_asymmetric(0.5), "refused", r"not symmetric: max \|S - S.T\| = 0.5"),
     "values_up_to_50": (_scaled(50.0), "refused", r"values outside \[-1, 1\]: up to 50 in size"),
     "values_just_above_1": (_scaled(1.0005), "warned", r"values outside \[-1, 1\]: up to 1.0005"),
-    "not_semidefinite": (_negatively_correlated(0.6), "refused", r"not positive semi-definite: smallest eigenvalue -0.8$"),
+    "not_semidefinite": (_negatively_correlated(0.6), "refused",
+                         r"not positive semi-definite: smallest eigenvalue -0.8$"),
     "barely_not_semidefinite": (_indefinite(-1e-3), "warned", r"not positive semi-definite: smallest eigenvalue"),
     "clipped_cosines": (_clipped_cosines(), "warned", r"not positive semi-definite: smallest eigenvalue -0.172"),
 }
