@@ -319,9 +319,15 @@ def parse_recall(text: str, study_items, *, max_intrusion_words: int | None = No
     Returns
     -------
     ParsedRecall
+
+    Raises
+    ------
+    ParameterError
+        ``text`` is not a str (a missing value of a table), or the studied items are empty or
+        not distinct after case folding.
     """
     study = [str(s) for s in study_items]
-    keys = [" ".join(_WORD.findall(s.casefold())) for s in study]
+    keys = [" ".join(_WORD.findall(s.casefold().replace("\u2019", "'"))) for s in study]
     if not study or any(not k for k in keys):
         raise ParameterError(f"study items must be non-empty words; got {study!r}")
     if len(set(keys)) != len(keys):

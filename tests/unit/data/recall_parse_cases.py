@@ -86,6 +86,7 @@ CASES = [
     ("markers", "river\uff0ccandle\u3002lamp\u3001garden", W, ["river", "candle", "lamp", "garden"], "c4"),
     ("markers", "Here are the words I remember\uff1a river\uff1b candle", W, ["river", "candle"], "c2 f1"),
     ("markers", "The words\uff1a\nriver", W, ["river"], "c1 f1"),
+    ("markers", "rock\u2019n\u2019roll, can\u2019t", ["rock'n'roll", "hat"], ["rock'n'roll"], "c1 f1 k1"),
     # --- words beside an item ----------------------------------------------------------------------------
     ("neighbours", "the river, a red candle, my lamp", W, ["river", "candle", "lamp"], "c3 x4"),
     ("neighbours", "river candle lamp", W, ["river", "candle", "lamp"], "c3"),
