@@ -28,7 +28,7 @@ from ..checks import as_generator
 from ..errors import ParameterError
 from .repeated import _Network
 
-__all__ = ["GENERATING_PARAMETERS", "simulate_first_weighted", "fit_check", "main"]
+__all__ = ["GENERATING_PARAMETERS", "simulate_first_weighted", "repetition_summary", "fit_check", "main"]
 
 #: CMR parameters of the generating models (about a third of 24 items recalled)
 GENERATING_PARAMETERS = {
@@ -109,7 +109,10 @@ def simulate_first_weighted(design, params=None, *, first_weight: float = 0.2, r
                               source="cmr.testing.spacing.simulate_first_weighted")
 
 
-def _analyses(events) -> dict:
+def repetition_summary(events) -> dict:
+    """Recall by spacing bin (pooled over subjects) and the first-presentation bias at lag +1 with
+    its shuffled control (means over subjects, and the paired test's p), as :func:`fit_check`
+    reports them."""
     from ..repetition import first_presentation_bias, spacing_recall
 
     spacing = spacing_recall(events, by=None)
@@ -144,7 +147,7 @@ def fit_check(*, first_weight: float = 0.2, n_subjects: int = 10, n_control: int
         data = simulate_first_weighted(design, first_weight=first_weight, rng=seed)
     fits = cmr.fit_recall(data, cmr.FitSpec(list(free)), rng=seed, n_restarts=1, n_jobs=n_jobs)
     fitted = cmr.from_table(cmr.simulate_experiment(data, fits, n_rep=n_rep, rng=seed))
-    table = pd.DataFrame([_analyses(data), _analyses(fitted)], index=["data", "fitted CMR"])
+    table = pd.DataFrame([repetition_summary(data), repetition_summary(fitted)], index=["data", "fitted CMR"])
     return table, fits
 
 

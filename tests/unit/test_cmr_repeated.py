@@ -127,7 +127,8 @@ def test_repeats_raise_recall_and_spaced_more_than_massed():
     """A twice-presented item is recalled more often than once-presented ones, spaced more than massed."""
     params = dict(cmr.default_parameters(), T=0.3, X1=0.1, X2=0.4)
     recalled = {}
-    for name, presentation in {"massed": [1, 2, 3, 4, 5, 5, 7, 8, 9, 10], "spaced": [1, 2, 3, 4, 5, 6, 7, 5, 9, 10]}.items():
+    lists = {"massed": [1, 2, 3, 4, 5, 5, 7, 8, 9, 10], "spaced": [1, 2, 3, 4, 5, 6, 7, 5, 9, 10]}
+    for name, presentation in lists.items():
         events = repeated_events([presentation] * 400, [[0]] * 400)
         arrays = trial_arrays(events)
         table, trial_param = parameter_table(params, events["subject"].values, patterns=False)
