@@ -74,23 +74,28 @@ def compare_with_people(heads: xr.Dataset, events, *, min_lag: int | None = None
     -------
     dict (JSON-serialisable)
         ``people_mean_bias`` (mean over subjects of the rep-CRP at +1 from the first minus the
-        second presentation), ``people_n_subjects``, ``people_t``/``people_p`` (one-sample t-test
-        against 0), ``heads_median_bias``, ``heads_share_same_sign`` (share of heads whose bias
-        has the sign of the people's mean) and ``source``.
+        second presentation), ``people_n_subjects``, ``people_t``/``people_p`` and ``people_test``
+        (:func:`cmr.first_presentation_bias`: against the shuffled control when the subjects also
+        studied repeat-free lists, whose mean bias is ``people_mean_control_bias``, else against
+        0), ``heads_median_bias``, ``heads_share_same_sign`` (share of heads whose bias has the
+        sign of the people's mean) and ``source``.
     """
     from cmr.repetition import first_presentation_bias
 
     validate(heads, "repetition_heads")
     min_lag = int(heads.attrs["min_lag"]) if min_lag is None else min_lag
-    people = first_presentation_bias(events, min_lag=min_lag, control=False)
+    people = first_presentation_bias(events, min_lag=min_lag)
     mean = float(people.attrs["mean_bias"])
+    control = float(np.nanmean(people["control_bias"].values)) if "control_bias" in people else float("nan")
     bias = heads["first_bias"].values
     finite = bias[np.isfinite(bias)]
     return {
         "people_mean_bias": mean,
+        "people_mean_control_bias": control,
         "people_n_subjects": int(people.attrs["n_subjects"]),
         "people_t": float(people.attrs["t_stat"]),
         "people_p": float(people.attrs["p_value"]),
+        "people_test": str(people.attrs["test"]),
         "heads_median_bias": float(np.median(finite)) if finite.size else float("nan"),
         "heads_share_same_sign": float(np.mean(np.sign(finite) == np.sign(mean))) if finite.size else float("nan"),
         "source": str(source),
