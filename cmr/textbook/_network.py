@@ -32,6 +32,8 @@ from ._kernels import (
     ACF, AFC, B_ENC, B_REC, B_START, DCF, DFC, EVENT_FLOOR, LFC, SUPPORT_FLOOR, TEMP,
     choice_probabilities, primacy_rate, stop_probability,
 )
+from ._repeats import add_repeat_row, close_repeat_slots, distinct_items, study_repeat
+from ._repeats import integrate as _integrate
 
 SFC, SCF, SFF, CFC, CCF = range(14, 19)
 
@@ -79,51 +81,6 @@ def pair_terms(params, pool, i, k, sim, sim_gram, row_sum, feature_gram, n_block
     if n_blocks == 1:
         return g_item + g_feat, h_item + h_feat, 0.0, 0.0
     return g_item, h_item, g_feat, h_feat
-
-
-@njit(**JIT)
-def _integrate(x, u, n, cdot, beta):
-    """Scale x and u = G x by rho, the first half of c <- rho c + beta c_in; return rho."""
-    rho = math.sqrt(1.0 + beta * beta * (cdot * cdot - 1.0)) - beta * cdot
-    for k in range(n + 1):
-        x[k] *= rho
-        u[k] *= rho
-    return rho
-
-
-@njit(**JIT)
-def _study_repeat(params, n, item, g, x, u, xf, uf, beta):
-    """Integrate a repeated presentation of ``item`` into context (x, u = G x) with ``beta``.
-
-    Its input is ``b_item + Lfc * XF[item]`` (XF: the sum of its earlier study contexts, dual
-    ``UF = G XF``), normalised: cymr's ``c_in = M_fc[item]`` with what was learned so far.
-    """
-    lfc = params[LFC]
-    cc = 0.0
-    xdot = 0.0
-    for q in range(n + 1):
-        cc += xf[item, q] * uf[item, q]
-        xdot += x[q] * uf[item, q]
-    norm2 = g[item, item] + 2.0 * lfc * uf[item, 1 + item] + lfc * lfc * cc
-    s = 1.0 / math.sqrt(norm2) if norm2 > 0 else 0.0
-    _integrate(x, u, n, (u[1 + item] + lfc * xdot) * s, beta)
-    coef = beta * s
-    for q in range(n + 1):
-        x[q] += coef * lfc * xf[item, q]
-        u[q] += coef * lfc * uf[item, q]
-    x[1 + item] += coef
-    for k in range(n):
-        u[1 + k] += coef * g[k, item]
-
-
-@njit(**JIT)
-def _add_repeat_row(params, n, i, items, h, us, rows):
-    """Add presentation i's ``rate * context`` to the M_cf row of its item (a repeat; in place)."""
-    item = items[i]
-    rate = primacy_rate(params, i)
-    rows[item, 0] += rate * us[i, 0]
-    for k in range(n):
-        rows[item, 1 + k] += rate * us[i, 1 + k]
 
 
 @njit(**JIT)
@@ -180,7 +137,7 @@ def build_structure(params, n, pool, sim, sim_gram, row_sum, feature_gram, n_blo
                     xf[i, k] = x[k]
                     uf[i, k] = u[k]
             else:  # a repeat: input b_item + Lfc * (sum of the item's earlier study contexts)
-                _study_repeat(params, n, item, g, x, u, xf, uf, beta)
+                study_repeat(params, n, item, g, x, u, xf, uf, beta)
                 for k in range(n + 1):
                     xs[i, k] = x[k]
                     us[i, k] = u[k]
@@ -197,7 +154,7 @@ def build_structure(params, n, pool, sim, sim_gram, row_sum, feature_gram, n_blo
                 rows[i, 1 + k] = h[i, k] + rate * us[i, 1 + k]
         for i in range(n):  # a repeated item's M_cf row sums its presentations' rate * context
             if items[i] != i:
-                _add_repeat_row(params, n, i, items, h, us, rows)
+                add_repeat_row(params, n, i, items, h, us, rows)
         for j in range(n):
             cc = 0.0
             for q in range(n + 1):
@@ -352,7 +309,7 @@ def _trial_events(params, n, sim, recalls, n_blocks, mats, vecs, coords, ready, 
     start_recall(n, n_blocks, vecs, state)
     count = scored_recalls(recalls, n, recalled, items)
     if n_distinct < n:
-        _close_repeat_slots(n, list_items, recalled)
+        close_repeat_slots(n, list_items, recalled)
     previous = -1
     for e in range(count):
         item = items[e]
@@ -364,24 +321,6 @@ def _trial_events(params, n, sim, recalls, n_blocks, mats, vecs, coords, ready, 
         previous = item
     event_p[count] = stops[count] if count < n_distinct else 1.0
     return count + 1
-
-
-@njit(**JIT)
-def _close_repeat_slots(n, list_items, recalled):
-    """Mark the slots of later presentations as unavailable: only distinct items compete."""
-    for i in range(n):
-        if list_items[i] != i:
-            recalled[i] = True
-
-
-@njit(**JIT)
-def distinct_items(n, list_items):
-    """Number of distinct items of a list (presentations that are first presentations)."""
-    count = 0
-    for i in range(n):
-        if list_items[i] == i:
-            count += 1
-    return count
 
 
 @njit(**JIT)
@@ -492,7 +431,7 @@ def simulate_trials(param_table, trial_param, trial_group, order, group_length, 
         for i in range(n):
             recalled[i] = False
         if n_distinct < n:
-            _close_repeat_slots(n, group_items[g], recalled)
+            close_repeat_slots(n, group_items[g], recalled)
         previous = -1
         for k in range(n_distinct):
             if rng.random() < stops[k]:
