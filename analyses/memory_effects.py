@@ -8,7 +8,9 @@
   interval excludes 0 in the human direction), ``reversed`` (it excludes 0 the other way),
   ``absent`` (the interval lies inside ``±margin``, an equivalence band) or ``not detected``
   (neither: the test lacks power at this size); a level with no test (the DRM lists' studied
-  recall, the raw semantic rank) is ``descriptive``;
+  recall, the raw semantic rank) is ``descriptive``; an effect whose lists' recall probability
+  is below :data:`FLOOR` (5%) is ``not detected`` whatever its interval (column ``floor``): a
+  subject that recalls nothing shows no primacy trivially;
 * human-likeness per measure (dim ``measure``): 1 - W1, the Wasserstein-1 distance between the
   model's per-list scores and the per-subject scores of people (``psifr:peers_notask``; the
   semantic rank against ``psifr:Morton2013``), next to the same number for people's own single
@@ -25,7 +27,8 @@ import xarray as xr
 
 from cmr.errors import ParameterError
 
-__all__ = ["LIKENESS_MEASURES", "REFERENCES", "hits", "position_scores", "semantic_ranks", "bootstrap_ci", "verdict",
+__all__ = ["FLOOR", "LIKENESS_MEASURES", "REFERENCES", "hits", "position_scores", "semantic_ranks", "bootstrap_ci",
+           "verdict", "human_semantic_scores",
            "serial_position_rows", "list_length_rows", "list_strength_rows", "drm_rows", "semantic_rows",
            "human_scores", "human_likeness", "battery_effects", "verdict_lines"]
 
@@ -44,6 +47,8 @@ REFERENCES = {
 }
 STRENGTH = ("strength_pure_weak", "strength_mixed", "strength_pure_strong")
 _TOL = 1e-9
+#: below this recall probability of an effect's lists, no verdict is drawn on it ("not detected")
+FLOOR = 0.05
 _ENDS = 3  # serial positions at each end of the list for primacy and recency
 
 
@@ -352,6 +357,15 @@ def _cmr_fit(ds, *, seed: int = 0, n_restarts="auto"):
     return fit
 
 
+def _floors(ds) -> dict:
+    """Recall probability of the studied words of each effect's lists."""
+    conditions = ds["condition"].values
+    recall = hits(ds["recalls"].values, ds["list_length"].values).sum(axis=1) / ds["list_length"].values
+    effect = np.array(["list_length" if str(c).startswith("length_") else "list_strength"
+                       if str(c).startswith("strength_") else str(c) for c in conditions])
+    return {name: float(recall[effect == name].mean()) for name in set(effect)}
+
+
 def battery_effects(ds: xr.Dataset, *, human: str = "psifr:peers_notask", semantic_human: str = "psifr:Morton2013",
                     n_perm: int = 1000, fit: bool = True, seed: int = 0, human_data=None) -> xr.Dataset:
     """``ds`` with the statistics, human-likeness and CMR fit of every effect it holds (a new dataset).
@@ -389,6 +403,16 @@ def battery_effects(ds: xr.Dataset, *, human: str = "psifr:peers_notask", semant
     if not rows:
         raise ParameterError("the dataset holds no complete effect: it needs serial_position, two length_ "
                              "conditions, the three strength_ conditions, drm or semantic lists")
+    floors = _floors(ds)
+    for row in rows:
+        recall = floors.get(row["effect"], 1.0)
+        row["floor"] = "" if recall >= FLOOR else f"recall at floor ({100 * recall:.1f}% of studied words)"
+        if row["floor"] and row["verdict"] != "descriptive":
+            row["verdict"] = "not detected"
+    for name, entry in likeness.items():
+        recall = floors.get("semantic" if name == "semantic_rank" else "serial_position", 1.0)
+        if name != "p_recall" and recall < FLOOR:
+            entry["likeness"] = "not detected"
     out = ds.copy()
     table = pd.DataFrame(rows)
     for column in table.columns:
@@ -423,7 +447,8 @@ def verdict_lines(ds: xr.Dataset) -> list[str]:
         lines.append(f"{ds['effect'].values[k]:15s} {ds['statistic'].values[k]:26s} {ds['verdict'].values[k]:12s} "
                      f"{num(float(ds['estimate'].values[k]))} [{num(float(ds['ci_low'].values[k]))}, "
                      f"{num(float(ds['ci_high'].values[k]))}]" + (f" p={num(p, 4)}" if np.isfinite(p) else "")
-                     + f" n={int(ds['n_units'].values[k])}" + (f"; people {num(human)}" if np.isfinite(human) else ""))
+                     + f" n={int(ds['n_units'].values[k])}" + (f"; people {num(human)}" if np.isfinite(human) else "")
+                     + (f"; {ds['floor'].values[k]}" if "floor" in ds and ds["floor"].values[k] else ""))
     for name in ds.coords.get("measure", xr.DataArray([])).values:
         row = ds.sel(measure=name)
         lines.append(f"{'human-likeness':15s} {str(name):26s} 1-W1 {num(float(row['one_minus_w1']))} (people's lists: "

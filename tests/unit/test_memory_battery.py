@@ -39,6 +39,17 @@ def test_planted_primacy_without_recency():
     assert np.allclose(scores["p_recall"], [(3 + len(a.split(",")) - 3) / 16 for a in answers])
 
 
+def test_a_subject_at_floor_gets_no_verdict():
+    lists = mb.serial_lists(POOL, 10, 16, seed=2)
+    ds = mb.battery_from_answers([("serial_position", x, x, "") for x in lists], ["Sure!"] * 9 + [lists[9][0]])
+    people = pd.DataFrame(dict(p_recall=[0.6, 0.7], primacy=[0.1, 0.2], recency=[0.2, 0.3], crp_forward=[0.4, 0.5],
+                               crp_backward=[0.2, 0.3]))
+    out = me.battery_effects(ds, fit=False, human_data=(people, people, None, None))
+    assert set(out["verdict"].values) == {"not detected"} and "floor (0.6%" in str(out["floor"].values[0])
+    assert out.sel(measure="p_recall")["likeness"].item() == "goes against human-likeness"
+    assert out.sel(measure="primacy")["likeness"].item() == "not detected"
+
+
 def test_planted_list_length_effect():
     trials, answers = [], []
     for length, n in ((10, 6), (20, 8), (30, 10), (40, 12)):
