@@ -15,6 +15,8 @@ Organisation, intrusions and timing (:mod:`.organisation`)
     :func:`pli_list_lag`, :func:`irt`, :func:`lag_crl`, :func:`stop_probability`, :func:`category_chance`
 Repeated study items (:mod:`.repetition`)
     :func:`rep_crp`, :func:`neighbor_crp`, :func:`spacing_recall`, :func:`first_presentation_bias`
+Heads on repeated words (:mod:`.first_presentation`)
+    :func:`first_presentation_heads`
 Attention heads (:mod:`.heads`)
     :func:`head_profiles`, :func:`attention_pattern`, :func:`distance_vs_induction`,
     :func:`share_cmr_like_by_depth`, :func:`soft_crp_vs_humans`
@@ -45,6 +47,7 @@ from .ablation import ablation_result
 from .comparison import model_comparison, recall_cv
 from .composition import causal_composition, composition_against_cmr, composition_matrix
 from .dynamics import training_dynamics
+from .first_presentation import first_presentation_heads
 from .predictive import predictive_check
 from .fits import parameter_recovery, parameters_heads_vs_humans, subject_parameters
 from .grids import grid_profiles

@@ -8,8 +8,8 @@ import xarray as xr
 from cmr.errors import ParameterError, SchemaError
 from cmr.schema import KIND_ATTR
 
-from . import (ablation, comparison, composition, fits, grids, heads, llm_recall, nulls, organisation, predictive, recall,
-               repetition, states)
+from . import (ablation, comparison, composition, first_presentation, fits, grids, heads, llm_recall, nulls, organisation,
+               predictive, recall, repetition, states)
 from .style import plain_text
 
 __all__ = ["STANDARD_FIGURES", "NO_STANDARD_FIGURE", "standard_figure", "figure_function"]
@@ -45,6 +45,8 @@ STANDARD_FIGURES = (
     ("recall_fit", "a recovery study: true_value", "parameter_recovery", "true against recovered parameters"),
     ("recall_fit", "fits by subject or pooled", "subject_parameters", "free parameters across subjects, flags marked"),
     ("attention_pattern", "", "attention_pattern", "one head's attention over the repeated prompt"),
+    ("repetition_heads", "", "first_presentation_heads",
+     "repetition CRP of the strongest +1 heads, every head's first-presentation bias by layer"),
     ("composition", "", "composition_matrix", "composition scores of every head pair"),
     ("path_ablation", "", "causal_composition", "drop of the induction score per path"),
     ("ablation", "", "ablation_result", "ICL-score change of the top head set against random sets"),
@@ -75,6 +77,7 @@ _MODULES = {
     **{name: repetition for name in ("rep_crp", "spacing_recall", "first_presentation_bias")},
     "rep_neighbor_crp": repetition,
     "head_profiles": heads, "share_cmr_like_by_depth": heads, "attention_pattern": heads,
+    "first_presentation_heads": first_presentation,
     "parameter_recovery": fits, "subject_parameters": fits, "grid_profiles": grids,
     "recall_ablation_effects": llm_recall, "composition_matrix": composition, "causal_composition": composition,
     "ablation_result": ablation, "predictive_check": predictive,

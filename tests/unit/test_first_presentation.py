@@ -76,3 +76,20 @@ def test_a_design_that_does_not_fit_fails_before_the_model_loads(capsys, tmp_pat
     _one_error_line(capsys, ["repetition-heads", "--list-length", "20", "--n-spaced", "6", "--n-massed", "0",
                              "--n-thrice", "0", "--min-spacing", "15", "-o", tmp_path / "r.nc"], "cannot place")
     _one_error_line(capsys, ["repetition-heads", "-o", tmp_path / "r.txt"])
+
+
+def test_plot_draws_the_repetition_crp_and_each_heads_preference(tmp_path, capsys):
+    from cmr.io import write_result
+    from icl_cmr.analyses.plots import first_presentation_heads
+    from icl_cmr.analyses.plots.standard import figure_function
+
+    heads = _planted()
+    assert figure_function(heads) == "first_presentation_heads"
+    left, right = first_presentation_heads(heads, n_heads=2).axes
+    assert len(left.lines) == 4  # two heads, first and second presentation
+    drawn = {c.get_label(): c.get_offsets().shape[0] for c in right.collections}
+    assert drawn == {"neither (1)": 1, "later (1)": 1, "first (1)": 1}
+    source = write_result(heads, tmp_path / "rep.nc")
+    assert main(["plot", str(source), "-o", str(tmp_path / "rep.png")]) == 0
+    assert (tmp_path / "rep.png").stat().st_size > 0
+    assert "first_presentation_heads of the repetition_heads dataset" in capsys.readouterr().out
