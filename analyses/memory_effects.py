@@ -424,7 +424,7 @@ def battery_effects(ds: xr.Dataset, *, human: str = "psifr:peers_notask", semant
         out = out.assign_coords(measure=list(frame.index))
         for column in frame.columns:
             out[column] = ("measure", frame[column].to_numpy(dtype=object if column == "likeness" else float))
-    if fit and "serial_position" in names:
+    if fit and "serial_position" in names and floors["serial_position"] >= FLOOR:  # no fit of (almost) no recall
         result = _cmr_fit(ds, seed=seed)
         out = out.assign_coords(parameter=result["parameter"].values)
         out["cmr_value"] = ("parameter", result["value"].values.astype(float))

@@ -44,8 +44,8 @@ def test_a_subject_at_floor_gets_no_verdict():
     ds = mb.battery_from_answers([("serial_position", x, x, "") for x in lists], ["Sure!"] * 9 + [lists[9][0]])
     people = pd.DataFrame(dict(p_recall=[0.6, 0.7], primacy=[0.1, 0.2], recency=[0.2, 0.3], crp_forward=[0.4, 0.5],
                                crp_backward=[0.2, 0.3]))
-    out = me.battery_effects(ds, fit=False, human_data=(people, people, None, None))
-    assert set(out["verdict"].values) == {"not detected"} and "floor (0.6%" in str(out["floor"].values[0])
+    out = me.battery_effects(ds, fit=True, human_data=(people, people, None, None))  # no CMR fit at floor
+    assert "cmr_value" not in out and set(out["verdict"].values) == {"not detected"} and "floor (0.6%" in str(out["floor"].values[0])
     assert out.sel(measure="p_recall")["likeness"].item() == "goes against human-likeness"
     assert out.sel(measure="primacy")["likeness"].item() == "not detected"
 
