@@ -20,9 +20,9 @@ per measure is 1 - W1 between the model's per-list scores and people's per-subje
 beside the same number for people's own single lists. CMR is fitted to the serial-position
 lists with the human fitting code (cmr.fit_recall).
 
-Generation is slow on a CPU (seconds per list): the defaults (20 + 4x10 + 3x10 + 8x3 + 10 lists)
-take about 15 minutes on two quiet cores for SmolLM2-135M. --from FILE scores a saved battery
-again (its answers parsed again) without generating.
+Generation takes seconds per list on a CPU and the defaults hold 124 lists (20 + 4x10 + 3x10
++ 8x3 + 10); progress is printed per condition. --from FILE scores a saved battery again (its
+answers parsed again) without generating.
 
 Examples:
   icl-cmr recall-battery smollm2-135m -o battery.nc
