@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import xarray as xr
 
-from cmr.checks import integer
+from cmr.checks import integer, is_integer
 from cmr.constants import HEAD_DIMS
 from cmr.errors import SchemaError
 from cmr.schema import provenance_attrs, require_variables
@@ -480,5 +480,5 @@ def validate_repetition_heads(ds: xr.Dataset) -> None:
     if (ds["repcrp_actual"].values > ds["repcrp_possible"].values + 1e-9).any():
         raise SchemaError(f"{kind} dataset: 'repcrp_actual' exceeds 'repcrp_possible'")
     for name in ("list_length", "min_lag"):
-        if not isinstance(ds.attrs.get(name), (int, np.integer)):
+        if not is_integer(ds.attrs.get(name)):
             raise SchemaError(f"{kind} dataset needs integer attr {name!r}; got {ds.attrs.get(name)!r}")

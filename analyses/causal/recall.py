@@ -24,6 +24,7 @@ import warnings
 import numpy as np
 import xarray as xr
 
+from cmr.checks import is_integer
 from cmr.errors import ParameterError, SchemaError
 from cmr.schema import provenance_attrs, require_dims, require_variables, validate
 
@@ -279,7 +280,7 @@ def recall_ablation(model, sets: dict, *, pool="psifr:peers_notask", n_lists: in
         record.setdefault("model_provenance", model.provenance())
     ds.attrs.update(provenance_attrs(KIND, "icl_cmr.analyses.causal.recall.recall_ablation", **record))
     ds.attrs.update({k: v for k, v in extra.items()
-                     if isinstance(v, str) or (isinstance(v, int) and not isinstance(v, bool))})
+                     if isinstance(v, str) or is_integer(v)})
     ds.attrs.update(settings)
     validate_llm_recall_ablation(ds)
     return (ds, kept) if keep_events else ds
