@@ -2,7 +2,8 @@
 
 The rules are cymr's ``fit.prepare_lists(clean=True)``: a recall is matched to the studied item
 with the same ``item`` label; intrusions and repeats are removed; ``input`` is the 0-based serial
-position. Lists are ordered by subject (first appearance), then list number.
+position. Lists are ordered by subject (first appearance), then list label in study order
+(:func:`cmr.ordering.study_order`: ``L2`` before ``L10``).
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import xarray as xr
 
 from ..checks import shown
 from ..errors import RecallDataError
+from ..ordering import study_order
 
 __all__ = ["Lists", "recall_lists", "lists_of"]
 
@@ -87,8 +89,9 @@ def recall_lists(data, columns=(), *, pool_size: int) -> Lists:
         raise RecallDataError("recall table needs study rows (trial_type 'study'); got none")
     order = {s: i for i, s in enumerate(pd.unique(table["subject"]))}
     study = study.assign(_subject_rank=study["subject"].map(order).to_numpy())
-    study = study.sort_values(["_subject_rank", "list", "position"], kind="stable")
-    lists = study.groupby(["_subject_rank", "list"], sort=True)
+    study = study.assign(_list_rank=study_order(study["list"], within=study["_subject_rank"]))
+    study = study.sort_values(["_subject_rank", "_list_rank", "position"], kind="stable")
+    lists = study.groupby(["_subject_rank", "_list_rank", "list"], sort=True)
     lengths = lists.size().to_numpy()
     if np.unique(lengths).size > 1:
         raise RecallDataError(f"lists must all have one length; got lengths {', '.join(map(str, np.unique(lengths)))}")
@@ -106,7 +109,7 @@ def recall_lists(data, columns=(), *, pool_size: int) -> Lists:
         raise RecallDataError(f"study item_index must be integers 0..{pool_size - 1} (rows of the patterns); "
                               f"got {shown(float(bad))}")
     study_index = item_index.astype(np.int64).reshape(n_lists, n)
-    list_keys = lists.size().index
+    list_keys = lists.size().index.droplevel("_list_rank")  # (subject rank, list) in study order
     subjects = list(order)
     subject_of = np.array([subjects[r] for r, _ in list_keys], dtype=object)
     list_number = np.array([lst for _, lst in list_keys])
@@ -140,7 +143,7 @@ def recall_lists(data, columns=(), *, pool_size: int) -> Lists:
         values[ids, out] = _numeric(rec[name], name)
         recall_columns[name] = values
     return Lists(subject_of, list_number, study_index, recall_input, recall_index, n_recall, study_columns,
-                 recall_columns, study.drop(columns="_subject_rank"))
+                 recall_columns, study.drop(columns=["_subject_rank", "_list_rank"]))
 
 
 def lists_of(lists: Lists, rows) -> Lists:

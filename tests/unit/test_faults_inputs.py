@@ -61,7 +61,7 @@ def _count_options():
         analysis = names[name]
         analysis.load_analysis()
         for action in analysis._actions:
-            if action.type in (int, float):
+            if action.type is int:  # counts (a share such as --max-intrusion-share is checked as a share)
                 cases.append((name, action.option_strings[-1], COUNT_MINIMUMS.get(action.dest)))
     return cases
 

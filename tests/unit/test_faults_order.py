@@ -69,8 +69,15 @@ def _trial_order(table):
     return events["study_item"].values[:, 0].tolist()
 
 
+def _network_lists(table):
+    """Each list's log-likelihood under a localist CMR network, in the network's list order."""
+    table, patterns, config, params = _network_inputs(table)
+    stats = cmr.network_log_likelihood(table, params, config=config, patterns=patterns)
+    return np.round(stats["list_logl"].values, 9).tolist()
+
+
 ANALYSES = {"events_trial_order": _trial_order, "cmr2_log_likelihood": _cmr2, "pli_list_lag": _pli,
-            "intrusion_rates": _rates, "cmr2_replay": _cmr2_replay}
+            "intrusion_rates": _rates, "cmr2_replay": _cmr2_replay, "network_list_order": _network_lists}
 
 
 @pytest.mark.parametrize("labels", list(LABELS), ids=list(LABELS))
@@ -122,8 +129,8 @@ def _textbook_replicas(table):
     return cmr.simulate_experiment(table, cmr.default_parameters(), n_rep=3, rng=5)
 
 
-def _network_replicas(table):
-    from cmr.network import NetworkConfig, simulate_network
+def _network_inputs(table):
+    from cmr.network import NetworkConfig
 
     items = sorted(set(table["item"]))
     table = table.assign(item_index=table["item"].map({w: i for i, w in enumerate(items)}).astype(np.int64))
@@ -132,6 +139,13 @@ def _network_replicas(table):
                                     "cf": {(("task", "item"), ("task", "item")): "loc"}})
     params = {"B_enc": 0.5, "B_start": 0, "B_rec": 0.8, "Lfc": 1, "Lcf": 1, "P1": 0, "P2": 1, "T": 10, "X1": 0.05,
               "X2": 1}
+    return table, patterns, config, params
+
+
+def _network_replicas(table):
+    from cmr.network import simulate_network
+
+    table, patterns, config, params = _network_inputs(table)
     return simulate_network(table, params, config=config, patterns=patterns, n_rep=3, rng=5)
 
 
