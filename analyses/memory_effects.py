@@ -370,6 +370,8 @@ def battery_effects(ds: xr.Dataset, *, human: str = "psifr:peers_notask", semant
                     n_perm: int = 1000, fit: bool = True, seed: int = 0, human_data=None) -> xr.Dataset:
     """``ds`` with the statistics, human-likeness and CMR fit of every effect it holds (a new dataset).
 
+    The CMR fit (``fit``) is skipped when the serial-position lists recall under :data:`FLOOR`.
+
     ``human_data`` (optional) gives the human scores instead of reading them:
     ``(per_subject, per_list, semantic_per_subject, semantic_per_list)`` as returned by
     :func:`human_scores` and :func:`human_semantic_scores`; ``similarity`` is then read only
