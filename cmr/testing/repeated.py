@@ -16,14 +16,14 @@ from typing import Mapping
 
 import numpy as np
 
-__all__ = ["repeated_event_probabilities", "repeated_log_likelihood", "repeated_simulation"]
+__all__ = ["ReferenceNetwork", "repeated_event_probabilities", "repeated_log_likelihood", "repeated_simulation"]
 
 SUPPORT_FLOOR = 1e-6
 STOP_FLOOR = 1e-6
 EVENT_FLOOR = 1e-5
 
 
-class _Network:
+class ReferenceNetwork:
     """Localist or semantic CMR with explicit units for one list (see the module docstring)."""
 
     def __init__(self, params: Mapping[str, float], presentation, pool_size=None, similarity=None, pool_rows=None):
@@ -119,7 +119,7 @@ def repeated_event_probabilities(params, presentation, recalls, *, pool_size=Non
         Semantic CMR: the pool's similarities; ``pool_rows`` gives each distinct item's row (in
         order of first presentation).
     """
-    net = _Network(params, presentation, pool_size, similarity, pool_rows)
+    net = ReferenceNetwork(params, presentation, pool_size, similarity, pool_rows)
     net.study()
     out, recalled, previous = [], set(), None
     for value in list(recalls) + [0]:
@@ -149,7 +149,7 @@ def repeated_simulation(params, presentation, rng, **options) -> list[int]:
     Before each output one uniform draw for the stop; otherwise one uniform draw walked along
     the cumulative choice probabilities of the candidates in order of first position.
     """
-    net = _Network(params, presentation, **options)
+    net = ReferenceNetwork(params, presentation, **options)
     net.study()
     out, recalled, previous = [], set(), None
     for output in range(len(net.items)):

@@ -28,7 +28,7 @@ import pandas as pd
 
 from ..checks import as_generator
 from ..errors import ParameterError
-from .repeated import _Network
+from .repeated import ReferenceNetwork
 
 __all__ = ["GENERATING_PARAMETERS", "simulate_first_weighted", "repetition_summary", "fit_check", "main"]
 
@@ -39,7 +39,7 @@ GENERATING_PARAMETERS = {
 }
 
 
-class _FirstWeighted(_Network):
+class _FirstWeighted(ReferenceNetwork):
     """The numpy network with a later presentation's M_fc learning scaled by ``first_weight``."""
 
     def __init__(self, params, presentation, first_weight):

@@ -202,7 +202,7 @@ def test_simulate_recalls_takes_a_presentation_map():
 def test_the_first_presentation_variant_keeps_the_design_and_weights_only_later_learning():
     from cmr.repetition import presentation_items
     from cmr.designs import repetition_design
-    from cmr.testing.repeated import _Network
+    from cmr.testing.repeated import ReferenceNetwork
     from cmr.testing.spacing import GENERATING_PARAMETERS, _FirstWeighted, simulate_first_weighted
 
     design = repetition_design(n_subjects=2, n_control=1, n_mixed=2, seed=3)
@@ -212,7 +212,8 @@ def test_the_first_presentation_variant_keeps_the_design_and_weights_only_later_
     assert data.equals(simulate_first_weighted(design, first_weight=0.3, rng=4))
     pres = presentation_items(design)
     row = pres[(pres != np.arange(1, 25)).any(axis=1)][0]
-    plain, same, weighted = _Network(GENERATING_PARAMETERS, row), _FirstWeighted(GENERATING_PARAMETERS, row, 1.0), \
+    plain = ReferenceNetwork(GENERATING_PARAMETERS, row)
+    same, weighted = _FirstWeighted(GENERATING_PARAMETERS, row, 1.0), \
         _FirstWeighted(GENERATING_PARAMETERS, row, 0.3)
     for net in (plain, same, weighted):
         net.study()
