@@ -192,7 +192,7 @@ def run_battery(model, *, batch_size: int = 16, max_new_tokens: int | None = Non
     progress : callable, optional
         Called as ``progress(condition, n_trials, seconds)`` after each condition.
     """
-    from icl_cmr.adapters.lm.recall_task import generate_answers
+    from icl_cmr.adapters.lm.recall_task import generate_answers, generate_answers_with_repeats
 
     trials = battery_design(**sizes)
     answers: list[str] = [""] * len(trials)
@@ -204,7 +204,7 @@ def run_battery(model, *, batch_size: int = 16, max_new_tokens: int | None = Non
         shown = [trials[k][2] for k in rows]
         if condition in STRENGTH_CONDITIONS:  # words shown twice, which the loop stop cannot parse: every strength
             # condition generates the same way
-            out = _answers_with_repeats(model, shown, batch_size=batch_size, max_new_tokens=max_new_tokens)
+            out = generate_answers_with_repeats(model, shown, batch_size=batch_size, max_new_tokens=max_new_tokens)
         else:
             out = generate_answers(model, shown, task="free", batch_size=batch_size, max_new_tokens=max_new_tokens,
                                    max_intrusion_words=longest)
@@ -214,52 +214,6 @@ def run_battery(model, *, batch_size: int = 16, max_new_tokens: int | None = Non
             progress(condition, len(rows), time.perf_counter() - started)
     settings = {key: (list(value) if isinstance(value, (tuple, list)) else value) for key, value in sizes.items()}
     return battery_from_answers(trials, answers, model=model.name, settings=settings)
-
-
-def _answers_with_repeats(model, shown, *, batch_size: int = 16, max_new_tokens: int | None = None) -> list[str]:
-    """Greedy answers to recall prompts that show some words twice.
-
-    The prompt, chat template, left padding, greedy decoding and token limit of
-    :func:`~icl_cmr.adapters.lm.recall_task.generate_answers`, without its stop at a decoding
-    loop (which parses the shown words as distinct studied items): a row runs to the end of its
-    turn or to the token limit, its loops are counted when the answer is scored, and an answer
-    cut off at the limit loses its unfinished last item.
-    """
-    import torch
-
-    from icl_cmr.adapters.lm.interventions import plain_model
-    from icl_cmr.adapters.lm.recall_task import recall_prompt
-
-    tokenizer = model.tokenizer
-    plain = plain_model(model.bridge)
-    hf = plain if plain is not None else model.bridge.original_model
-    prompts = [recall_prompt(order, "free") for order in shown]
-    if getattr(tokenizer, "chat_template", None):
-        texts = [tokenizer.apply_chat_template([{"role": "user", "content": text}], tokenize=False,
-                                               add_generation_prompt=True) for text in prompts]
-    else:
-        texts = [text + "\n" for text in prompts]
-    limit = int(max_new_tokens) if max_new_tokens is not None else 4 * max(map(len, shown)) + 16
-    eos_id = tokenizer.eos_token_id if tokenizer.eos_token_id is not None else hf.config.eos_token_id
-    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos_id
-    device = next(hf.parameters()).device
-    encoded = [tokenizer(text, add_special_tokens=False)["input_ids"] for text in texts]
-    answers = []
-    with torch.no_grad():
-        for start in range(0, len(encoded), int(batch_size)):
-            rows = encoded[start:start + int(batch_size)]
-            length = max(map(len, rows))
-            ids = torch.tensor([[pad_id] * (length - len(r)) + r for r in rows], dtype=torch.long, device=device)
-            mask = torch.tensor([[0] * (length - len(r)) + [1] * len(r) for r in rows], dtype=torch.long,
-                                device=device)
-            new = hf.generate(input_ids=ids, attention_mask=mask, max_new_tokens=limit, do_sample=False,
-                              temperature=None, top_p=None, top_k=None, pad_token_id=pad_id, eos_token_id=eos_id,
-                              use_cache=plain is not None)[:, length:]
-            for text, ended in zip(tokenizer.batch_decode(new, skip_special_tokens=True),
-                                   (new == eos_id).any(dim=1).tolist()):
-                cut = max(text.rfind(c) for c in ",;\n")
-                answers.append(text if ended else text[:cut + 1] if cut >= 0 else "")
-    return answers
 
 
 def _longest_item(trials) -> int:

@@ -27,7 +27,7 @@ from ..errors import ModelNotAvailableError, ModelOutputError
 from ..recall_text import parse_recall, recall_dataset, recall_table, subject_label
 
 __all__ = ["TASKS", "DECODINGS", "INSTRUCTIONS", "study_lists", "word_pool", "recall_prompt", "generate_answers",
-           "zero_ablation_hooks", "recall_events"]
+           "generate_answers_with_repeats", "zero_ablation_hooks", "recall_events"]
 
 #: recall instructions: free recall (any order) and serial recall (studied order, a control)
 INSTRUCTIONS = {
@@ -273,6 +273,53 @@ def generate_answers(model, lists, *, task: str = "free", decoding: str = "greed
             f"library version this tool was not tested with ({_library_versions()}; docs/install.md lists the "
             "tested ones)")
     return (answers, cut) if return_cut else answers
+
+
+def generate_answers_with_repeats(model, lists, *, batch_size: int = 16,
+                                  max_new_tokens: int | None = None) -> list[str]:
+    """Greedy free-recall answers to study lists that show some words twice, a list of str.
+
+    The prompt, chat template, left padding, greedy decoding and token limit of
+    :func:`generate_answers`, without its stop at a decoding loop (which parses the shown words
+    as distinct studied items): a row runs to the end of its turn or to the token limit, its
+    loops are counted when the answer is scored, and an answer cut off at the limit loses its
+    unfinished last item. The strength conditions of
+    :func:`icl_cmr.analyses.memory_battery.run_battery` are generated this way.
+    """
+    import torch
+
+    from .interventions import plain_model
+
+    tokenizer = model.tokenizer
+    plain = plain_model(model.bridge)
+    hf = plain if plain is not None else model.bridge.original_model
+    prompts = [recall_prompt(order, "free") for order in lists]
+    if getattr(tokenizer, "chat_template", None):
+        texts = [tokenizer.apply_chat_template([{"role": "user", "content": text}], tokenize=False,
+                                               add_generation_prompt=True) for text in prompts]
+    else:
+        texts = [text + "\n" for text in prompts]
+    limit = int(max_new_tokens) if max_new_tokens is not None else 4 * max(map(len, lists)) + 16
+    eos_id = tokenizer.eos_token_id if tokenizer.eos_token_id is not None else hf.config.eos_token_id
+    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos_id
+    device = next(hf.parameters()).device
+    encoded = [tokenizer(text, add_special_tokens=False)["input_ids"] for text in texts]
+    answers = []
+    with torch.no_grad():
+        for start in range(0, len(encoded), int(batch_size)):
+            rows = encoded[start:start + int(batch_size)]
+            length = max(map(len, rows))
+            ids = torch.tensor([[pad_id] * (length - len(r)) + r for r in rows], dtype=torch.long, device=device)
+            mask = torch.tensor([[0] * (length - len(r)) + [1] * len(r) for r in rows], dtype=torch.long,
+                                device=device)
+            new = hf.generate(input_ids=ids, attention_mask=mask, max_new_tokens=limit, do_sample=False,
+                              temperature=None, top_p=None, top_k=None, pad_token_id=pad_id, eos_token_id=eos_id,
+                              use_cache=plain is not None)[:, length:]
+            for text, ended in zip(tokenizer.batch_decode(new, skip_special_tokens=True),
+                                   (new == eos_id).any(dim=1).tolist()):
+                cut = max(text.rfind(c) for c in ",;\n")
+                answers.append(text if ended else text[:cut + 1] if cut >= 0 else "")
+    return answers
 
 
 def recall_events(model, lists, *, task: str = "free", decoding: str = "greedy", seeds=(0,), temperature: float = 0.7,
