@@ -64,6 +64,25 @@ def _pattern(n_words=6):
     return attention_pattern_example(n_words)
 
 
+def _memory_battery():
+    """Three serial-position lists and one DRM list, answered by a script."""
+    from icl_cmr.analyses import memory_battery as mb
+
+    pool = [f"word{k:03d}" for k in range(60)]
+    trials = [("serial_position", x, x, "") for x in mb.serial_lists(pool, 3, 8, seed=4)]
+    words = mb.drm_lists()
+    lure = next(iter(words))
+    trials.append(("drm", words[lure][:8], words[lure][:8], lure))
+    answers = ["Here are the words: " + ", ".join(t[1][:3]) + ", zebra" for t in trials]
+    return mb.battery_from_answers(trials, answers, model="m")
+
+
+def _repetition_heads():
+    from tests.unit.test_repetition_heads import _planted, _prompts
+
+    return _planted(_prompts(n_prompts=3), target=1.0)
+
+
 def _dissociation():
     """All three experiments of a ``dissociation`` file from synthetic per-head and per-set effects."""
     from icl_cmr.analyses.causal import dissociation as dis
@@ -125,6 +144,8 @@ def results():
         "profile_null": _null(),
         "attention_pattern": _pattern(),
         "dissociation": _dissociation(),
+        "memory_battery": _memory_battery(),
+        "repetition_heads": _repetition_heads(),
     }
     return out
 
