@@ -94,7 +94,14 @@ BUILDERS = {
     "spacing_recall": lambda r: cmr.spacing_recall(_repetition()),
     "first_presentation_bias": lambda r: cmr.first_presentation_bias(_repetition(), n_shuffles=2),
     "analysis_set": lambda r: cmr.run_analyses(r("events"), analyses="lag_crp,spc,category_crp,lag_rank"),
+    "first_presentation_heads": lambda r: _repetition_heads(),
 }
+
+
+def _repetition_heads():
+    from tests.unit.test_repetition_heads import _planted, _prompts
+
+    return _planted(_prompts(n_prompts=3), target=1.0)
 
 
 def _repetition():
