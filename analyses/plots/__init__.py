@@ -93,6 +93,8 @@ __all__ = [
     "neighbor_crp",
     "spacing_recall",
     "first_presentation_bias",
+    # heads on repeated words
+    "first_presentation_heads",
     # attention heads
     "head_profiles",
     "attention_pattern",
