@@ -47,11 +47,22 @@ def _integrate(c, c_in, beta, d):
 
 @njit(**JIT)
 def _row_norm(m_fc, unit, d):
-    """|m_fc[unit]| over the first d units."""
+    """|m_fc[unit]| over the first d units. A row whose squares underflow (entries below about
+    1e-154) is scaled by its largest entry first, so a tiny but nonzero input keeps its direction."""
     norm = 0.0
     for j in range(d):
         norm += m_fc[unit, j] * m_fc[unit, j]
-    return math.sqrt(norm)
+    if norm >= 1e-290:
+        return math.sqrt(norm)
+    scale = 0.0
+    for j in range(d):
+        scale = max(scale, abs(m_fc[unit, j]))
+    if scale == 0.0:
+        return 0.0
+    norm = 0.0
+    for j in range(d):
+        norm += (m_fc[unit, j] / scale) * (m_fc[unit, j] / scale)
+    return scale * math.sqrt(norm)
 
 
 @njit(**JIT)

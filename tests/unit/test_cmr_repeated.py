@@ -170,14 +170,13 @@ def test_recall_of_a_later_presentation_scores_to_the_first():
 @given(st.lists(repeated_lists(max_length=8), min_size=3, max_size=3),
        textbook_parameters(within="fit", fixed={"Afc": 0.0},
                            bounds={"B_enc": (0.1, 0.9), "B_start": (0.0, 0.9), "B_rec": (0.0, 0.9),
-                                   "Dfc": (1e-3, 1.0)}))
+                                   }))
 def test_cmr2_with_full_distraction_is_textbook_cmr_on_repeats(cases, params):
     """B_distract = 1 and a tiny C_thresh make each list of a CMR2 session textbook CMR (test_cmr2.py);
     so it is with repeated items too. (Drift rates below 1: with a rate of 1 context can lose an
-    item entirely, and CMR2's similarity check then refuses it where textbook CMR does not. Dfc at
-    least 1e-3: with Afc = 0 an item's context input is Dfc times its unit, and CMR2 squares it to
-    normalise it, so below about 1e-154 (Dfc = 1e-170 measured) the norm underflows to 0, the item
-    gives context nothing and every recall is refused, where textbook CMR's normalisation keeps it.)"""
+    item entirely, and CMR2's similarity check then refuses it where textbook CMR does not. Any Dfc
+    in its bounds: with Afc = 0 an item's context input is Dfc times its unit, whose squares
+    underflow below about 1e-154; CMR2 scales such a row before normalising it.)"""
     width = max(len(p) for p, _ in cases)
     presentation = np.zeros((3, width), dtype=np.int64)
     recalls = np.zeros((3, width + 3), dtype=np.int64)
@@ -189,6 +188,17 @@ def test_cmr2_with_full_distraction_is_textbook_cmr_on_repeats(cases, params):
     expected = [repeated_log_likelihood(params, p, r) for p, r in cases]
     np.testing.assert_allclose(got["trial_logl"].values, expected, rtol=1e-12)
     assert got.attrs["n_sessions"] == 1
+
+
+def test_cmr2_normalises_a_tiny_item_input_without_underflow():
+    """With Afc = 0 and Dfc = 1e-170 the squares of an item's input underflow to 0; the input must
+    still be normalised to its unit (it was scored as no input at all, log-likelihood 0)."""
+    params = dict(cmr.default_parameters(), Afc=0.0, Dfc=1e-170)
+    events = repeated_events(np.array([[1, 2, 3, 4]]), np.array([[1, 4, 0]]), subject=np.ones(1, dtype=np.int64))
+    tiny = cmr.cmr2_log_likelihood(events, dict(params, B_distract=1.0, C_thresh=1e-9), by="trial")
+    small = cmr.cmr2_log_likelihood(events, dict(params, Dfc=1e-100, B_distract=1.0, C_thresh=1e-9), by="trial")
+    assert tiny["trial_logl"].values[0] < 0
+    np.testing.assert_allclose(tiny["trial_logl"].values, small["trial_logl"].values, rtol=1e-12)
 
 
 def test_simulate_recalls_takes_a_presentation_map():
