@@ -170,13 +170,14 @@ def test_recall_of_a_later_presentation_scores_to_the_first():
 @given(st.lists(repeated_lists(max_length=8), min_size=3, max_size=3),
        textbook_parameters(within="fit", fixed={"Afc": 0.0},
                            bounds={"B_enc": (0.1, 0.9), "B_start": (0.0, 0.9), "B_rec": (0.0, 0.9),
-                                   }))
+                                   "Dfc": (1e-100, 1.0)}))
 def test_cmr2_with_full_distraction_is_textbook_cmr_on_repeats(cases, params):
     """B_distract = 1 and a tiny C_thresh make each list of a CMR2 session textbook CMR (test_cmr2.py);
     so it is with repeated items too. (Drift rates below 1: with a rate of 1 context can lose an
-    item entirely, and CMR2's similarity check then refuses it where textbook CMR does not. Any Dfc
-    in its bounds: with Afc = 0 an item's context input is Dfc times its unit, whose squares
-    underflow below about 1e-154; CMR2 scales such a row before normalising it.)"""
+    item entirely, and CMR2's similarity check then refuses it where textbook CMR does not. Dfc of
+    at least 1e-100: with Afc = 0 an item's context input is Dfc times its unit, whose squares
+    underflow below about 1e-154; CMR2 then scales the row before normalising it (the test below),
+    but the two implementations round such inputs differently: 0.03 log units apart at Dfc = 1e-290.)"""
     width = max(len(p) for p, _ in cases)
     presentation = np.zeros((3, width), dtype=np.int64)
     recalls = np.zeros((3, width + 3), dtype=np.int64)
