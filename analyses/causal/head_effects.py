@@ -17,7 +17,11 @@ import xarray as xr
 from cmr.errors import ParameterError
 from cmr.schema import provenance_attrs
 
-__all__ = ["set_effects", "single_head_effects"]
+__all__ = ["BudgetSpent", "set_effects", "single_head_effects"]
+
+
+class BudgetSpent(ParameterError):
+    """The time budget ran out before the first passage of an experiment (nothing of it was measured)."""
 
 
 def _repeated(bridge, n_passages, repeat_length, seed):
@@ -96,7 +100,7 @@ def set_effects(bridge, passages, sets, modes=("zero",), measures=("bigram", "re
                                                     repeat_length=repeat_length)[None, None, :])
         done = min(losses.shape[2], done)
     if done < 1:
-        raise ParameterError("the time budget ran out before the first passage; give a longer budget")
+        raise BudgetSpent("the time budget ran out before the first passage; give a longer budget")
     return np.stack([rows[m][..., :done] for m in measures]), int(done)
 
 

@@ -206,9 +206,18 @@ def run(args) -> int:
                 parts.append(head_regression(effects, table, layer_terms=args.layer_terms, n_boot=args.n_boot,
                                              n_perm=args.n_perm, seed=args.seed, primary_measure=args.primary_measure))
             if "sets" in experiments:
-                parts.append(dis.set_experiment(model.bridge, passages, table, n_sets=args.n_sets, n_bins=args.n_bins,
-                                                modes=set_modes, primary_measure=args.primary_measure,
-                                                deadline=deadline, info=info, **common))
+                from icl_cmr.analyses.causal.head_effects import BudgetSpent
+
+                try:
+                    parts.append(dis.set_experiment(model.bridge, passages, table, n_sets=args.n_sets,
+                                                    n_bins=args.n_bins, modes=set_modes,
+                                                    primary_measure=args.primary_measure, deadline=deadline,
+                                                    info=info, **common))
+                except BudgetSpent:
+                    if not parts:
+                        raise
+                    print("sets: not run: the time budget ran out after the heads experiment, which is written; "
+                          "run --experiments sets with a --time-budget of its own", flush=True)
         parts = [with_run_record(p, **memory) for p in parts]
         print(f"{args.model} on {model.device} in {model.dtype}; {describe_peak_memory(parts[-1].attrs)}", flush=True)
     if "heads" in experiments and args.effects_from:

@@ -184,7 +184,7 @@ def test_set_statistics_rank_a_planted_set_first_and_combine(table):
     assert experiment_view(combined, "sets")["set_rank"].dims == ("target", "measure", "mode")
 
 
-def test_dissociate_runs_end_to_end_on_a_tiny_model(tl, tmp_path, capsys):
+def test_dissociate_runs_end_to_end_on_a_tiny_model(tl, tmp_path, capsys, monkeypatch):
     from cmr.io import load_dataset
     from icl_cmr.analyses.cli import main
 
@@ -222,6 +222,16 @@ def test_dissociate_runs_end_to_end_on_a_tiny_model(tl, tmp_path, capsys):
     np.testing.assert_array_equal(reused["head_partial_r2"].values, result["head_partial_r2"].values)
     assert main([*argv[:-2], "--experiments", "random_sets", "-o", str(tmp_path / "f.nc")]) == 1
     assert "random_sets experiment needs --ablation-from" in capsys.readouterr().err
+    # a budget spent by the heads experiment keeps it: the file is written without the sets
+    from icl_cmr.analyses.causal.head_effects import BudgetSpent
+
+    def spent(*args, **kwargs):
+        raise BudgetSpent("the time budget ran out before the first passage; give a longer budget")
+
+    monkeypatch.setattr(dis, "set_experiment", spent)
+    assert main([*argv[:-2], "-o", str(tmp_path / "g.nc")]) == 0, capsys.readouterr().err
+    assert "sets: not run: the time budget ran out after the heads experiment" in capsys.readouterr().out
+    assert load_dataset(tmp_path / "g.nc", dis.KIND).attrs["experiments"] == "heads"
 
 
 def test_set_effects_refuse_a_budget_spent_before_the_first_passage(tiny):
