@@ -30,7 +30,8 @@ of an earlier dissociation file (no ablation). --time-budget is wall time in sec
 whole command: the heads experiment gets half of what is left after loading (all of it when it
 runs alone), the sets experiment the rest; within each, no natural-text passage starts after
 half of its time, then as many repeated-token passages run as natural-text ones
-were done, so a run can pass its budget by about one passage and the repeated tokens.
+were done, so a run can pass its budget by about one passage and the repeated tokens. A budget
+that the heads experiment spends skips the sets experiment with a note and writes the heads.
 
 Designs (--design; explicit options override a preset):
   cpu    {cpu}
