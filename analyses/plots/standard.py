@@ -67,6 +67,9 @@ NO_STANDARD_FIGURE: dict[str, str] = {
     "dissociation": "per experiment: set ranks (target x measure x mode), the head regression's partial R^2 with "
                     "its bootstrap interval (measure x mode) and the random-set estimates (measure x mode x "
                     "predictor); icl-cmr dissociate prints them",
+    "memory_battery": "a language model's recalls per condition of the battery (serial position, list length, "
+                      "list strength, DRM, semantic lists), with each list's study items, answer and counts; "
+                      "icl-cmr recall-battery prints each effect's statistic and verdict",
 }
 
 
