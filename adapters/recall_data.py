@@ -170,7 +170,7 @@ def load_recall_data(source, *, list_keys=None, normalize_items=False, max_intru
     if isinstance(source, pd.DataFrame):
         return from_table(source, source="DataFrame", **options)
     if isinstance(source, (str, os.PathLike)) and Path(source).suffix.lower() in (".h5", ".hdf5"):
-        from icl_cmr.adapters.repetition_data import load_repetition_data
+        from .repetition_data import load_repetition_data
 
         return load_repetition_data(source)  # jaxcmr's layout (pres_itemnos, recalls)
     if isinstance(source, (str, os.PathLike)) and Path(source).suffix in (".npy", ".npz"):
@@ -266,7 +266,7 @@ def load_recall_matrix(path, list_length=None):
     if "recalls" not in arrays:
         raise FileFormatError(f"{label!r}: a .npz recall matrix needs an array 'recalls'; got {sorted(arrays)}")
     if "pres_itemnos" in arrays:  # jaxcmr's item number per presentation: lists with repeated items
-        from icl_cmr.adapters.repetition_data import load_repetition_data
+        from .repetition_data import load_repetition_data
 
         return load_repetition_data(path)
     recalls = arrays["recalls"]

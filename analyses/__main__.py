@@ -1,5 +1,5 @@
 import sys
 
-from icl_cmr.analyses.cli import main
+from .cli import main
 
 sys.exit(main())

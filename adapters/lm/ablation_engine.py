@@ -15,8 +15,8 @@ import numpy as np
 
 from cmr.errors import ParameterError
 
-from icl_cmr.adapters.lm import interventions
-from icl_cmr.adapters.lm.interventions import DIRECT_FAMILIES, SET_MODES, bos_id, geometry, host_logprob, placement
+from . import interventions
+from .interventions import DIRECT_FAMILIES, SET_MODES, bos_id, geometry, host_logprob, placement
 
 __all__ = ["set_losses", "donor_passages"]
 
@@ -322,7 +322,7 @@ def _bridge_set_losses(bridge, passages, targets, head_sets, modes, progress, do
     """:func:`set_losses` through the bridge: one pass per condition (and per passage with resampling)."""
     import torch
 
-    from icl_cmr.adapters.lm.interventions import passage_losses
+    from .interventions import passage_losses
 
     base, means = passage_losses(bridge, passages, targets, capture_means=True)
     losses = np.empty((len(modes), len(head_sets), passages.shape[0], len(targets)))

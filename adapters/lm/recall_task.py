@@ -284,7 +284,7 @@ def generate_answers_with_repeats(model, lists, *, batch_size: int = 16,
     as distinct studied items): a row runs to the end of its turn or to the token limit, its
     loops are counted when the answer is scored, and an answer cut off at the limit loses its
     unfinished last item. The strength conditions of
-    :func:`icl_cmr.analyses.memory_battery.run_battery` are generated this way.
+    :func:`icl_cmr.analyses.memory.battery.run_battery` are generated this way.
     """
     import torch
 

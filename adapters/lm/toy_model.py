@@ -23,7 +23,7 @@ earlier copy through the layer-0 duplicate-token heads' output. The recipe leave
 heads are Q-composed through the duplicate-token heads, and their keys read only the key's own
 position, partly relayed by those heads' attention to the token itself (docs/circuit.md).
 
-Every torch call of the toy lives here; the dynamics scan (:mod:`icl_cmr.analyses.dynamics`)
+Every torch call of the toy lives here; the dynamics scan (:mod:`icl_cmr.analyses.heads.dynamics`)
 reads the checkpoints through the same pipeline as a released model.
 """
 from __future__ import annotations

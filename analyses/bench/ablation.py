@@ -24,11 +24,11 @@ N_MATCHED = 4
 
 
 def bench_ablation(repeats: int = 3) -> dict:
-    from icl_cmr.adapters.lm import ablation_engine, interventions
-    from icl_cmr.adapters.text_corpus import load_passages
-    from icl_cmr.adapters.lm.loading import load_model, set_threads
-    from icl_cmr.analyses.causal import ablation
-    from icl_cmr.analyses.bench import median_time
+    from ...adapters.lm import ablation_engine, interventions
+    from ...adapters.text_corpus import load_passages
+    from ...adapters.lm.loading import load_model, set_threads
+    from ..causal import ablation
+    from . import median_time
 
     start = time.perf_counter()
     model = load_model("smollm2-135m")

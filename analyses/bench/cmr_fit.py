@@ -7,7 +7,7 @@ import sys
 import textwrap
 import time
 
-from icl_cmr.analyses.bench import median_time
+from . import median_time
 
 MORTON_MIXED_PARAMS = dict(
     T=0.1, Lfc=0.15, Lcf=0.15, Afc=0.0, Acf=0.0, Dfc=0.85, Dcf=0.85,
@@ -85,7 +85,7 @@ def bench_fit_subject(repeats: int = 1) -> dict:
     The reference is estimated, not run (cymr's default takes minutes): cymr's measured time
     per likelihood evaluation of this subject times the number of evaluations our fit used.
     """
-    from icl_cmr.adapters.recall_data import load_recall_data
+    from ...adapters.recall_data import load_recall_data
     from cmr.textbook.fit import STANDARD_FREE, fit_recall
     from cmr.textbook.spec import FitSpec
     from cmr.textbook.likelihood import log_likelihood

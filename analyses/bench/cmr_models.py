@@ -13,8 +13,8 @@ import time
 
 import numpy as np
 
-from icl_cmr.analyses.bench import median_time
-from icl_cmr.analyses.bench.cmr_fit import MORTON_MIXED_PARAMS, cymr_modules
+from . import median_time
+from .cmr_fit import MORTON_MIXED_PARAMS, cymr_modules
 
 SEMANTIC_FREE = ("Lfc", "Lcf", "P1", "P2", "B_enc", "B_start", "B_rec", "T", "X1", "X2", "Scf", "Sff")
 SEMANTIC_PARAMS = dict(MORTON_MIXED_PARAMS, Scf=0.1, Sff=0.5)
@@ -37,7 +37,7 @@ def _localist_table(events):
 def bench_fit_peers(repeats: int = 1) -> dict:
     """Ten free parameters, every psifr:peers_notask subject (126), two threads, vs cymr."""
     import cmr
-    from icl_cmr.adapters.recall_data import load_recall_data
+    from ...adapters.recall_data import load_recall_data
 
     cymr_cmr, _ = cymr_modules()
     events = load_recall_data("psifr:peers_notask")
@@ -76,8 +76,8 @@ def bench_fit_peers(repeats: int = 1) -> dict:
 def bench_fit_semantic(repeats: int = 1) -> dict:
     """Semantic CMR (12 free parameters: the ten, Scf, Sff) on one psifr:Morton2013 subject, vs cymr."""
     import cmr
-    from icl_cmr.adapters.item_pools import load_item_patterns
-    from icl_cmr.adapters.recall_data import load_recall_data
+    from ...adapters.item_pools import load_item_patterns
+    from ...adapters.recall_data import load_recall_data
 
     cymr_cmr, _ = cymr_modules()
     events = load_recall_data("psifr:Morton2013")
@@ -114,7 +114,7 @@ def bench_fit_semantic(repeats: int = 1) -> dict:
 
 def _cymr_semantic(subject, patterns):
     """One Morton2013 subject's table, cymr's semantic configuration and patterns (docs/semantic-cmr.md)."""
-    from icl_cmr.adapters.recall_data import read_recall_table
+    from ...adapters.recall_data import read_recall_table
 
     cymr_cmr, _ = cymr_modules()
     table = read_recall_table("psifr:Morton2013")
@@ -143,8 +143,8 @@ def bench_likelihood_semantic(repeats: int = 21) -> dict:
     process CPU seconds, both sides in the same process.
     """
     import cmr
-    from icl_cmr.adapters.item_pools import load_item_patterns
-    from icl_cmr.adapters.recall_data import load_recall_data
+    from ...adapters.item_pools import load_item_patterns
+    from ...adapters.recall_data import load_recall_data
 
     cymr_cmr, _ = cymr_modules()
     events = load_recall_data("psifr:Morton2013")

@@ -42,9 +42,9 @@ def bench_composition(repeats: int = 3) -> dict:
     """
     from threadpoolctl import threadpool_limits
 
-    from icl_cmr.adapters.lm import composition
-    from icl_cmr.adapters.lm.loading import load_model
-    from icl_cmr.analyses.bench import median_time
+    from ...adapters.lm import composition
+    from ...adapters.lm.loading import load_model
+    from . import median_time
 
     start = time.perf_counter()
     model = load_model("smollm2-135m", device="cpu")

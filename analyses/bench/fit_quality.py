@@ -34,7 +34,7 @@ def _cymr_fit(events, subjects, bounds, **options) -> pd.DataFrame:
 
     One row per subject: ``subject``, ``logl`` and ``seconds``.
     """
-    from icl_cmr.analyses.bench.cmr_fit import cymr_modules
+    from .cmr_fit import cymr_modules
     from cmr.events import to_table
 
     cymr_cmr, _ = cymr_modules()
@@ -64,7 +64,7 @@ def bench_fit_quality(repeats: int = 1, subjects=None, cymr_subjects: int = 1, n
     from cmr.constants import CONVERGENCE_TOLERANCE
     from cmr.textbook.parameters import fit_bounds
     from cmr.errors import FitWarning
-    from icl_cmr.adapters.recall_data import load_recall_data
+    from ...adapters.recall_data import load_recall_data
 
     reference = load_reference()
     reference["subject"] = reference["subject"].astype(str)

@@ -12,7 +12,7 @@ import time
 import numpy as np
 import xarray as xr
 
-from icl_cmr.analyses.bench import median_time
+from . import median_time
 
 N_UNITS = 10_000
 N_REFERENCE_UNITS = 10
@@ -20,7 +20,7 @@ LAGS = np.arange(-5, 6)
 
 
 def _grid():
-    from icl_cmr.adapters.published_grid import load_published_grid
+    from ...adapters.published_grid import load_published_grid
 
     return load_published_grid()
 

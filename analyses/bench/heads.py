@@ -15,8 +15,8 @@ def _worker(repeats: int, n_words: int, n_prompts: int, threads: int) -> dict:
     import resource
     import time
 
-    from icl_cmr.adapters.lm import extraction, loading
-    from icl_cmr.analyses.bench import median_time
+    from ...adapters.lm import extraction, loading
+    from . import median_time
 
     loading.set_threads(threads)
 

@@ -24,8 +24,8 @@ def _resident_bytes() -> int:
 def _worker(dtype: str, path: str, n_words: int = 100, n_prompts: int = 5) -> dict:
     import resource
 
-    from icl_cmr.adapters import head_profiles as hp
-    from icl_cmr.adapters.lm import extraction, loading
+    from ...adapters import head_profiles as hp
+    from ...adapters.lm import extraction, loading
 
     loading.set_threads(1)  # multi-threaded torch timings swing by 2x on a shared 2-core machine
     with_torch = _resident_bytes()

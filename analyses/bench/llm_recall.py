@@ -1,6 +1,6 @@
 """Benchmark: the model as a free-recall subject, 100 lists of 16 PEERS words with SmolLM2-135M.
 
-Ours: :func:`icl_cmr.analyses.llm_recall.model_recall` (batches of 16 lists, left padding, one
+Ours: :func:`icl_cmr.analyses.memory.llm_recall.model_recall` (batches of 16 lists, left padding, one
 key-value cache per batch, loop stop), greedy. Reference: the same code one list at a time
 (``batch_size=1``) on the first ``N_REFERENCE`` lists, the unbatched way. Both sides give the
 same parsed recalls on the shared lists up to batch-padding effects on greedy ties, which the
@@ -17,8 +17,8 @@ N_REFERENCE = 8
 
 
 def bench_llm_recall(repeats: int = 1) -> dict:
-    from icl_cmr.adapters.lm.loading import load_model, set_threads
-    from icl_cmr.analyses.llm_recall import model_recall
+    from ...adapters.lm.loading import load_model, set_threads
+    from ..memory.llm_recall import model_recall
 
     threads = set_threads(1)  # one thread: two spin-waiting threads on a busy 2-core machine are far slower
     model = load_model("smollm2-135m")

@@ -23,7 +23,7 @@ def _worker(repeats: int) -> dict:
 
     import numpy as np
 
-    from icl_cmr.adapters.lm import loading
+    from ...adapters.lm import loading
 
     with loading.measure_peak_memory("cpu"):
         pass  # the first block imports torch

@@ -25,7 +25,7 @@ import numpy as np
 
 from cmr import _deprecate
 from cmr.testing.reference import teacher_forced_reference
-from icl_cmr.analyses.bench import median_time
+from . import median_time
 
 _QUICK_ENV = "ICL_CMR_BENCH_QUICK"
 

@@ -37,7 +37,7 @@ def _prepared():
         ) from exc
     import numpy as np
 
-    from icl_cmr.adapters.recall_data import load_recall_data
+    from ...adapters.recall_data import load_recall_data
 
     raw = fr.sample_data("Morton2013")
     raw["item_index"] = raw["item_number"] - 1

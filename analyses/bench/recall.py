@@ -6,7 +6,7 @@ import subprocess
 import sys
 import textwrap
 
-from icl_cmr.analyses.bench import median_time
+from . import median_time
 
 _SOURCE = "psifr:Morton2013"
 
@@ -45,7 +45,7 @@ def _prepared():
             "install it with `pip install psifr` (it is in the test extra)"
         ) from exc
 
-    from icl_cmr.adapters.recall_data import load_recall_data
+    from ...adapters.recall_data import load_recall_data
 
     events = load_recall_data(_SOURCE)
     merged = fr.merge_free_recall(fr.sample_data("Morton2013"))

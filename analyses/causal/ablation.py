@@ -29,9 +29,9 @@ import xarray as xr
 from cmr.errors import ParameterError, SchemaError
 from cmr.schema import provenance_attrs, require_dims, require_variables, validate
 
-from icl_cmr.adapters.head_ranking import top_heads
-from icl_cmr.adapters.lm.ablation_engine import donor_passages, set_losses
-from icl_cmr.adapters.lm.interventions import SET_MODES as MODES, geometry
+from ...adapters.head_ranking import top_heads
+from ...adapters.lm.ablation_engine import donor_passages, set_losses
+from ...adapters.lm.interventions import SET_MODES as MODES, geometry
 from .power import holm_rank_floor, rank_family_size
 from .statistics import COMPARISONS as COMPARISONS
 from .statistics import MIN_BOOTSTRAP_PASSAGES as MIN_BOOTSTRAP_PASSAGES

@@ -14,7 +14,7 @@ ablation, every measure that fits); :data:`PRESETS` (``icl-cmr ablate --design N
   the ICL score with ``bigram`` beside it (a measure with power at 6 passages, from the same
   forward passes).
 
-The study (:mod:`icl_cmr.analyses.study`) and the command build their design here, so their
+The study (:mod:`icl_cmr.analyses.study.stages`) and the command build their design here, so their
 sizes cannot drift apart.
 """
 from __future__ import annotations
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from cmr.checks import integer
 from cmr.errors import ParameterError
 
-from icl_cmr.adapters.lm.interventions import SET_MODES as MODES
+from ...adapters.lm.interventions import SET_MODES as MODES
 
 __all__ = ["AblationDesign", "PRESETS", "ALL_MEASURES"]
 

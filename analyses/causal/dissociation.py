@@ -37,9 +37,9 @@ from cmr.constants import CMR_LIKE_DISTANCE
 from cmr.errors import ParameterError, SchemaError
 from cmr.schema import provenance_attrs
 
-from icl_cmr.analyses.causal.dissociation_io import HOLM_FAMILIES, KIND, validate_dissociation
-from icl_cmr.analyses.causal.head_effects import set_effects
-from icl_cmr.analyses.causal.statistics import holm, rank_pvalue, set_z
+from .dissociation_io import HOLM_FAMILIES, KIND, validate_dissociation
+from .head_effects import set_effects
+from .statistics import holm, rank_pvalue, set_z
 
 __all__ = ["KIND", "DEFINITIONS", "DIS_MEASURES", "INDUCTION_THRESHOLD", "head_table", "induction_bins",
            "stratified_sets", "target_sets", "null_sets", "set_statistics", "set_experiment", "random_set_regression",
@@ -338,7 +338,7 @@ def random_set_regression(ablation: xr.Dataset, table: xr.Dataset, named_head=(1
     and the CMR-like count on ``primary_measure``), ``random_measure_holm_pvalue`` (``all
     measures``); (measure, mode): ``random_r2``, ``random_n_sets``; and per set the predictors.
     """
-    from icl_cmr.analyses.causal.regression import ols_table
+    from .regression import ols_table
 
     for name in ("set_layer", "set_head", "family"):
         if name not in ablation.variables:

@@ -25,8 +25,8 @@ class BudgetSpent(ParameterError):
 
 
 def _repeated(bridge, n_passages, repeat_length, seed):
-    from icl_cmr.adapters.lm.interventions import bos_id
-    from icl_cmr.analyses.causal.measures import repeated_token_passages
+    from ...adapters.lm.interventions import bos_id
+    from .measures import repeated_token_passages
 
     tokenizer = getattr(bridge, "tokenizer", None)
     special = set(getattr(tokenizer, "all_special_ids", []) or []) | {bos_id(bridge)} - {None}
@@ -59,8 +59,8 @@ def set_effects(bridge, passages, sets, modes=("zero",), measures=("bigram", "re
     """
     from tqdm.auto import tqdm
 
-    from icl_cmr.adapters.lm.ablation_engine import donor_passages, set_losses
-    from icl_cmr.analyses.causal.measures import measure_scores, repeated_positions
+    from ...adapters.lm.ablation_engine import donor_passages, set_losses
+    from .measures import measure_scores, repeated_positions
 
     measures, modes = tuple(measures), tuple(modes)
     unknown = sorted(set(measures) - {"bigram", "repeated_tokens"})
@@ -114,8 +114,8 @@ def single_head_effects(bridge, passages, *, layers=None, modes=("zero", "resamp
 
     The passages, modes, measures and deadline are as for :func:`set_effects`; ``articles`` (one per
     passage) is kept as a coordinate."""
-    from icl_cmr.adapters.lm.interventions import geometry
-    from icl_cmr.analyses.causal.dissociation_io import KIND
+    from ...adapters.lm.interventions import geometry
+    from .dissociation_io import KIND
 
     started = time.monotonic()
     n_layers, n_heads = geometry(bridge)

@@ -180,8 +180,8 @@ def run_measures(bridge, passages, sets, modes, measures, scores, base, extra, l
     repeated-token passes; returns :func:`measure_variables`."""
     from tqdm.auto import tqdm
 
-    from icl_cmr.adapters.lm.ablation_engine import donor_passages, set_losses
-    from icl_cmr.adapters.lm.interventions import bos_id
+    from ...adapters.lm.ablation_engine import donor_passages, set_losses
+    from ...adapters.lm.interventions import bos_id
 
     done = passages.shape[0]
     rows = [scores[0]]

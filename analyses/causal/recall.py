@@ -1,11 +1,11 @@
 """The effect of ablating attention heads on the language model's own free recall.
 
 :func:`recall_ablation` generates the recall of the same lists
-(:func:`icl_cmr.analyses.llm_recall.model_recall`) intact and with head sets zero-ablated: the
+(:func:`icl_cmr.analyses.memory.llm_recall.model_recall`) intact and with head sets zero-ablated: the
 target sets (the top CMR-like heads of a fits file, the top induction heads) and seeded random
 sets of the same size, drawn uniformly among all heads or layer-matched (:func:`rank_test_sets`,
 :func:`head_sets`). Each set's effect on a per-list measure of
-:data:`icl_cmr.analyses.llm_recall.MEASURES` is ablated - intact, paired by list.
+:data:`icl_cmr.analyses.memory.llm_recall.MEASURES` is ablated - intact, paired by list.
 
 "This set matters for recall more than random sets" is a claim about sets, so its primary
 statistic is the target set's place among the random sets (as for ``icl-cmr ablate``,
@@ -28,8 +28,8 @@ from cmr.checks import is_integer
 from cmr.errors import ParameterError, SchemaError
 from cmr.schema import provenance_attrs, require_dims, require_variables, validate
 
-from ..llm_recall import MEASURES, model_recall, recall_measures
-from icl_cmr.adapters.head_ranking import top_heads
+from ..memory.llm_recall import MEASURES, model_recall, recall_measures
+from ...adapters.head_ranking import top_heads
 
 from .ablation import random_head_sets
 from .statistics import NULL_FAMILIES, paired_statistics, rank_pvalue, set_z
@@ -189,10 +189,10 @@ def recall_ablation(model, sets: dict, *, pool="psifr:peers_notask", n_lists: in
         ``random`` or ``layer_matched`` form the two random families (:func:`set_family`); the
         others are target sets.
     pool, n_lists, list_length, task, seed, batch_size, max_new_tokens
-        As :func:`~icl_cmr.analyses.llm_recall.model_recall` (greedy decoding, so differences
+        As :func:`~icl_cmr.analyses.memory.llm_recall.model_recall` (greedy decoding, so differences
         come from the ablation alone). ``pool`` is a bundled data set's name or a sequence of words.
     baseline : xarray.Dataset, optional
-        Events of the intact model on the same lists (from :func:`~icl_cmr.analyses.llm_recall.model_recall`
+        Events of the intact model on the same lists (from :func:`~icl_cmr.analyses.memory.llm_recall.model_recall`
         with the same pool, ``n_lists``, ``list_length``, ``task`` and ``seed``), so they are not generated twice.
     families : mapping of str to str, optional
         The family of a set (``target``, ``random`` or ``layer_matched``) where its name does not say it.
@@ -220,7 +220,7 @@ def recall_ablation(model, sets: dict, *, pool="psifr:peers_notask", n_lists: in
         Random sets whose mean effect is undefined (the measure undefined on every list) leave
         the family's null (``n_null`` counts those left).
     """
-    from icl_cmr.adapters.lm import recall_task as task_module
+    from ...adapters.lm import recall_task as task_module
 
     if not sets:
         raise ParameterError("need at least one head set to ablate")

@@ -207,8 +207,8 @@ def head_regression(effects, table, *, layer_terms: str = "factor", n_boot: int 
     from cmr.errors import SchemaError
     from cmr.schema import provenance_attrs
 
-    from icl_cmr.analyses.causal.dissociation_io import HOLM_FAMILIES, KIND
-    from icl_cmr.analyses.causal.statistics import holm
+    from .dissociation_io import HOLM_FAMILIES, KIND
+    from .statistics import holm
 
     if layer_terms not in ("factor", "linear"):
         raise ParameterError(f"layer_terms must be 'factor' or 'linear'; got {layer_terms!r}")

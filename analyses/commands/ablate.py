@@ -74,7 +74,7 @@ analyses.causal.design.AblationDesign()):
 
 
 def _description():
-    from icl_cmr.analyses.causal.design import PRESETS
+    from ..causal.design import PRESETS
 
     text = DESCRIPTION
     for name, preset in PRESETS.items():
@@ -90,7 +90,7 @@ MODE_CHOICES = {"zero": ("zero",), "mean": ("mean",), "resample": ("resample",),
 def build_design(args):
     """The :class:`~icl_cmr.analyses.causal.design.AblationDesign` the options ask for: ``--design``
     (or the defaults), with every option given replacing its field."""
-    from icl_cmr.analyses.causal.design import AblationDesign
+    from ..causal.design import AblationDesign
 
     base = AblationDesign.preset(args.design) if args.design else AblationDesign()
     return base.replace(
@@ -114,8 +114,8 @@ def _window(text):
 def register(sub):
     import argparse
 
-    from icl_cmr.analyses.causal.design import PRESETS, AblationDesign
-    from icl_cmr.analyses.commands.options import add_device, add_output
+    from ..causal.design import PRESETS, AblationDesign
+    from .options import add_device, add_output
 
     D = AblationDesign()
     p = sub.add_parser("ablate", help=HELP, description=_description(),
@@ -205,15 +205,15 @@ def shared_with(args) -> str:
 def run(args) -> int:
     import time
 
-    from icl_cmr.adapters.head_ranking import ranked_head_set, top_heads
-    from icl_cmr.adapters.text_corpus import load_passages
-    from icl_cmr.adapters.lm.loading import describe_peak_memory, load_model, measure_peak_memory, with_run_record
-    from icl_cmr.analyses.causal import ablation
+    from ...adapters.head_ranking import ranked_head_set, top_heads
+    from ...adapters.text_corpus import load_passages
+    from ...adapters.lm.loading import describe_peak_memory, load_model, measure_peak_memory, with_run_record
+    from ..causal import ablation
     from cmr.errors import ParameterError
     from cmr.io import load_dataset, result_format, write_result
-    from icl_cmr.analyses.commands.options import check_counts, check_fraction
+    from .options import check_counts, check_fraction
 
-    from icl_cmr.analyses.causal.measures import check_window
+    from ..causal.measures import check_window
 
     result_format(args.output)
     check_counts(args, n_random=1, n_matched=0, n_passages=2, n_tokens=2, early=0, late=1, window=0, batch_size=1,
@@ -232,7 +232,7 @@ def run(args) -> int:
     if args.time_budget is not None and not args.time_budget > 0:
         raise ParameterError(f"--time-budget must be a positive number of minutes; got {args.time_budget:g}")
     if args.threads:
-        from icl_cmr.adapters.lm.loading import set_threads
+        from ...adapters.lm.loading import set_threads
 
         set_threads(args.threads)
     started = time.perf_counter()
@@ -287,8 +287,8 @@ def run(args) -> int:
           f"({result.sizes['passage']} of {design.n_passages} passages, from {result.attrs['n_articles']} articles)")
     for line in ablation.summary_lines(result):
         print(line)
-    from icl_cmr.analyses.causal.measures import measure_summary_lines
-    from icl_cmr.analyses.causal.power import power_lines
+    from ..causal.measures import measure_summary_lines
+    from ..causal.power import power_lines
 
     for line in [*measure_summary_lines(result), *power_lines(result)]:
         print(line)

@@ -10,7 +10,7 @@ HELP = "time our implementations against the reference ones (psifr, cymr, the st
 
 
 def register(sub):
-    from icl_cmr.analyses.bench import BENCHMARKS
+    from ..bench import BENCHMARKS
 
     p = sub.add_parser(
         "bench",
@@ -30,7 +30,7 @@ def register(sub):
 
 
 def run(args) -> int:
-    from icl_cmr.analyses import bench
+    from .. import bench
 
     names = args.names or list(bench.BENCHMARKS)
     unknown = [n for n in names if n not in bench.BENCHMARKS]

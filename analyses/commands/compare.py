@@ -54,7 +54,7 @@ Examples:
 def register(sub):
     import argparse
 
-    from icl_cmr.analyses.commands.options import add_item_files, add_output, add_recall_data_options, add_subjects
+    from .options import add_item_files, add_output, add_recall_data_options, add_subjects
 
     p = sub.add_parser("compare", help=HELP, description=DESCRIPTION,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -99,8 +99,8 @@ def run(args) -> int:
     from cmr.checks import is_integer
     from cmr.errors import ParameterError
     from cmr.io import result_format, write_result
-    from icl_cmr.adapters.recall_data import load_recall_data
-    from icl_cmr.analyses.commands.options import (check_counts, model_patterns, recall_data_options,
+    from ...adapters.recall_data import load_recall_data
+    from .options import (check_counts, model_patterns, recall_data_options,
                                                    selected_subjects)
 
     result_format(args.output)

@@ -35,7 +35,7 @@ Examples (SmolLM2, about 20 s on 2 CPU cores; a toy checkpoint, seconds):
 def register(sub):
     import argparse
 
-    from icl_cmr.analyses.commands.options import add_device, add_output
+    from .options import add_device, add_output
 
     p = sub.add_parser("composition", help=HELP, description=DESCRIPTION,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -66,11 +66,11 @@ def run(args) -> int:
 
     from cmr.errors import ParameterError
     from cmr.io import result_format, write_result
-    from icl_cmr.adapters.lm import causal_composition, composition
-    from icl_cmr.adapters.head_ranking import composing_heads, rank_heads
-    from icl_cmr.adapters.lm.loading import load_model
-    from icl_cmr.analyses.causal.ablation import parse_heads
-    from icl_cmr.analyses.commands.options import check_counts
+    from ...adapters.lm import causal_composition, composition
+    from ...adapters.head_ranking import composing_heads, rank_heads
+    from ...adapters.lm.loading import load_model
+    from ..causal.ablation import parse_heads
+    from .options import check_counts
 
     result_format(args.output)
     for name in ("causal", "cmr"):
@@ -107,7 +107,7 @@ def run(args) -> int:
     fits = cmr_fits(model, args) if args.cmr else None
     print(causal_table(causal, fits))
     if args.figure:
-        from icl_cmr.analyses.plots import composition_against_cmr, save_figure
+        from ..plots import composition_against_cmr, save_figure
 
         save_figure(composition_against_cmr(causal, fits), args.figure)
         print(f"figure -> {args.figure}")
@@ -118,8 +118,8 @@ def cmr_fits(model, args):
     """CMR fits of every head's lag profile on the command's prompts, written to ``--cmr``."""
     from cmr.io import write_result
     from cmr.profile_fit import fit_profiles
-    from icl_cmr.adapters.lm.extraction import extract_heads
-    from icl_cmr.adapters.published_grid import load_grid
+    from ...adapters.lm.extraction import extract_heads
+    from ...adapters.published_grid import load_grid
 
     import sys
 

@@ -49,7 +49,7 @@ _MODES = ("zero", "mean", "resample")
 
 
 def _description():
-    from icl_cmr.analyses.causal.dissociation_io import DESIGNS
+    from ..causal.dissociation_io import DESIGNS
 
     text = DESCRIPTION
     for name, preset in DESIGNS.items():
@@ -60,7 +60,7 @@ def _description():
 def register(sub):
     import argparse
 
-    from icl_cmr.analyses.commands.options import add_device, add_output
+    from .options import add_device, add_output
 
     p = sub.add_parser("dissociate", help=HELP, description=_description(),
                        formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -141,11 +141,11 @@ def run(args) -> int:
 
     from cmr.errors import ParameterError
     from cmr.io import load_dataset, result_format, write_result
-    from icl_cmr.analyses.causal import dissociation as dis
-    from icl_cmr.analyses.causal.ablation import parse_heads
-    from icl_cmr.analyses.causal.dissociation_io import DESIGNS, combine, experiment_view, summary_lines
-    from icl_cmr.analyses.causal.regression import head_regression
-    from icl_cmr.analyses.commands.options import check_counts
+    from ..causal import dissociation as dis
+    from ..causal.ablation import parse_heads
+    from ..causal.dissociation_io import DESIGNS, combine, experiment_view, summary_lines
+    from ..causal.regression import head_regression
+    from .options import check_counts
 
     started = time.monotonic()
     preset = DESIGNS.get(args.design, {})
@@ -184,12 +184,12 @@ def run(args) -> int:
     needs_model = "sets" in experiments or ("heads" in experiments and not args.effects_from)
     deadline = None if args.time_budget is None else started + float(args.time_budget)
     if needs_model:
-        from icl_cmr.adapters.lm.loading import (describe_peak_memory, load_model, measure_peak_memory,
+        from ...adapters.lm.loading import (describe_peak_memory, load_model, measure_peak_memory,
                                                  with_run_record)
-        from icl_cmr.adapters.text_corpus import load_passages
+        from ...adapters.text_corpus import load_passages
 
         if args.threads:
-            from icl_cmr.adapters.lm.loading import set_threads
+            from ...adapters.lm.loading import set_threads
 
             set_threads(args.threads)
         model = load_model(args.model, device=args.device, dtype=args.dtype)
@@ -207,7 +207,7 @@ def run(args) -> int:
                 parts.append(head_regression(effects, table, layer_terms=args.layer_terms, n_boot=args.n_boot,
                                              n_perm=args.n_perm, seed=args.seed, primary_measure=args.primary_measure))
             if "sets" in experiments:
-                from icl_cmr.analyses.causal.head_effects import BudgetSpent
+                from ..causal.head_effects import BudgetSpent
 
                 try:
                     parts.append(dis.set_experiment(model.bridge, passages, table, n_sets=args.n_sets,
@@ -240,7 +240,7 @@ def run(args) -> int:
 
 def dis_effects(model, passages, layers, modes, deadline, info, articles, common):
     """The heads experiment's effects (:func:`~icl_cmr.analyses.causal.head_effects.single_head_effects`)."""
-    from icl_cmr.analyses.causal.head_effects import single_head_effects
+    from ..causal.head_effects import single_head_effects
 
     return single_head_effects(model.bridge, passages, layers=layers, modes=modes, deadline=deadline, info=info,
                                articles=articles, **common)

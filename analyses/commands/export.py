@@ -58,7 +58,7 @@ def parse_with(text: str):
 def register(sub):
     import argparse
 
-    from icl_cmr.analyses.commands.options import add_output
+    from .options import add_output
 
     p = sub.add_parser("export", help=HELP, description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("result", metavar="RESULT.nc", help="a result of icl-cmr (netCDF)")
@@ -113,7 +113,7 @@ def run(args) -> int:
 def _with_head_summaries(dataset):
     """A head profile dataset with each head's amplitude and attention mass (computed if the file predates them)."""
     if dataset.attrs.get("icl_cmr_kind") == "lag_profile" and dataset.attrs.get("unit_kind") == "heads":
-        from icl_cmr.adapters.head_profiles import with_attention_mass
+        from ...adapters.head_profiles import with_attention_mass
 
         return with_attention_mass(dataset)
     return dataset

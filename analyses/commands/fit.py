@@ -46,7 +46,7 @@ Examples:
 def register(sub):
     import argparse
 
-    from icl_cmr.analyses.commands.options import add_profile_fit_options
+    from .options import add_profile_fit_options
 
     p = sub.add_parser("fit", help=HELP, description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_profile_fit_options(p, "FITS.nc")
@@ -67,8 +67,8 @@ def run(args) -> int:
     from cmr import CMR_LIKE_DISTANCE, fit_profiles, lag_window, load_dataset, write_result
     from cmr.errors import ParameterError, ProfileError
     from cmr.io import result_format
-    from icl_cmr.adapters.published_grid import load_grid
-    from icl_cmr.analyses.commands.options import profile_fit_lags
+    from ...adapters.published_grid import load_grid
+    from .options import profile_fit_lags
 
     result_format(args.output)
     if args.bootstrap < 0:

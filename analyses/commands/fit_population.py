@@ -46,7 +46,7 @@ Examples:
 def register(sub):
     import argparse
 
-    from icl_cmr.analyses.commands.options import add_output, add_patterns, add_recall_data_options
+    from .options import add_output, add_patterns, add_recall_data_options
 
     p = sub.add_parser(
         "fit-population", help=HELP, description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -97,7 +97,7 @@ def _recovery(args, spec) -> int:
     import cmr
     from cmr.errors import ParameterError
     from cmr.io import save_dataset
-    from icl_cmr.analyses.commands.options import check_counts
+    from .options import check_counts
 
     if args.source is not None:
         raise ParameterError(f"--recovery simulates its own subjects; got SOURCE {args.source!r} as well")
@@ -132,8 +132,8 @@ def run(args) -> int:
     from cmr.errors import FitWarning, ParameterError, RecallDataError
     from cmr.io import result_format, save_dataset, write_result
     from cmr.textbook.fit import flag_summary
-    from icl_cmr.adapters.recall_data import load_recall_data
-    from icl_cmr.analyses.commands.options import (check_counts, item_patterns_of, parse_bounds, parse_ties,
+    from ...adapters.recall_data import load_recall_data
+    from .options import (check_counts, item_patterns_of, parse_bounds, parse_ties,
                                                    recall_data_options, refuse_textbook_options)
 
     result_format(args.output)

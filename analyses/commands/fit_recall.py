@@ -53,7 +53,7 @@ Examples:
 def register(sub):
     import argparse
 
-    from icl_cmr.analyses.commands.options import add_output, add_patterns, add_recall_data_options
+    from .options import add_output, add_patterns, add_recall_data_options
 
     p = sub.add_parser(
         "fit-recall", help=HELP, description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -108,8 +108,8 @@ def run(args) -> int:
     import cmr
     from cmr.errors import FitWarning, RecallDataError
     from cmr.io import result_format, write_result
-    from icl_cmr.adapters.recall_data import load_recall_data
-    from icl_cmr.analyses.commands.options import (item_patterns_of, parse_bounds, parse_ties, recall_data_options,
+    from ...adapters.recall_data import load_recall_data
+    from .options import (item_patterns_of, parse_bounds, parse_ties, recall_data_options,
                                                    refuse_textbook_options)
 
     result_format(args.output)

@@ -60,7 +60,7 @@ def parse_axis(text: str, name: str):
 
 
 def register(sub):
-    from icl_cmr.analyses.commands.options import add_lags, add_output
+    from .options import add_lags, add_output
 
     p = sub.add_parser("grid", help=HELP, description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--kind", choices=KINDS, default="mc", help="which profile to compute (default mc)")

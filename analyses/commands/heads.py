@@ -60,7 +60,7 @@ def _checkpoint(text: str):
 def register(sub):
     import argparse
 
-    from icl_cmr.analyses.commands.options import add_device, add_lags, add_output
+    from .options import add_device, add_lags, add_output
 
     p = sub.add_parser("heads", help=HELP, description=DESCRIPTION,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -97,7 +97,7 @@ def _run_published(args):
             f"profiles), not both; got MODEL {args.model_name!r} and --published"
         )
     try:
-        from icl_cmr.adapters.published import read_published_profiles
+        from ...adapters.published import read_published_profiles
     except ImportError as exc:
         raise DataSourceError(f"reading published profiles is not available in this build ({exc})") from exc
     path = None if args.published is True else args.published  # True: --published without PATH
@@ -107,13 +107,13 @@ def _run_published(args):
 def _run_model(args):
     from tqdm.auto import tqdm
 
-    from icl_cmr.adapters.head_profiles import lag_range
+    from ...adapters.head_profiles import lag_range
     from cmr.checks import is_integer
     from cmr.errors import DataSourceError
-    from icl_cmr.adapters.errors import PromptError
-    from icl_cmr.analyses.commands.options import check_counts
-    from icl_cmr.adapters.lm.loading import DEFAULT_MODEL, load_model, refuse_missing_hub_model, resolve_device, resolve_dtype
-    from icl_cmr.adapters.lm.extraction import extract_heads
+    from ...adapters.errors import PromptError
+    from .options import check_counts
+    from ...adapters.lm.loading import DEFAULT_MODEL, load_model, refuse_missing_hub_model, resolve_device, resolve_dtype
+    from ...adapters.lm.extraction import extract_heads
 
     if args.published_model is not None:
         raise DataSourceError("--model NAME goes with --published [PATH]; to run a model give it as MODEL")
@@ -138,7 +138,7 @@ def run(args) -> int:
     import numpy as np
 
     from cmr.io import result_format, write_result
-    from icl_cmr.adapters.head_ranking import rank_heads
+    from ...adapters.head_ranking import rank_heads
 
     result_format(args.output)  # an unknown extension fails before the model loads
     heads = _run_published(args) if args.published else _run_model(args)
@@ -154,7 +154,7 @@ def run(args) -> int:
                     f"second copy {float(heads['loss_second_copy'].values.item()):.2f} nats")
     print(summary)
     if not args.published:
-        from icl_cmr.adapters.lm.loading import describe_peak_memory
+        from ...adapters.lm.loading import describe_peak_memory
 
         print(describe_peak_memory(heads.attrs))
     return 0

@@ -1,7 +1,7 @@
 """``icl-cmr lag-crp``: the lag-CRP of human free-recall data, per subject, pooled or per list."""
 from __future__ import annotations
 
-from icl_cmr.analyses.commands.options import RECALL_SOURCES
+from .options import RECALL_SOURCES
 
 HELP = "lag-CRP (temporal contiguity) of free-recall data, per subject, pooled or per list"
 
@@ -28,14 +28,14 @@ Examples:
 
 
 def register(sub):
-    from icl_cmr.analyses.commands.options import add_lags, add_recall_command
+    from .options import add_lags, add_recall_command
 
     add_lags(add_recall_command(sub, "lag-crp", HELP, DESCRIPTION, "profile", run), None, "lags to keep")
 
 
 def run(args) -> int:
     from cmr import lag_crp
-    from icl_cmr.analyses.commands.options import describe_units, write_recall_analysis
+    from .options import describe_units, write_recall_analysis
 
     crp, events, path = write_recall_analysis(args, lag_crp, lags=args.lags)
     lags = crp["lag"].values

@@ -40,7 +40,7 @@ Examples:
 def register(sub):
     import argparse
 
-    from icl_cmr.analyses.commands.options import add_patterns, add_recall_data_options
+    from .options import add_patterns, add_recall_data_options
 
     p = sub.add_parser(
         "loglik", help=HELP, description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -70,8 +70,8 @@ def _number(value):
 def run(args) -> int:
     import json
 
-    from icl_cmr.adapters.recall_data import load_recall_data
-    from icl_cmr.analyses.commands.options import item_patterns_of, recall_data_options, refuse_textbook_options
+    from ...adapters.recall_data import load_recall_data
+    from .options import item_patterns_of, recall_data_options, refuse_textbook_options
     from cmr.textbook.likelihood import log_likelihood
     from cmr.textbook.parameters import read_parameters
 

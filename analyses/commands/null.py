@@ -49,7 +49,7 @@ Examples:
 def register(sub):
     import argparse
 
-    from icl_cmr.analyses.commands.options import add_profile_fit_options
+    from .options import add_profile_fit_options
 
     p = sub.add_parser("null", help=HELP, description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_profile_fit_options(p, "NULL.nc")
@@ -62,8 +62,8 @@ def register(sub):
 def run(args) -> int:
     from cmr import CMR_LIKE_DISTANCE, cmr_like_null, load_dataset, write_result
     from cmr.io import result_format
-    from icl_cmr.adapters.published_grid import load_grid
-    from icl_cmr.analyses.commands.options import profile_fit_lags
+    from ...adapters.published_grid import load_grid
+    from .options import profile_fit_lags
 
     result_format(args.output)
     profiles = load_dataset(args.profiles, "lag_profile")

@@ -219,7 +219,7 @@ def write_recall_analysis(args, analysis, **options):
     Returns the result, the events and the path written.
     """
     from cmr.io import result_format, write_result
-    from icl_cmr.adapters.recall_data import load_recall_data
+    from ...adapters.recall_data import load_recall_data
 
     result_format(args.output)
     events = load_recall_data(args.source, **recall_data_options(args))
@@ -273,7 +273,7 @@ def profile_fit_lags(profiles, args):
 
 def add_patterns(parser) -> None:
     """``--patterns`` and ``--feature-layer``: the item patterns of semantic / category CMR."""
-    from icl_cmr.adapters.item_pools import PATTERN_KINDS
+    from ...adapters.item_pools import PATTERN_KINDS
 
     parser.add_argument("--patterns", default=None, choices=sorted(PATTERN_KINDS),
                         help="item patterns of SOURCE's pool: semantic similarities and/or category units")
@@ -297,7 +297,7 @@ def item_patterns_of(args, events):
     """The item patterns of ``--patterns`` (a bundled pool) or ``--vectors`` / ``--similarity``
     (a lab's own pool, which must cover every studied item of ``events``); None for localist CMR."""
     from cmr.errors import ParameterError
-    from icl_cmr.adapters.item_pools import load_patterns_of_kind, patterns_from_file
+    from ...adapters.item_pools import load_patterns_of_kind, patterns_from_file
 
     vectors, similarity = getattr(args, "vectors", None), getattr(args, "similarity", None)
     kind, layer = getattr(args, "patterns", None), getattr(args, "feature_layer", "segment")

@@ -1,7 +1,7 @@
 """``icl-cmr pfr``: the probability of first recall of free-recall data, per subject, pooled or per list."""
 from __future__ import annotations
 
-from icl_cmr.analyses.commands.options import RECALL_SOURCES
+from .options import RECALL_SOURCES
 
 HELP = "probability of first recall by study position of free-recall data"
 
@@ -27,7 +27,7 @@ Examples:
 
 
 def register(sub):
-    from icl_cmr.analyses.commands.options import add_recall_command
+    from .options import add_recall_command
 
     add_recall_command(sub, "pfr", HELP, DESCRIPTION, "curve", run)
 
@@ -36,7 +36,7 @@ def run(args) -> int:
     import numpy as np
 
     from cmr import pfr
-    from icl_cmr.analyses.commands.options import describe_units, write_recall_analysis
+    from .options import describe_units, write_recall_analysis
 
     first, events, path = write_recall_analysis(args, pfr)
     mean = first["prob"].mean([d for d in first["prob"].dims if d != "serial_position"])

@@ -32,7 +32,7 @@ Examples:
 
 
 def _description() -> str:
-    from icl_cmr.analyses.plots.standard import NO_STANDARD_FIGURE, STANDARD_FIGURES
+    from ..plots.standard import NO_STANDARD_FIGURE, STANDARD_FIGURES
 
     width = max(len(kind) + len(which) + 3 for kind, which, _, _ in STANDARD_FIGURES)
     rows = [f"  {(kind + (f' ({which})' if which else '')).ljust(width)} {function}: {what}"
@@ -78,8 +78,8 @@ def run(args) -> int:
     check_output(output)
     result = load_dataset(args.result)
 
-    from icl_cmr.analyses.plots import house_style, literal_unparsable_text, standard_figure
-    from icl_cmr.analyses.plots.standard import figure_function
+    from ..plots import house_style, literal_unparsable_text, standard_figure
+    from ..plots.standard import figure_function
 
     units = args.units
     if units is not None and units.strip().isdigit() and "layer" in result.dims:

@@ -1,7 +1,7 @@
 """``icl-cmr recall-analyses``: a chosen set of free-recall analyses into one dataset or table."""
 from __future__ import annotations
 
-from icl_cmr.analyses.commands.options import RECALL_SOURCES
+from .options import RECALL_SOURCES
 
 HELP = "several free-recall analyses (psifr's and beyond) of one data set into one file"
 
@@ -35,7 +35,7 @@ Examples:
 
 
 def register(sub):
-    from icl_cmr.analyses.commands.options import add_lags, add_recall_command
+    from .options import add_lags, add_recall_command
 
     parser = add_recall_command(sub, "recall-analyses", HELP, DESCRIPTION, "result", run)
     parser.add_argument("--analyses", default="all", metavar="NAME[,NAME]",
@@ -61,8 +61,8 @@ def run(args) -> int:
 
     from cmr.analysis_set import analyses_table, run_analyses
     from cmr.io import result_format, write_result, write_table
-    from icl_cmr.adapters.recall_data import load_item_distances, load_recall_data
-    from icl_cmr.analyses.commands.options import describe_units, grouping, recall_data_options
+    from ...adapters.recall_data import load_item_distances, load_recall_data
+    from .options import describe_units, grouping, recall_data_options
 
     suffix = result_format(args.output)
     events = load_recall_data(args.source, **recall_data_options(args))

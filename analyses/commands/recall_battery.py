@@ -34,7 +34,7 @@ Examples:
 def register(sub):
     import argparse
 
-    from icl_cmr.analyses.commands.options import add_device, add_output
+    from .options import add_device, add_output
 
     p = sub.add_parser("recall-battery", help=HELP, description=DESCRIPTION,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -73,8 +73,9 @@ def run(args) -> int:
 
     from cmr.errors import ParameterError
     from cmr.io import load_dataset, save_dataset
-    from icl_cmr.analyses import memory_battery, memory_effects
-    from icl_cmr.analyses.commands.options import check_counts
+    from ..memory import battery as memory_battery
+    from ..memory import effects as memory_effects
+    from .options import check_counts
 
     if not str(args.output).endswith(".nc"):
         raise ParameterError(f"-o must name a .nc file (a memory_battery dataset); got {args.output!r}")
@@ -89,7 +90,7 @@ def run(args) -> int:
     if args.source:
         battery = memory_battery.combine([load_dataset(path, kind=memory_battery.KIND) for path in args.source])
     else:
-        from icl_cmr.adapters.lm.loading import load_model, set_threads
+        from ...adapters.lm.loading import load_model, set_threads
 
         sizes = dict(effects=effects, n_lists=args.n_lists, list_length=args.list_length, lengths=lengths,
                      n_length_lists=args.n_length_lists, strength_length=args.strength_length,

@@ -51,7 +51,7 @@ Examples:
 def register(sub):
     import argparse
 
-    from icl_cmr.analyses.commands.options import add_device, add_output
+    from .options import add_device, add_output
 
     p = sub.add_parser("recall-lm", help=HELP, description=DESCRIPTION,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -95,7 +95,7 @@ def _pool(text: str):
     from pathlib import Path
 
     from cmr.errors import DataSourceError
-    from icl_cmr.adapters.text_corpus import check_text, read_text_file
+    from ...adapters.text_corpus import check_text, read_text_file
 
     if ":" in text and not Path(text).exists():
         return text
@@ -114,10 +114,10 @@ def run(args) -> int:
 
     from cmr.errors import ParameterError
     from cmr.io import result_format, save_dataset, write_table
-    from icl_cmr.adapters.lm.loading import load_model, set_threads
-    from icl_cmr.analyses.causal.ablation import check_heads, parse_heads
-    from icl_cmr.analyses.commands.options import check_counts
-    from icl_cmr.analyses.llm_recall import model_recall
+    from ...adapters.lm.loading import load_model, set_threads
+    from ..causal.ablation import check_heads, parse_heads
+    from .options import check_counts
+    from ..memory.llm_recall import model_recall
 
     if args.sets_from:
         return run_sets(args)
@@ -163,10 +163,10 @@ def run_sets(args) -> int:
     from cmr.errors import OutputError, ParameterError
     from cmr.events import from_table, to_table
     from cmr.io import check_output, load_dataset, result_format, save_dataset, write_table
-    from icl_cmr.adapters.head_ranking import ranked_head_set
-    from icl_cmr.adapters.lm.loading import load_model, set_threads
-    from icl_cmr.analyses.causal import recall
-    from icl_cmr.analyses.commands.options import check_counts, check_fraction
+    from ...adapters.head_ranking import ranked_head_set
+    from ...adapters.lm.loading import load_model, set_threads
+    from ..causal import recall
+    from .options import check_counts, check_fraction
 
     if result_format(args.output) != ".nc":
         raise OutputError(f"with --sets-from, -o is the llm_recall_ablation dataset and must end in .nc; got "

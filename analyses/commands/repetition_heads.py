@@ -33,7 +33,7 @@ Examples:
 def register(sub):
     import argparse
 
-    from icl_cmr.analyses.commands.options import add_device, add_output
+    from .options import add_device, add_output
 
     p = sub.add_parser("repetition-heads", help=HELP, description=DESCRIPTION,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -65,10 +65,10 @@ def run(args) -> int:
     from tqdm.auto import tqdm
 
     from cmr.io import result_format, write_result
-    from icl_cmr.adapters.lm.loading import DEFAULT_MODEL, load_model, refuse_missing_hub_model, resolve_device, resolve_dtype
-    from icl_cmr.adapters.lm.repetition import extract_repetition_heads
-    from icl_cmr.adapters.repetition_heads import build_repetition_prompts
-    from icl_cmr.analyses.first_presentation import compare_with_people, head_preferences, with_people
+    from ...adapters.lm.loading import DEFAULT_MODEL, load_model, refuse_missing_hub_model, resolve_device, resolve_dtype
+    from ...adapters.lm.repetition import extract_repetition_heads
+    from ...adapters.repetition_heads import build_repetition_prompts
+    from ..heads.first_presentation import compare_with_people, head_preferences, with_people
 
     result_format(args.output)  # an unknown extension fails before the model loads
     design = dict(list_length=args.list_length, n_massed=args.n_massed, n_spaced=args.n_spaced,
@@ -78,7 +78,7 @@ def run(args) -> int:
                              n_ctx=10**9, **design)
     people = None
     if args.people is not None:
-        from icl_cmr.adapters.recall_data import load_recall_data
+        from ...adapters.recall_data import load_recall_data
 
         people = load_recall_data(args.people)
     name = args.model_name or DEFAULT_MODEL

@@ -9,32 +9,32 @@ HELP = "rerun a documented comparison or parameter recovery (the tables and figu
 #: NAME -> (module of icl_cmr.analyses that computes it, one line on what it is, what it writes)
 ANALYSES = {
     "published-fits": (
-        "published_fits",
+        "reproduce.published_fits",
         "CMR (paper, lsq) and Gaussian fits of every published head profile and of human lag-CRPs",
         "a table of docs/fitting.md (stdout; -o TABLE.md); --fits-dir DIR: the fits (.nc)",
     ),
     "human-comparison": (
-        "human_comparison",
+        "reproduce.human_comparison",
         "fitted CMR parameters of heads, of human subjects and of the literature, side by side",
         "a table of docs/fitting.md (stdout; -o TABLE.md)",
     ),
     "null-shares": (
-        "null_shares",
+        "reproduce.null_shares",
         "shares of heads and subjects that are CMR-like beyond chance (permuted and smooth nulls)",
         "the table of docs/null-models.md (stdout; -o TABLE.md)",
     ),
     "recovery": (
-        "recovery",
+        "reproduce.recovery",
         "parameter recovery of textbook CMR: simulate from known parameters, fit them back",
         "-o OUT.nc: the recall_fit dataset with true values; --figure PNG; a JSON line",
     ),
     "semantic-recovery": (
-        "semantic_recovery",
+        "reproduce.semantic_recovery",
         "parameter recovery of semantic CMR on the Morton2013 study lists",
         "-o OUT.nc: the recall_fit dataset with true values; a JSON line",
     ),
     "model-comparison": (
-        "model_comparison",
+        "reproduce.model_comparison",
         "localist vs semantic vs category CMR: likelihood, AIC, cross-validation, predictive check",
         "-o DIR: fits, cross-validations, comparison.md, checks (.nc); --figure PNG",
     ),
@@ -115,7 +115,7 @@ COUNT_MINIMUMS = {"sets": 2, "lists": 1, "list_length": 1, "jobs": 1, "seed": 0,
 
 
 def run(args) -> int:
-    from icl_cmr.analyses.commands.options import check_counts
+    from .options import check_counts
 
     check_counts(args, **{name: low for name, low in COUNT_MINIMUMS.items() if hasattr(args, name)})
     module, _, _ = ANALYSES[args.analysis]

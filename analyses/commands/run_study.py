@@ -5,8 +5,8 @@ HELP = "run the whole study (human lag-CRPs, head scan, CMR fits, ablation, figu
 
 
 def register(sub):
-    from icl_cmr.analyses.commands.options import add_device, add_recall_data_options
-    from icl_cmr.analyses.study import DEFAULT_MODEL, DEFAULT_RECALL, DEMO_SETTINGS as D
+    from .options import add_device, add_recall_data_options
+    from ..study.stages import DEFAULT_MODEL, DEFAULT_RECALL, DEMO_SETTINGS as D
 
     p = sub.add_parser(
         "run",
@@ -65,8 +65,8 @@ def register(sub):
 
 
 def run(args) -> int:
-    from icl_cmr.analyses.commands.options import recall_data_options
-    from icl_cmr.analyses.study import run_study
+    from .options import recall_data_options
+    from ..study.stages import run_study
 
     overrides = dict(
         grid_trials=args.grid_trials, n_prompts=args.n_prompts, n_words=args.n_words,

@@ -1,7 +1,7 @@
 """``icl-cmr spc``: the serial position curve of free-recall data, per subject, pooled or per list."""
 from __future__ import annotations
 
-from icl_cmr.analyses.commands.options import RECALL_SOURCES
+from .options import RECALL_SOURCES
 
 HELP = "serial position curve (recall probability by study position) of free-recall data"
 
@@ -26,14 +26,14 @@ Examples:
 
 
 def register(sub):
-    from icl_cmr.analyses.commands.options import add_recall_command
+    from .options import add_recall_command
 
     add_recall_command(sub, "spc", HELP, DESCRIPTION, "curve", run)
 
 
 def run(args) -> int:
     from cmr import spc
-    from icl_cmr.analyses.commands.options import describe_units, write_recall_analysis
+    from .options import describe_units, write_recall_analysis
 
     curve, events, path = write_recall_analysis(args, spc)
     mean = curve["prob"].mean([d for d in curve["prob"].dims if d != "serial_position"])

@@ -28,7 +28,7 @@ Examples:
 def register(sub):
     import argparse
 
-    from icl_cmr.analyses.top_heads import PYTHIA_MODELS, TOP_SIZES
+    from ..heads.top_heads import PYTHIA_MODELS, TOP_SIZES
 
     p = sub.add_parser("top-heads", help=HELP, description=DESCRIPTION,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -45,14 +45,14 @@ def register(sub):
 def run(args) -> int:
     from cmr.errors import ParameterError
     from cmr.io import result_format, write_table
-    from icl_cmr.analyses.human_comparison import markdown
-    from icl_cmr.analyses.top_heads import top_heads_fits, top_heads_table
+    from ..reproduce.human_comparison import markdown
+    from ..heads.top_heads import top_heads_fits, top_heads_table
 
     if args.output is not None and result_format(args.output) == ".nc":
         raise ParameterError(f"-o writes a table: give a .csv or .parquet name; got {args.output!r}")
     if any(n < 2 for n in args.sizes):
         raise ParameterError(f"--sizes must be at least 2 (a paired test needs pairs); got {args.sizes}")
-    from icl_cmr.adapters.published import PUBLISHED_FILES, published_file
+    from ...adapters.published import PUBLISHED_FILES, published_file
 
     for name in PUBLISHED_FILES:  # profiles, induction scores and grid: a folder lacking one fails here, not mid-way
         published_file(name, args.reference)

@@ -72,20 +72,20 @@ def run(args) -> int:
     import json
     from pathlib import Path
 
-    from icl_cmr.adapters.lm import toy_model
-    from icl_cmr.analyses import dynamics
-    from icl_cmr.adapters.published_grid import load_grid
+    from ...adapters.lm import toy_model
+    from ..heads import dynamics
+    from ...adapters.published_grid import load_grid
     from cmr.errors import DataSourceError
     from cmr.io import save_dataset, write_table
 
     if args.threads:
-        from icl_cmr.adapters.lm.loading import set_threads
+        from ...adapters.lm.loading import set_threads
 
         set_threads(args.threads)
     out = Path(args.output)
     if not args.no_scan:  # the scan's settings fail before minutes of training, not after
-        from icl_cmr.adapters.errors import PromptError
-        from icl_cmr.analyses.commands.options import check_counts
+        from ...adapters.errors import PromptError
+        from .options import check_counts
 
         check_counts(args, PromptError, n_words=2, n_prompts=1)
     settings = toy_model.recipe_settings(args.recipe, quick=args.quick)
@@ -98,7 +98,7 @@ def run(args) -> int:
         changes["repeat_fraction"] = args.repeat_fraction
     settings = dataclasses.replace(settings, **changes).validate()
     if settings.text not in ("wikipedia", "kjv") and not args.resume:  # a file that is not text fails before DIR is made
-        from icl_cmr.adapters.text_corpus import read_documents
+        from ...adapters.text_corpus import read_documents
 
         read_documents(settings.text)
     log_path = out / toy_model.LOG_FILE
@@ -132,7 +132,7 @@ def run(args) -> int:
     if fits is not None:
         table = dynamics.layer_summary(fits, profiles)
         write_table(table, out / "dynamics.csv")
-        from icl_cmr.analyses.plots import save_figure, training_dynamics
+        from ..plots import save_figure, training_dynamics
 
         save_figure(training_dynamics(table, training_log=json.loads((out / toy_model.LOG_FILE).read_text())),
                     out / "dynamics.png")

@@ -89,8 +89,8 @@ def choose_heads(ds: xr.Dataset, variable: str, units, default: int, largest: bo
     ``units`` is None (the ``default`` best), an int, a sequence of (layer, head) pairs or a
     string such as ``"L18.H6,L17.H3"``.
     """
-    from icl_cmr.adapters.head_ranking import top_heads
-    from icl_cmr.analyses.causal.ablation import parse_heads
+    from ...adapters.head_ranking import top_heads
+    from ..causal.ablation import parse_heads
 
     if variable not in ds:
         raise SchemaError(f"head dataset has no variable {variable!r}; variables: {', '.join(map(str, ds.data_vars))}")

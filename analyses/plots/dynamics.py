@@ -22,7 +22,7 @@ def _check(table, training_log) -> None:
     missing = [c for c in _COLUMNS if c not in table.columns]
     if missing:
         raise SchemaError(f"layer-summary table needs columns {', '.join(_COLUMNS)} "
-                          f"(icl_cmr.analyses.dynamics.layer_summary); missing: {', '.join(missing)}")
+                          f"(icl_cmr.analyses.heads.dynamics.layer_summary); missing: {', '.join(missing)}")
     if training_log is not None:
         points = training_log.get("checkpoints") if isinstance(training_log, dict) else None
         if not isinstance(points, list) or not all(isinstance(p, dict) and set(_LOSSES) <= set(p) for p in points):
@@ -43,7 +43,7 @@ def training_dynamics(table, training_log=None):
     Parameters
     ----------
     table : pandas.DataFrame
-        :func:`icl_cmr.analyses.dynamics.layer_summary` output: ``checkpoint`` (the step),
+        :func:`icl_cmr.analyses.heads.dynamics.layer_summary` output: ``checkpoint`` (the step),
         ``layer``, ``max_induction_score``, ``best_distance``; optional
         ``max_previous_token_score``, ``beta_enc``, ``beta_rec``.
     training_log : dict, optional

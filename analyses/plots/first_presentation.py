@@ -32,7 +32,7 @@ def first_presentation_heads(heads, *, n_heads: int = 3, alpha: float = 0.05):
     -------
     matplotlib.figure.Figure
     """
-    from icl_cmr.analyses.first_presentation import head_preferences
+    from ..heads.first_presentation import head_preferences
 
     heads = checked(heads, "repetition_heads", "icl_cmr.adapters.lm.repetition.extract_repetition_heads")
     n_heads = integer(n_heads, "n_heads", minimum=1)

@@ -52,7 +52,7 @@ def parameters_heads_vs_humans(head_fits, human_fits, top_heads, published=None,
     head_fits = checked(head_fits, "profile_fit", "cmr.fit_profiles")
     humans = labelled(human_fits, "profile_fit", "cmr.fit_profiles", default_label="human")
     if published is None:
-        from icl_cmr.adapters.published import published_human_fits
+        from ...adapters.published import published_human_fits
 
         published = published_human_fits()
     if not isinstance(published, pd.DataFrame) or not set(_BETAS) <= set(published.columns):

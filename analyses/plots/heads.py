@@ -321,7 +321,7 @@ def soft_crp_vs_humans(humans, heads, units=None, *, lags=5):
     matplotlib.figure.Figure
         Two panels sharing the y axis (log scale: heads are far sharper than humans).
     """
-    from icl_cmr.adapters.head_profiles import select_profile
+    from ...adapters.head_profiles import select_profile
 
     from cmr import lag_window
 

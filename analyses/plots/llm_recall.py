@@ -22,7 +22,7 @@ def recall_vs_humans(model_events, human_events, *, labels=("model", "humans"), 
     Parameters
     ----------
     model_events, human_events : xarray.Dataset
-        Events datasets (the model's from :func:`icl_cmr.analyses.llm_recall.model_recall`).
+        Events datasets (the model's from :func:`icl_cmr.analyses.memory.llm_recall.model_recall`).
         The model's curves are the mean +- SEM across its lists (each list a unit), the
         humans' across subjects.
     labels : (str, str)
@@ -49,7 +49,7 @@ def recall_vs_humans(model_events, human_events, *, labels=("model", "humans"), 
     return fig
 
 
-#: what each measure of :data:`icl_cmr.analyses.llm_recall.MEASURES` is, as a panel title
+#: what each measure of :data:`icl_cmr.analyses.memory.llm_recall.MEASURES` is, as a panel title
 MEASURE_LABELS = {
     "crp_forward": "CRP at lag +1",
     "crp_backward": "CRP at lag -1",

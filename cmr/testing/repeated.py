@@ -7,7 +7,7 @@ full input ``M_fc[i] = M_fc_pre[i] + M_fc_exp[i]`` (what it learned at earlier p
 included) and then learns ``M_fc_exp[i] += Lfc c`` and ``M_cf_exp[i] += (Lcf + P1 exp(-P2 p)) c``
 at serial position ``p`` (0-based); a recall of the item integrates its full ``M_fc`` row, and
 only distinct items not yet recalled compete. It is the oracle of the compiled kernels
-(``tests/unit/test_cmr_repeated.py``).
+(``tests/cmr/test_repeated_items_model.py``).
 """
 from __future__ import annotations
 

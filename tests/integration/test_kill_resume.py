@@ -31,7 +31,7 @@ from cmr.io import PARTIAL, load_dataset, save_dataset
 from tests.conftest import require
 
 FORK = multiprocessing.get_context("forkserver")
-FORK.set_forkserver_preload(["matplotlib", "torch", "icl_cmr.analyses.study", "tests.integration.test_kill_resume"])
+FORK.set_forkserver_preload(["matplotlib", "torch", "icl_cmr.analyses.study.stages", "tests.integration.test_kill_resume"])
 VOLATILE = ("created_utc", "peak_memory_bytes", "peak_memory_measure")  # differ between any two runs
 
 
@@ -110,8 +110,8 @@ def _study(out, recall, grid, kill=None, lines=None):
     _single_threaded()
     if kill is not None:
         _kill_inside_write(*kill)
-    from icl_cmr.analyses import study
-    from icl_cmr.analyses.study import run_study
+    from icl_cmr.analyses.study import stages as study
+    from icl_cmr.analyses.study.stages import run_study
 
     study._figures = _one_figure
 
@@ -170,7 +170,7 @@ def study_inputs(tmp_path_factory):
     import matplotlib  # noqa: F401  (imported before forking: children start with it)
     import torch  # noqa: F401
 
-    from icl_cmr.analyses import study  # noqa: F401
+    from icl_cmr.analyses.study import stages as study  # noqa: F401
 
     root = tmp_path_factory.mktemp("inputs")
     grid = root / "grid.nc"

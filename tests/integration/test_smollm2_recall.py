@@ -14,7 +14,7 @@ pytestmark = pytest.mark.integration
 def smollm2_recall():
     require_smollm2()
     from icl_cmr.adapters.lm.loading import load_model, set_threads
-    from icl_cmr.analyses.llm_recall import model_recall
+    from icl_cmr.analyses.memory.llm_recall import model_recall
 
     model = load_model("smollm2-135m", device="cpu")
     threads = set_threads(None)
