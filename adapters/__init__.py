@@ -10,7 +10,7 @@
 
 Nothing heavy is imported at package import time; import the submodule you need.
 """
-from cmr._deprecate import alias_moved_modules
+from cmr.deprecation import alias_moved_modules
 
 # modules that moved into lm/: importable under the old names for one release, with a warning
 alias_moved_modules({

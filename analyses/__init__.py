@@ -1,7 +1,7 @@
 """analyses: the studies built on cmr and adapters (head scans, fits, ablation, training
 dynamics, figures, reports) and the ``icl-cmr`` command line. Plotting lives only here;
 nothing imports from this package."""
-from cmr._deprecate import alias_moved_modules
+from cmr.deprecation import alias_moved_modules
 
 # modules that moved into causal/, study/, reproduce/, heads/ and memory/: importable under the old
 # names for one release, with a warning

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _deprecate
+from . import deprecation
 from .checks import integer
 from .errors import ParameterError
 
@@ -72,7 +72,7 @@ def context_decay(beta, model: str = "paper", phase: str = "enc"):
     at recall. The old name ``model="variant"`` still works, with a DeprecationWarning.
     """
     if model == "variant":
-        _deprecate.warn("context_decay(model='variant') is deprecated and will be removed in the next release; "
+        deprecation.warn("context_decay(model='variant') is deprecated and will be removed in the next release; "
                         "use model='paper'")
         model = "paper"
     values = _check(beta, phase)
@@ -228,4 +228,4 @@ def _drift(a, beta, gamma, n_items, model):
     return drift, overlap_in
 
 
-variant_beta = _deprecate.renamed("variant_beta", paper_beta)
+variant_beta = deprecation.renamed("variant_beta", paper_beta)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from . import _deprecate
+from . import deprecation
 from .checks import integer, lag_window, seed_of
 from .constants import STUDY_LIST_LENGTH, STUDY_MAX_LAG, STUDY_MAX_RECALLS, STUDY_N_TRIALS, STUDY_START_POSITIONS
 from .errors import ParameterError, ProfileError
@@ -381,4 +381,4 @@ def paper_lag_distribution(beta_enc: float, beta_rec: float, gamma: float, **opt
     return grid.squeeze(("beta_enc", "beta_rec", "gamma"), drop=False)
 
 
-paper_crp = _deprecate.renamed("paper_crp", paper_lag_distribution)
+paper_crp = deprecation.renamed("paper_crp", paper_lag_distribution)

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 import numpy as np
 import xarray as xr
 
-from . import _deprecate
+from . import deprecation
 from . import _profile_fit as kernels
 from .checks import lag_window, seed_of, shown
 from .constants import PAPER_LAGS, RECALL_LAGS
@@ -39,7 +39,7 @@ class ProfileWarning(UserWarning):
 
 def information_criteria(rss, n_lag: int, n_parameters: int):
     """Deprecated: ``cmr.aic_bic(cmr.least_squares_logl(rss, n_lag), n_parameters, n_lag)``."""
-    _deprecate.warn("cmr.information_criteria(rss, n_lag, n_parameters) is deprecated and will be removed in the "
+    deprecation.warn("cmr.information_criteria(rss, n_lag, n_parameters) is deprecated and will be removed in the "
                     "next release; use cmr.aic_bic(cmr.least_squares_logl(rss, n_lag), n_parameters, n_lag)")
     return aic_bic(least_squares_logl(rss, n_lag), n_parameters, n_lag)
 

@@ -340,7 +340,7 @@ def __getattr__(name: str):
     if name == "set_losses":
         import importlib
 
-        from cmr._deprecate import warn
+        from cmr.deprecation import warn
 
         warn("icl_cmr.adapters.lm.interventions.set_losses is deprecated and will be removed in the next release; "
              "use icl_cmr.adapters.lm.ablation_engine.set_losses", skip=1)

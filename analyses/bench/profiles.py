@@ -23,7 +23,7 @@ import time
 
 import numpy as np
 
-from cmr import _deprecate
+from cmr import deprecation
 from cmr.testing.reference import teacher_forced_reference
 from . import median_time
 
@@ -52,7 +52,7 @@ def _single_thread_reference(call: str, repeats: int) -> float:
 
 def numpy_teacher_forced_point(beta_enc, beta_rec, gamma, n=100, max_lag=8):
     """Deprecated alias of :func:`cmr.testing.teacher_forced_reference` (``n`` is its ``list_length``)."""
-    _deprecate.warn("icl_cmr.analyses.bench.profiles.numpy_teacher_forced_point is deprecated and will be "
+    deprecation.warn("icl_cmr.analyses.bench.profiles.numpy_teacher_forced_point is deprecated and will be "
                     "removed in the next release; use cmr.testing.teacher_forced_reference")
     return teacher_forced_reference(beta_enc, beta_rec, gamma, list_length=n, max_lag=max_lag)
 

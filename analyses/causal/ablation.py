@@ -88,7 +88,7 @@ def parse_heads(text: str) -> list[tuple[int, int]]:
 def top_heads_from_fits(fits: xr.Dataset, fraction: float = 0.1, variable: str = "distance",
                         n_heads: int | None = None, largest: bool = False) -> list[tuple[int, int]]:
     """Deprecated: :func:`icl_cmr.adapters.head_ranking.top_heads` (``variable`` second, the rest by keyword)."""
-    from cmr._deprecate import warn
+    from cmr.deprecation import warn
 
     warn("icl_cmr.analyses.causal.ablation.top_heads_from_fits is deprecated and will be removed in the next "
          "release; use icl_cmr.adapters.head_ranking.top_heads", skip=1)

@@ -207,7 +207,7 @@ def __getattr__(name: str):
     if name in _MOVED:
         import importlib
 
-        from cmr._deprecate import warn
+        from cmr.deprecation import warn
 
         warn(f"icl_cmr.analyses.memory.llm_recall.{name} is deprecated and will be removed in the next release; "
              f"use icl_cmr.analyses.causal.recall.{name}", skip=1)

@@ -107,10 +107,10 @@ def main(argv=None) -> int:
     ``icl-cmr reproduce human-comparison``."""
     import sys
 
-    from cmr import _deprecate
+    from cmr import deprecation
     from ..cli import main as cli_main
 
-    _deprecate.warn("python -m icl_cmr.analyses.reproduce.human_comparison is deprecated and will be removed in the next "
+    deprecation.warn("python -m icl_cmr.analyses.reproduce.human_comparison is deprecated and will be removed in the next "
                     "release; use icl-cmr reproduce human-comparison")
     return cli_main(["reproduce", "human-comparison", *(sys.argv[1:] if argv is None else argv)])
 

@@ -150,10 +150,10 @@ def run(args) -> int:
 def main(argv=None) -> int:
     """Deprecated entry point of ``python -m icl_cmr.analyses.reproduce.model_comparison``: runs
     ``icl-cmr reproduce model-comparison``."""
-    from cmr import _deprecate
+    from cmr import deprecation
     from ..cli import main as cli_main
 
-    _deprecate.warn("python -m icl_cmr.analyses.reproduce.model_comparison is deprecated and will be removed in the next "
+    deprecation.warn("python -m icl_cmr.analyses.reproduce.model_comparison is deprecated and will be removed in the next "
                     "release; use icl-cmr reproduce model-comparison")
     return cli_main(["reproduce", "model-comparison", *(sys.argv[1:] if argv is None else argv)])
 

@@ -197,10 +197,10 @@ def run(args) -> int:
 
 def main(argv=None) -> int:
     """Deprecated entry point of ``python -m icl_cmr.analyses.reproduce.null_shares``: runs ``icl-cmr reproduce null-shares``."""
-    from cmr import _deprecate
+    from cmr import deprecation
     from ..cli import main as cli_main
 
-    _deprecate.warn("python -m icl_cmr.analyses.reproduce.null_shares is deprecated and will be removed in the next "
+    deprecation.warn("python -m icl_cmr.analyses.reproduce.null_shares is deprecated and will be removed in the next "
                     "release; use icl-cmr reproduce null-shares")
     return cli_main(["reproduce", "null-shares", *(sys.argv[1:] if argv is None else argv)])
 

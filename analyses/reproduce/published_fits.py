@@ -159,10 +159,10 @@ def run(args) -> int:
 def main(argv=None) -> int:
     """Deprecated entry point of ``python -m icl_cmr.analyses.reproduce.published_fits``: runs
     ``icl-cmr reproduce published-fits``."""
-    from cmr import _deprecate
+    from cmr import deprecation
     from ..cli import main as cli_main
 
-    _deprecate.warn("python -m icl_cmr.analyses.reproduce.published_fits is deprecated and will be removed in the next "
+    deprecation.warn("python -m icl_cmr.analyses.reproduce.published_fits is deprecated and will be removed in the next "
                     "release; use icl-cmr reproduce published-fits")
     return cli_main(["reproduce", "published-fits", *(sys.argv[1:] if argv is None else argv)])
 

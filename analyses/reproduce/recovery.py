@@ -81,10 +81,10 @@ def run(args) -> int:
 
 def main(argv=None) -> int:
     """Deprecated entry point of ``python -m icl_cmr.analyses.reproduce.recovery``: runs ``icl-cmr reproduce recovery``."""
-    from cmr import _deprecate
+    from cmr import deprecation
     from ..cli import main as cli_main
 
-    _deprecate.warn("python -m icl_cmr.analyses.reproduce.recovery is deprecated and will be removed in the next release; "
+    deprecation.warn("python -m icl_cmr.analyses.reproduce.recovery is deprecated and will be removed in the next release; "
                     "use icl-cmr reproduce recovery")
     return cli_main(["reproduce", "recovery", *(sys.argv[1:] if argv is None else argv)])
 

@@ -49,10 +49,10 @@ def run(args) -> int:
 def main(argv=None) -> int:
     """Deprecated entry point of ``python -m icl_cmr.analyses.reproduce.semantic_recovery``: runs
     ``icl-cmr reproduce semantic-recovery``."""
-    from cmr import _deprecate
+    from cmr import deprecation
     from ..cli import main as cli_main
 
-    _deprecate.warn("python -m icl_cmr.analyses.reproduce.semantic_recovery is deprecated and will be removed in the next "
+    deprecation.warn("python -m icl_cmr.analyses.reproduce.semantic_recovery is deprecated and will be removed in the next "
                     "release; use icl-cmr reproduce semantic-recovery")
     return cli_main(["reproduce", "semantic-recovery", *(sys.argv[1:] if argv is None else argv)])
 

@@ -27,7 +27,7 @@ from ..checks import as_generator, integer, seed_of, shown
 from ..checks import n_jobs as check_n_jobs
 from ..constants import STUDY_LIST_LENGTH, STUDY_MAX_LAG, STUDY_MAX_RECALLS, STUDY_N_TRIALS, STUDY_START_POSITIONS
 from ..errors import ParameterError, RecallDataError
-from .. import _deprecate
+from .. import deprecation
 from ..events import from_recall_matrix, to_table
 from . import _kernels
 
@@ -197,7 +197,7 @@ def closed_form_lag_distribution(beta_enc: float, beta_rec: float, start: int, l
     return crp / crp.sum()
 
 
-closed_form_crp = _deprecate.renamed("closed_form_crp", closed_form_lag_distribution, module="cmr.paper")
+closed_form_crp = deprecation.renamed("closed_form_crp", closed_form_lag_distribution, module="cmr.paper")
 
 
 def _closed_form_applies(beta_rec: float, gamma: float) -> bool:

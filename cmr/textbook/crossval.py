@@ -16,7 +16,7 @@ import xarray as xr
 
 from ..checks import integer, seed_of, shown
 from ..checks import n_jobs as check_n_jobs
-from .._deprecate import warn
+from ..deprecation import warn
 from ..errors import RecallDataError
 from ..events import as_events
 from ..schema import provenance_attrs

@@ -21,7 +21,7 @@ import xarray as xr
 
 from ..checks import integer, is_integer, seed_of
 from ..checks import n_jobs as check_n_jobs
-from .._deprecate import warn
+from ..deprecation import warn
 from ..constants import AT_BOUND_TOLERANCE, CONVERGENCE_TOLERANCE, MIN_EVENTS_PER_PARAMETER
 from ..criteria import aic_bic
 from ..errors import FitWarning, ParameterError, RecallDataError
