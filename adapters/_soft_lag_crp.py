@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from cmr._jit import JIT
+from cmr.jit import JIT
 
 
 @njit(**JIT)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._jit import JIT
+from .jit import JIT
 from ._transitions import is_end, start_pool, step_masked_transition, step_transition
 
 

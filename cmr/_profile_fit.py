@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._jit import JIT
+from .jit import JIT
 
 # entries of one (units x grid points) distance block; bounds memory to about 64 MB
 BLOCK_ENTRIES = 8_000_000

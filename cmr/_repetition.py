@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._jit import JIT
+from .jit import JIT
 
 
 @njit(**JIT)

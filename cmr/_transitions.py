@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from numba import njit
 
-from ._jit import JIT
+from .jit import JIT
 
 
 @njit(**JIT, inline="always")

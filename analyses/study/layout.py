@@ -10,7 +10,7 @@ from pathlib import Path
 
 from cmr.constants import CMR_LIKE_DISTANCE, PAPER_LAGS, RECALL_LAGS
 
-from ...adapters.lm._model_files import DEFAULT_MODEL
+from ...adapters.lm.loading import DEFAULT_MODEL
 from ..causal.design import PRESETS
 
 __all__ = [

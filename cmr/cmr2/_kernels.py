@@ -25,7 +25,7 @@ import math
 import numpy as np
 from numba import njit
 
-from .._jit import JIT
+from ..jit import JIT
 from ..textbook._kernels import (
     ACF, AFC, B_ENC, B_REC, B_START, DCF, DFC, EVENT_FLOOR, LFC, SUPPORT_FLOOR, TEMP,
     primacy_rate, stop_probability,

@@ -14,7 +14,7 @@ import math
 import numpy as np
 from numba import njit
 
-from .._jit import JIT
+from ..jit import JIT
 
 AMIN = 0.000001  # cymr's amin: minimum support of a not-yet-recalled item
 EVENT_FLOOR = 10e-6  # cymr clips each event probability to [10e-6, 1] before the log

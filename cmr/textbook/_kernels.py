@@ -24,7 +24,7 @@ import math
 import numpy as np
 from numba import njit
 
-from .._jit import JIT
+from ..jit import JIT
 
 # parameter vector indices (cmr.parameters.PARAMETER_NAMES order)
 LFC, LCF, P1, P2, B_ENC, B_START, B_REC, TEMP, X1, X2, AFC, ACF, DFC, DCF = range(14)

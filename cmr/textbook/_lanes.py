@@ -22,7 +22,7 @@ import math
 import numpy as np
 from numba import njit
 
-from .._jit import JIT
+from ..jit import JIT
 from ._kernels import B_ENC, B_REC, B_START, EVENT_FLOOR, LFC, SUPPORT_FLOOR, TEMP, primacy_rate, stop_probability
 from ._network import SFF, pair_terms, scored_recalls
 

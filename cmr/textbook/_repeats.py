@@ -11,7 +11,7 @@ import math
 
 from numba import njit
 
-from .._jit import JIT
+from ..jit import JIT
 from ._kernels import LFC, primacy_rate
 
 

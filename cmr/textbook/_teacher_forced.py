@@ -17,7 +17,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from .._jit import JIT
+from ..jit import JIT
 from . import _kernels
 
 

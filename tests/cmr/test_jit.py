@@ -1,10 +1,10 @@
-"""Every numba kernel compiles with the one set of settings, cmr._jit.JIT."""
+"""Every numba kernel compiles with the one set of settings, cmr.jit.JIT."""
 from __future__ import annotations
 
 import ast
 from pathlib import Path
 
-from cmr._jit import JIT
+from cmr.jit import JIT
 from tests.conftest import REPO_ROOT
 
 _SPELLED_OUT = set(JIT)  # settings a decorator must take from JIT, never restate
