@@ -9,6 +9,8 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
+from .checks import seed_of
+from .deprecation import renamed_keywords
 from .errors import ParameterError
 
 __all__ = ["repetition_design"]
@@ -17,8 +19,9 @@ __all__ = ["repetition_design"]
 DISTANCES = tuple(range(1, 10))
 
 
+@renamed_keywords(seed="rng")
 def repetition_design(*, n_subjects: int = 6, n_control: int = 4, n_mixed: int = 8, list_length: int = 24,
-                      n_repeated: int = 6, seed: int = 0) -> xr.Dataset:
+                      n_repeated: int = 6, rng=0) -> xr.Dataset:
     """Events dataset (no recalls) of control lists and lists with repeated items.
 
     Each subject studies ``n_control`` repeat-free lists and ``n_mixed`` lists in which
@@ -32,8 +35,10 @@ def repetition_design(*, n_subjects: int = 6, n_control: int = 4, n_mixed: int =
     ----------
     n_subjects, n_control, n_mixed, list_length, n_repeated : int
         The design (defaults 6, 4, 8, 24 and 6).
-    seed : int
-        Seed of the positions and the order of lists.
+    rng : int, numpy.random.Generator or None
+        Source of the positions and the order of lists (default 0): an int is the seed; a
+        Generator draws one integer seed (``int(rng.integers(2**63))``); None draws one from
+        fresh entropy.
 
     Returns
     -------
@@ -45,13 +50,13 @@ def repetition_design(*, n_subjects: int = 6, n_control: int = 4, n_mixed: int =
     from .repetition import from_presentations
 
     sizes = {"n_subjects": n_subjects, "n_control": n_control, "n_mixed": n_mixed, "list_length": list_length,
-             "n_repeated": n_repeated, "seed": seed}
-    bad = [f"{k}={v!r}" for k, v in sizes.items() if not is_integer(v) or int(v) < (0 if k in ("seed", "n_control",
+             "n_repeated": n_repeated}
+    bad = [f"{k}={v!r}" for k, v in sizes.items() if not is_integer(v) or int(v) < (0 if k in ("n_control",
                                                                                                "n_mixed") else 1)]
     if bad or 2 * n_repeated + max(DISTANCES) > list_length + n_repeated or n_control + n_mixed < 1:
         raise ParameterError(f"repetition_design needs whole numbers, at least one list and room for the repeats "
                              f"(2 * n_repeated + 9 <= list_length + n_repeated); got {', '.join(bad) or sizes}")
-    rng = np.random.default_rng(int(seed))
+    rng = np.random.default_rng(seed_of(rng))
     rows, subjects = [], []
     for subject in range(1, n_subjects + 1):
         kinds = rng.permutation(np.repeat([0, 1], [n_control, n_mixed]))

@@ -27,6 +27,8 @@ import xarray as xr
 
 from ._numeric import ratio
 from ._presentations import repeat_mask, has_repeats, presentation_items, refuse_repeats
+from .checks import seed_of
+from .deprecation import renamed_keywords
 from .errors import RecallDataError
 
 __all__ = ["presentation_items", "has_repeats", "refuse_repeats", "from_presentations", "rep_crp", "neighbor_crp", "shuffled_control",
@@ -127,8 +129,9 @@ def _crp_variables(actual, possible, by=None):
 _DIRECTIONS = {"both": (True, True), "i2j": (True, False), "j2i": (False, True)}
 
 
+@renamed_keywords(seed="rng")
 def neighbor_crp(events, *, by="subject", min_lag: int = 4, direction: str = "both", use_lag2: bool = True,
-                 max_lag: int | None = 3, control=None, n_shuffles: int = 10, seed: int = 0) -> xr.Dataset:
+                 max_lag: int | None = 3, control=None, n_shuffles: int = 10, rng=0) -> xr.Dataset:
     """Repetition-neighbour CRP (jaxcmr ``repneighborcrp``): does recalling the neighbour of one
     presentation lead to the neighbourhood of the other?
 
@@ -147,8 +150,8 @@ def neighbor_crp(events, *, by="subject", min_lag: int = 4, direction: str = "bo
     control : xarray.Dataset, bool or None
         The control events (:func:`shuffled_control`); None or True builds it from ``events``
         when they hold repeat-free lists; False computes no control.
-    n_shuffles, seed
-        For the control built here.
+    n_shuffles, rng
+        For the control built here (:func:`shuffled_control`).
 
     Returns
     -------
@@ -174,7 +177,7 @@ def neighbor_crp(events, *, by="subject", min_lag: int = 4, direction: str = "bo
     events, labels, (actual, possible, lags) = counts(events, by)
     ds = _stat(events, by, labels, "rep_neighbor_crp", "cmr.neighbor_crp", ("lag",), {"lag": lags},
                _crp_variables(actual, possible), min_lag=min_lag, direction=direction, use_lag2=int(bool(use_lag2)))
-    control = _control(events, control, n_shuffles, seed)
+    control = _control(events, control, n_shuffles, rng)
     if control is not None:
         _, control_labels, (c_actual, c_possible, c_lags) = counts(control, by)
         _add_control(ds, by, labels, control_labels, ratio(c_actual, c_possible)[..., _common(c_lags, lags)], "lag")
@@ -189,11 +192,11 @@ def _common(have, want):
     return index
 
 
-def _control(events, control, n_shuffles, seed):
+def _control(events, control, n_shuffles, rng):
     if control is False:
         return None
     if control is None or control is True:
-        return shuffled_control(events, n_shuffles=n_shuffles, seed=seed, required=control is True)
+        return shuffled_control(events, n_shuffles=n_shuffles, rng=rng, required=control is True)
     from .events import as_events
 
     return as_events(control)
@@ -237,7 +240,8 @@ def _paired(a, b) -> tuple[float, float]:
     return float(result.statistic), float(result.pvalue)
 
 
-def shuffled_control(events, *, n_shuffles: int = 10, seed: int = 0, required: bool = True) -> xr.Dataset | None:
+@renamed_keywords(seed="rng")
+def shuffled_control(events, *, n_shuffles: int = 10, rng=0, required: bool = True) -> xr.Dataset | None:
     """Control events: each subject's repeat-free recall sequences laid on its lists with repeats.
 
     As jaxcmr's ``make_control_dataset``: for every subject with both kinds of lists, each list
@@ -252,8 +256,10 @@ def shuffled_control(events, *, n_shuffles: int = 10, seed: int = 0, required: b
     events : xarray.Dataset or pandas.DataFrame
     n_shuffles : int
         Pairings of each list with repeats (default 10).
-    seed : int
-        Seed of the draws.
+    rng : int, numpy.random.Generator or None
+        Source of the draws (default 0): an int is the seed; a Generator draws one integer seed
+        (``int(rng.integers(2**63))``); None draws one from fresh entropy. The seed used is kept
+        in attrs ``seed``.
     required : bool
         Raise when no subject has both kinds of lists (default); else return None.
 
@@ -268,7 +274,8 @@ def shuffled_control(events, *, n_shuffles: int = 10, seed: int = 0, required: b
 
     events = as_events(events)
     n_shuffles = _checked_int(n_shuffles, "n_shuffles", 1)
-    rng = np.random.default_rng(_checked_int(seed, "seed", 0))
+    seed = seed_of(rng)
+    rng = np.random.default_rng(seed)
     _, recalls, pres, lengths, group, labels = _arrays(events, "subject")
     repeated = repeat_mask(events)
     mixed = repeated.any(axis=1) if repeated is not None else np.zeros(lengths.size, dtype=bool)
@@ -361,8 +368,9 @@ def spacing_recall(events, *, by="subject", max_spacing: int = 8) -> xr.Dataset:
     return ds.assign_coords(distance=distance)
 
 
+@renamed_keywords(seed="rng")
 def first_presentation_bias(events, *, lag: int = 1, min_lag: int = 4, control=None, n_shuffles: int = 10,
-                            seed: int = 0) -> xr.Dataset:
+                            rng=0) -> xr.Dataset:
     """First-presentation bias per subject: the rep-CRP at ``lag`` from an item's first minus its
     second presentation, against the same difference in the shuffled control (jaxcmr
     ``test_first_second_bias``, whose default lag +1 asks whether recall moves on to the first
@@ -375,7 +383,7 @@ def first_presentation_bias(events, *, lag: int = 1, min_lag: int = 4, control=N
         The lag compared (default +1).
     min_lag : int
         As :func:`rep_crp`.
-    control, n_shuffles, seed
+    control, n_shuffles, rng
         As :func:`neighbor_crp`; without a control the bias is tested against 0.
 
     Returns
@@ -408,7 +416,7 @@ def first_presentation_bias(events, *, lag: int = 1, min_lag: int = 4, control=N
                     coords={"subject": labels}, attrs={**crp.attrs})
     ds.attrs.update(stat_kind="first_presentation_bias", lag=lag)
     bias = first - second
-    control = _control(events, control, n_shuffles, seed)
+    control = _control(events, control, n_shuffles, rng)
     if control is not None:
         c_crp, c_first, c_second = rates(control)
         index = {label: i for i, label in enumerate(c_crp["subject"].values.tolist())}

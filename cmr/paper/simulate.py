@@ -23,7 +23,7 @@ import os
 import numpy as np
 import pandas as pd
 
-from ..checks import as_generator, integer, seed_of, shown
+from ..checks import as_generator, integer, is_integer, seed_of, shown
 from ..checks import n_jobs as check_n_jobs
 from ..constants import STUDY_LIST_LENGTH, STUDY_MAX_LAG, STUDY_MAX_RECALLS, STUDY_N_TRIALS, STUDY_START_POSITIONS
 from ..errors import ParameterError, RecallDataError
@@ -204,12 +204,15 @@ def _closed_form_applies(beta_rec: float, gamma: float) -> bool:
     return gamma == 0.0 and beta_rec in (0.0, 1.0)
 
 
-def point_seeds(seed: int, beta_enc, beta_rec, gamma) -> np.ndarray:
-    """One 32-bit seed per parameter point, from ``seed`` and the exact parameter values.
+@deprecation.renamed_keywords(seed="rng")
+def point_seeds(rng, beta_enc, beta_rec, gamma) -> np.ndarray:
+    """One 32-bit seed per parameter point, from the base seed ``rng`` and the exact parameter values.
 
     A point gets the same stream in any grid, so a subset of a grid equals those points of
-    the full grid.
+    the full grid. ``rng``: an int is the base seed; a Generator draws one
+    (``int(rng.integers(2**63))``); None draws one from fresh entropy.
     """
+    seed = seed_of(rng)
     bits = np.stack([np.asarray(x, dtype=np.float64).view(np.uint64) for x in (beta_enc, beta_rec, gamma)], axis=-1)
     out = np.empty(bits.shape[0], dtype=np.int64)
     for p, row in enumerate(bits):
@@ -218,12 +221,16 @@ def point_seeds(seed: int, beta_enc, beta_rec, gamma) -> np.ndarray:
     return out
 
 
-def point_generator(seed: int) -> np.random.Generator:
-    """The generator of one grid point: MT19937 seeded from ``seed`` as ``numpy.random.seed`` does.
+@deprecation.renamed_keywords(seed="rng")
+def point_generator(rng) -> np.random.Generator:
+    """The generator of one grid point: MT19937 seeded from ``rng`` as ``numpy.random.seed`` does.
 
-    The seeding (not numpy's newer SeedSequence seeding of MT19937) keeps every grid made with
-    a given seed identical across versions of the toolkit.
+    ``rng``: an int is the point's 32-bit seed (:func:`point_seeds`); a Generator draws one
+    (``int(rng.integers(2**32))``); None draws one from fresh entropy. The seeding (not numpy's
+    newer SeedSequence seeding of MT19937) keeps every grid made with a given seed identical
+    across versions of the toolkit.
     """
+    seed = int(rng) if is_integer(rng) else int(as_generator(rng).integers(2**32))
     bit_generator = np.random.MT19937()
     bit_generator.state = np.random.RandomState(int(seed)).get_state(legacy=False)
     return np.random.Generator(bit_generator)

@@ -36,6 +36,8 @@ import traceback
 
 import numpy as np
 
+from ..checks import seed_of
+from ..deprecation import keyword_only, renamed_keywords
 from ..errors import ParameterError
 from ..events import from_recall_matrix
 from ..textbook.likelihood import log_likelihood as textbook_log_likelihood
@@ -421,6 +423,7 @@ def _simulation(model: RecallModel, n_trials: int, alpha: float, seed: int) -> s
 # --- the suite --------------------------------------------------------------------------------
 
 
+@renamed_keywords(seed="rng")
 def run_check(
     model: RecallModel,
     name: str,
@@ -428,10 +431,13 @@ def run_check(
     max_examples: int = DEFAULT_MAX_EXAMPLES,
     n_trials: int = DEFAULT_N_TRIALS,
     alpha: float = DEFAULT_ALPHA,
-    seed: int = DEFAULT_SEED,
+    rng=DEFAULT_SEED,
     shrink: bool = True,
 ) -> str:
-    """Run one check; return a one-line summary, or raise AssertionError saying what failed."""
+    """Run one check; return a one-line summary, or raise AssertionError saying what failed.
+
+    The options are :func:`check_recall_model`'s.
+    """
     if not isinstance(model, RecallModel):
         raise ParameterError(f"expected a cmr.testing.RecallModel; got {type(model).__name__}")
     if name not in CHECKS:
@@ -441,18 +447,20 @@ def run_check(
             f"check {name!r} does not apply to model {model.name!r} (applicable: {', '.join(applicable_checks(model))})"
         )
     if name == "simulation":
-        return _simulation(model, n_trials, alpha, seed)
+        return _simulation(model, n_trials, alpha, seed_of(rng))
     return _run_property(model, name, max_examples, shrink)
 
 
+@keyword_only
+@renamed_keywords(seed="rng")
 def check_recall_model(
     model: RecallModel,
-    checks=None,
     *,
+    checks=None,
     max_examples: int = DEFAULT_MAX_EXAMPLES,
     n_trials: int = DEFAULT_N_TRIALS,
     alpha: float = DEFAULT_ALPHA,
-    seed: int = DEFAULT_SEED,
+    rng=DEFAULT_SEED,
     shrink: bool = True,
 ) -> dict[str, str]:
     """Run the invariant suite on a model; raise one AssertionError listing every failure.
@@ -468,8 +476,10 @@ def check_recall_model(
         Simulated lists per example parameter set in the simulation check.
     alpha : float
         Level of each chi-square test of the simulation check.
-    seed : int
-        Seed of the simulation check.
+    rng : int, numpy.random.Generator or None
+        Source of the simulation check's draws (default :data:`DEFAULT_SEED`): an int is the seed;
+        a Generator draws one integer seed (``int(rng.integers(2**63))``); None draws one from
+        fresh entropy.
     shrink : bool
         Let hypothesis shrink a failing case to a minimal one (slower on failure).
 
@@ -488,7 +498,7 @@ def check_recall_model(
     for name in names:
         try:
             report[name] = run_check(model, name, max_examples=max_examples, n_trials=n_trials, alpha=alpha,
-                                     seed=seed, shrink=shrink)
+                                     rng=rng, shrink=shrink)
         except AssertionError as error:
             failures.append(f"[{name}] {error}")
         except ParameterError:

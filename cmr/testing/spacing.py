@@ -26,7 +26,8 @@ import math
 import numpy as np
 import pandas as pd
 
-from ..checks import as_generator
+from ..checks import as_generator, seed_of
+from ..deprecation import renamed_keywords
 from ..errors import ParameterError
 from .repeated import ReferenceNetwork
 
@@ -126,8 +127,9 @@ def repetition_summary(events) -> dict:
     return row
 
 
+@renamed_keywords(seed="rng")
 def fit_check(*, first_weight: float = 0.2, n_subjects: int = 10, n_control: int = 4, n_mixed: int = 8,
-              seed: int = 1, n_rep: int = 5,
+              rng=1, n_rep: int = 5,
               free=("Lfc", "Lcf", "P1", "P2", "B_enc", "B_start", "B_rec", "T", "X1", "X2"), n_jobs: int = 1):
     """Fit textbook CMR to generated data, simulate the fit on the same lists; the analyses of both.
 
@@ -138,11 +140,17 @@ def fit_check(*, first_weight: float = 0.2, n_subjects: int = 10, n_control: int
         from the first and the second presentation, their difference (``bias``), the same
         difference in the shuffled control (``control_bias``) and ``effect`` (bias - control
         bias), means over subjects, with the paired t-test's ``effect_p``; and the fits.
+
+    ``rng`` (default 1): an int is the seed of the design, the data, the fit and the simulation
+    of the fit; a Generator draws one integer seed (``int(rng.integers(2**63))``); None draws one
+    from fresh entropy.
     """
     import cmr
     from ..designs import repetition_design
 
-    design = repetition_design(n_subjects=n_subjects, n_control=n_control, n_mixed=n_mixed, seed=seed)
+    seed = seed_of(rng)
+
+    design = repetition_design(n_subjects=n_subjects, n_control=n_control, n_mixed=n_mixed, rng=seed)
     if first_weight == 1.0:
         data = cmr.from_table(cmr.simulate_experiment(design, GENERATING_PARAMETERS, rng=seed))
     else:
@@ -164,7 +172,7 @@ def main(argv=None) -> int:
     parser.add_argument("--jobs", type=int, default=1)
     args = parser.parse_args(argv)
     table, fits = fit_check(first_weight=args.first_weight, n_subjects=args.subjects, n_control=args.control_lists,
-                            n_mixed=args.mixed_lists, seed=args.seed, n_jobs=args.jobs)
+                            n_mixed=args.mixed_lists, rng=args.seed, n_jobs=args.jobs)
     with pd.option_context("display.width", 200, "display.precision", 3):
         print(table.T)
         print(fits["value"].to_pandas().describe().loc[["mean", "std"]].T)

@@ -21,7 +21,7 @@ import xarray as xr
 
 from ..checks import integer, is_integer, seed_of
 from ..checks import n_jobs as check_n_jobs
-from ..deprecation import warn
+from ..deprecation import renamed_keywords, warn
 from ..constants import AT_BOUND_TOLERANCE, CONVERGENCE_TOLERANCE, MIN_EVENTS_PER_PARAMETER
 from ..criteria import aic_bic
 from ..errors import FitWarning, ParameterError, RecallDataError
@@ -43,15 +43,18 @@ def label_words(label) -> list[int]:
     return [int.from_bytes(digest[i:i + 4], "little") for i in range(0, 16, 4)]
 
 
-def unit_seeds(seed: int, labels, n_restarts: int) -> list[list[int]]:
-    """Independent seeds per unit and restart, from the root seed and each unit's label.
+@renamed_keywords(seed="rng")
+def unit_seeds(rng, labels, n_restarts: int) -> list[list[int]]:
+    """Independent seeds per unit and restart, from the root seed ``rng`` and each unit's label.
 
-    Unit ``label``'s restart r uses the state of the r-th child of
+    ``rng``: an int is the root seed; a Generator draws one (``int(rng.integers(2**63))``); None
+    draws one from fresh entropy. Unit ``label``'s restart r uses the state of the r-th child of
     ``SeedSequence([seed, *label_words(label)])`` (a SHA-256 hash of ``str(label)``), so a
     unit's searches depend only on the seed and its own label: not on the other units of the
     call, their order, ``n_jobs``, the executor or (for the first r restarts) ``n_restarts``.
     ``labels`` may be a count n, meaning the labels ``0..n-1``.
     """
+    seed = seed_of(rng)
     if is_integer(labels):
         labels = range(int(labels))
     out = []

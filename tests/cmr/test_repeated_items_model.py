@@ -220,7 +220,7 @@ def test_the_first_presentation_variant_keeps_the_design_and_weights_only_later_
     from cmr.testing.repeated import ReferenceNetwork
     from cmr.testing.spacing import GENERATING_PARAMETERS, _FirstWeighted, simulate_first_weighted
 
-    design = repetition_design(n_subjects=2, n_control=1, n_mixed=2, seed=3)
+    design = repetition_design(n_subjects=2, n_control=1, n_mixed=2, rng=3)
     data = simulate_first_weighted(design, first_weight=0.3, rng=4)
     assert np.array_equal(presentation_items(data), presentation_items(design))
     assert (data["recalls"].values > 0).sum() > 0
@@ -245,7 +245,7 @@ def test_parameters_are_recovered_from_repeated_lists():
     from cmr.designs import repetition_design
 
     truth = dict(cmr.default_parameters(), B_enc=0.5, B_rec=0.8, T=0.3, X1=0.03, X2=0.25)
-    design = repetition_design(n_subjects=1, n_control=0, n_mixed=40, seed=5)
+    design = repetition_design(n_subjects=1, n_control=0, n_mixed=40, rng=5)
     data = cmr.from_table(cmr.simulate_experiment(design, truth, rng=5))
     free = ["B_enc", "B_rec", "T"]
     spec = cmr.FitSpec(free, fixed={k: v for k, v in truth.items() if k not in free})

@@ -229,7 +229,7 @@ def _two_kinds():
 
 def test_shuffled_control_lays_repeat_free_recalls_on_lists_with_repeats():
     events = _two_kinds()
-    control = shuffled_control(events, n_shuffles=3, seed=0)
+    control = shuffled_control(events, n_shuffles=3, rng=0)
     assert control.sizes["trial"] == 12 and set(control["control_shuffle"].values) == {0, 1, 2}
     assert (control["presentation_item"].values == [1, 2, 3, 4, 5, 6, 1, 8]).all()
     # a recall of position 7 of a repeat-free list is the repeated item, scored to position 1
@@ -262,7 +262,7 @@ def test_results_are_netcdf_safe(tmp_path):
 def test_the_design_fills_every_spacing_bin_and_keeps_control_lists():
     from cmr.designs import repetition_design
 
-    design = repetition_design(n_subjects=2, n_control=1, n_mixed=3, seed=3)
+    design = repetition_design(n_subjects=2, n_control=1, n_mixed=3, rng=3)
     assert design.sizes["trial"] == 8 and design.attrs["repeated_items"] == 1
     result = spacing_recall(design, by=None)
     assert result["possible"].values.tolist() == [2 * (24 + 3 * 12), 2 * 2, 2 * 4, 2 * 6, 2 * 6]

@@ -187,7 +187,7 @@ def test_the_simulation_check_false_alarm_rate_is_at_most_its_level():
     failures = 0
     for seed in range(40):
         try:
-            run_check(model, "simulation", alpha=0.05, seed=seed)
+            run_check(model, "simulation", alpha=0.05, rng=seed)
         except AssertionError as error:
             failures += str(error).count("trials):")
     tests = 40 * 3 * 2
