@@ -32,9 +32,10 @@ import numpy as np
 import xarray as xr
 
 from cmr import lag_window
-from cmr.checks import is_integer
+from cmr.checks import is_integer, seed_of
 from cmr.cmr_like import MASS_APPLIED, attention_mass
 from cmr.constants import HEAD_DIMS, PAPER_LAGS
+from cmr.deprecation import keyword_only, renamed_keywords
 from cmr.errors import RecallDataError, SchemaError
 from cmr.schema import provenance_attrs, require_dims, require_variables, validate
 
@@ -286,7 +287,8 @@ def recall_sequence_transitions(recalls, list_length):
     return from_pos, weights, unavailable
 
 
-def teacher_forced_transitions(n_words: int, rule: str = "query_only"):
+@keyword_only
+def teacher_forced_transitions(n_words: int, *, rule: str = "query_only"):
     """Steps of the forced "recall" 1..N of the second copy, for :func:`soft_lag_counts`.
 
     Step k (0-based) moves from serial position k+1. ``rule`` (see ``SOFT_CRP_RULES``):
@@ -361,7 +363,7 @@ def block_summary(blocks: dict, n_words: int, lags, *, soft_rule: str = "query_o
     summary["induction"] = _moments(special[..., 1:])
     previous = _float64(blocks["previous"])
     summary["previous"] = (np.full(previous.shape[:2], previous.shape[-1], dtype=np.int64), previous.sum(axis=-1))
-    from_pos, unavailable = teacher_forced_transitions(n_words, soft_rule)
+    from_pos, unavailable = teacher_forced_transitions(n_words, rule=soft_rule)
     _, actual, possible = soft_lag_counts(from_pos, second, unavailable, n_words - 1)
     summary["soft"] = (actual, possible)
     return summary
@@ -540,7 +542,8 @@ _SELECT = {
 }
 
 
-def select_profile(heads: xr.Dataset, which: str = "score") -> xr.Dataset:
+@keyword_only
+def select_profile(heads: xr.Dataset, *, which: str = "score") -> xr.Dataset:
     """A plain lag-profile dataset (``profile``, ``sem``) of one kind of head profile.
 
     ``which``: ``"score"`` (pre-softmax, the paper's), ``"prob"`` or ``"soft_lag_crp"``.
@@ -574,8 +577,9 @@ def select_profile(heads: xr.Dataset, which: str = "score") -> xr.Dataset:
 PATTERN_LAYOUT = "BOS (position 0) + copy 1 (positions 1..N) + copy 2 (positions N+1..2N)"
 
 
+@renamed_keywords(seed="rng")
 def attention_pattern_dataset(scores, probs, *, tokens, n_words: int, layer: int, head: int, model: str,
-                              prompt: int, seed: int, provenance: dict | None = None) -> xr.Dataset:
+                              prompt: int, rng, provenance: dict | None = None) -> xr.Dataset:
     """One head's attention over one repeated-list prompt, as a dataset of kind ``attention_pattern``.
 
     Parameters
@@ -584,7 +588,9 @@ def attention_pattern_dataset(scores, probs, *, tokens, n_words: int, layer: int
         Pre-softmax scores and post-softmax probabilities, (query, key) over all positions.
     tokens : sequence of str (2N+1,)
         The token at each position (BOS, copy 1, copy 2).
-    n_words, layer, head, prompt, seed : int
+    n_words, layer, head, prompt : int
+    rng : int or numpy.random.Generator
+        The prompts' seed, kept in attrs ``seed`` (a Generator draws one: ``int(rng.integers(2**63))``).
     model : str
     provenance : dict, optional
         JSON-serialisable record of the model and prompt.
@@ -596,6 +602,7 @@ def attention_pattern_dataset(scores, probs, *, tokens, n_words: int, layer: int
         after the query: the causal mask is explicit, not the library's fill value); coords
         ``query_token``/``key_token`` and ``query_copy``/``key_copy`` (0 BOS, 1, 2).
     """
+    seed = seed_of(rng)
     seq = 2 * int(n_words) + 1
     scores = np.array(scores, dtype=np.float64)
     probs = np.array(probs, dtype=np.float64)

@@ -13,6 +13,8 @@ from __future__ import annotations
 import numpy as np
 
 from cmr.checks import integer
+from cmr.deprecation import keyword_only
+from cmr.errors import ParameterError, SchemaError
 
 __all__ = ["rank_heads", "top_heads", "composing_heads", "cmr_like_heads", "ranked_head_set", "CMR_LIKE_DEFINITIONS",
            "FIRST_COMPOSING_LAYER"]
@@ -23,7 +25,8 @@ CMR_LIKE_DEFINITIONS = ("study", "strict")
 FIRST_COMPOSING_LAYER = 1
 
 
-def rank_heads(scores, n: int | None = None, *, largest: bool = True) -> np.ndarray:
+@keyword_only
+def rank_heads(scores, *, n: int | None = None, largest: bool = True) -> np.ndarray:
     """Flat indices of the ``n`` best heads of ``scores``, best first.
 
     Parameters
@@ -62,8 +65,6 @@ def composing_heads(scores) -> np.ndarray:
     """A float64 copy of a (layer, head) grid of scores with the layers before
     :data:`FIRST_COMPOSING_LAYER` set to NaN, so :func:`rank_heads` never ranks them: a head of
     layer 0 has no earlier head to compose with (the composition test's targets)."""
-    from cmr.errors import ParameterError
-
     grid = np.array(scores, dtype=np.float64)
     if grid.ndim != 2:
         raise ParameterError(f"scores must be a (layer, head) grid; got shape {grid.shape}")
@@ -73,8 +74,6 @@ def composing_heads(scores) -> np.ndarray:
 
 def _head_grid(dataset, variable):
     """``variable`` of a dataset as a float64 (layer, head) grid with its layer and head labels."""
-    from cmr.errors import SchemaError
-
     if variable not in dataset:
         raise SchemaError(f"dataset has no variable {variable!r}; variables: {', '.join(map(str, dataset.data_vars))}")
     values = dataset[variable]
@@ -87,7 +86,8 @@ def _head_grid(dataset, variable):
             np.asarray(values["head"].values))
 
 
-def top_heads(ranked, variable: str = "distance", *, fraction: float = 0.1, n_heads: int | None = None,
+@keyword_only
+def top_heads(ranked, *, variable: str = "distance", fraction: float = 0.1, n_heads: int | None = None,
               largest: bool = False, composing: bool = False) -> list[tuple[int, int]]:
     """The best heads of a dataset by ``variable``: the study's one way to choose a head set.
 
@@ -123,8 +123,6 @@ def top_heads(ranked, variable: str = "distance", *, fraction: float = 0.1, n_he
     cmr.errors.SchemaError
         No ``variable``, or not a (layer, head) grid.
     """
-    from cmr.errors import ParameterError
-
     grid, layers, heads = _head_grid(ranked, variable)
     if composing:
         grid = composing_heads(grid)
@@ -137,7 +135,8 @@ def top_heads(ranked, variable: str = "distance", *, fraction: float = 0.1, n_he
     return [(int(layers[r]), int(heads[c])) for r, c in zip(rows, cols)]
 
 
-def cmr_like_heads(ranked, definition: str = "study", *, fraction: float = 0.1,
+@keyword_only
+def cmr_like_heads(ranked, *, definition: str = "study", fraction: float = 0.1,
                    n_heads: int | None = None) -> tuple[list[tuple[int, int]], list[str]]:
     """The top CMR-like heads under one definition, best (smallest CMR distance) first.
 
@@ -164,8 +163,6 @@ def cmr_like_heads(ranked, definition: str = "study", *, fraction: float = 0.1,
     notes : list of str
         What the caller should tell the user (a smaller strict set, a criterion not applied).
     """
-    from cmr.errors import ParameterError, SchemaError
-
     if definition not in CMR_LIKE_DEFINITIONS:
         raise ParameterError(f"definition must be one of {', '.join(CMR_LIKE_DEFINITIONS)}; got {definition!r}")
     distance, layers, heads = _head_grid(ranked, "distance")
@@ -197,7 +194,8 @@ def cmr_like_heads(ranked, definition: str = "study", *, fraction: float = 0.1,
     return [(int(layers[r]), int(heads[c])) for r, c in zip(rows, cols)], notes
 
 
-def ranked_head_set(ranked, rank_by: str = "study", *, fraction: float = 0.1,
+@keyword_only
+def ranked_head_set(ranked, *, rank_by: str = "study", fraction: float = 0.1,
                     n_heads: int | None = None) -> tuple[list[tuple[int, int]], str, list[str]]:
     """The target head set of a causal test, read from a fits (or heads) dataset by ``rank_by``.
 
@@ -217,8 +215,8 @@ def ranked_head_set(ranked, rank_by: str = "study", *, fraction: float = 0.1,
     """
     size = f"top {int(n_heads)} heads" if n_heads is not None else f"top {float(fraction):g}"
     if rank_by in CMR_LIKE_DEFINITIONS:
-        heads, notes = cmr_like_heads(ranked, rank_by, fraction=fraction, n_heads=n_heads)
+        heads, notes = cmr_like_heads(ranked, definition=rank_by, fraction=fraction, n_heads=n_heads)
         return heads, f"CMR-like by the {rank_by} definition, smallest distance first, {size}", notes
     largest = str(rank_by).endswith("_score")
-    heads = top_heads(ranked, rank_by, fraction=fraction, n_heads=n_heads, largest=largest)
+    heads = top_heads(ranked, variable=rank_by, fraction=fraction, n_heads=n_heads, largest=largest)
     return heads, f"{'largest' if largest else 'smallest'} {rank_by}, {size}", []

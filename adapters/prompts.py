@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from cmr.checks import integer
+from cmr.checks import integer, seed_of
+from cmr.deprecation import renamed_keywords
 
 from .errors import PromptError
 
@@ -55,6 +56,7 @@ class PromptSet:
     words : tuple of str
         Decoded words (with their leading space), aligned with ``word_ids``.
     seed : int
+        The seed the permutations were drawn from.
     selection : str
         How the words were chosen.
     """
@@ -145,12 +147,15 @@ def check_single_tokens(tokenizer, word_ids, words) -> None:
         )
 
 
-def build_prompts(word_ids, words, *, n_prompts: int, seed: int, bos_id: int, n_ctx: int,
+@renamed_keywords(seed="rng")
+def build_prompts(word_ids, words, *, n_prompts: int, rng, bos_id: int, n_ctx: int,
                   settings: dict | None = None) -> PromptSet:
     """BOS + two copies of a seeded random permutation of the words, ``n_prompts`` times.
 
     Prompt p uses permutation p of ``numpy.random.default_rng(seed)`` (drawn in order), so
     the same seed gives the same prompts and more prompts extend, not change, the set.
+    ``rng``: an int is the seed; a Generator draws one (``int(rng.integers(2**63))``); None
+    draws one from fresh entropy. The seed used is the result's ``seed``.
 
     Raises
     ------
@@ -167,6 +172,7 @@ def build_prompts(word_ids, words, *, n_prompts: int, seed: int, bos_id: int, n_
             f"model's context of {int(n_ctx)} tokens; use at most {(int(n_ctx) - 1) // 2} words"
         )
     n_prompts = integer(n_prompts, "n_prompts", error=PromptError)
+    seed = seed_of(rng)
     rng = np.random.default_rng(seed)
     perms = np.stack([rng.permutation(n_words) for _ in range(int(n_prompts))]).astype(np.int64)
     listed = word_ids[perms]

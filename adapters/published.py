@@ -30,6 +30,7 @@ import xarray as xr
 from cmr.errors import DataSourceError, FileFormatError, ParameterError
 from cmr.files import check_input_file
 from cmr.constants import HEAD_DIMS
+from cmr.deprecation import keyword_only
 from cmr.schema import provenance_attrs, validate
 
 __all__ = [
@@ -122,7 +123,8 @@ def reference_dir(reference=None) -> Path:
     return nested if nested.is_dir() and not (root / PUBLISHED_FILES[0]).exists() else root
 
 
-def published_file(name: str, reference=None) -> Path:
+@keyword_only
+def published_file(name: str, *, reference=None) -> Path:
     """Path of one of the study's published files, its checksum verified.
 
     Parameters
@@ -249,7 +251,8 @@ def _check_complete(table, keys, inner, what):
             )
 
 
-def read_published_metrics(path=None, model=None, checkpoint=None) -> xr.Dataset:
+@keyword_only
+def read_published_metrics(path=None, *, model=None, checkpoint=None) -> xr.Dataset:
     """Read ``head_metrics.csv.gz``: ``induction_score`` and ``copying_score`` with dims
     (model, checkpoint, layer, head) (float64; NaN where a model lacks a layer or head).
 
@@ -261,7 +264,8 @@ def read_published_metrics(path=None, model=None, checkpoint=None) -> xr.Dataset
     return xr.Dataset.from_dataframe(frame)
 
 
-def read_published_profiles(path=None, model=None, checkpoint=None, metrics="auto") -> xr.Dataset:
+@keyword_only
+def read_published_profiles(path=None, *, model=None, checkpoint=None, metrics="auto") -> xr.Dataset:
     """Read the study's head profiles into a ``lag_profile`` dataset.
 
     Parameters

@@ -27,9 +27,17 @@ from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
 
-from cmr.errors import DataSourceError, FileFormatError, OptionalDependencyError
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from cmr.errors import DataSourceError, FileFormatError, OptionalDependencyError, RecallDataError
 from cmr.csv_safety import restore_formulas
+from cmr.deprecation import keyword_only
 from cmr.files import check_input_file, read_arrays
+from cmr.events import from_recall_matrix, from_table
+
+from .repetition_data import load_repetition_data
 
 __all__ = ["BUNDLED", "BUNDLED_DISTANCES", "load_recall_data", "read_recall_table", "load_item_distances",
            "load_recall_matrix"]
@@ -51,8 +59,6 @@ def _labels_as_written(column):
 
 
 def _read_csv(path, label: str, labels=("subject", "list")):
-    import pandas as pd
-
     try:
         # utf-8-sig: some shipped files (cymr's sample1.csv) start with a byte-order mark
         table = pd.read_csv(path, encoding="utf-8-sig", dtype={name: str for name in labels})
@@ -158,10 +164,6 @@ def load_recall_data(source, *, list_keys=None, normalize_items=False, max_intru
     cmr.errors.RecallDataError
         A table that is not a valid psifr long table.
     """
-    import pandas as pd
-
-    from cmr.events import from_table
-
     options = {"list_keys": list_keys, "normalize_items": normalize_items}
     if columns is not None or trial_types is not None:
         options.update(columns=columns, trial_types=trial_types)
@@ -170,11 +172,9 @@ def load_recall_data(source, *, list_keys=None, normalize_items=False, max_intru
     if isinstance(source, pd.DataFrame):
         return from_table(source, source="DataFrame", **options)
     if isinstance(source, (str, os.PathLike)) and Path(source).suffix.lower() in (".h5", ".hdf5"):
-        from .repetition_data import load_repetition_data
-
         return load_repetition_data(source)  # jaxcmr's layout (pres_itemnos, recalls)
     if isinstance(source, (str, os.PathLike)) and Path(source).suffix in (".npy", ".npz"):
-        return load_recall_matrix(source, list_length)
+        return load_recall_matrix(source, list_length=list_length)
     table = read_recall_table(source, columns=columns)
     if isinstance(source, str) and source in BUNDLED:
         label = source
@@ -205,9 +205,6 @@ def load_item_distances(source):
         dims ``(item, other_item)``, float64; pass it to :func:`cmr.distance_crp` and the
         other distance analyses with ``index_key=None`` (items are matched by name).
     """
-    import numpy as np
-    import xarray as xr
-
     def _read(path, label):
         try:
             arrays = read_arrays(path, "distance file", names=("items", "distances"))
@@ -234,7 +231,8 @@ def load_item_distances(source):
     raise DataSourceError(f"distances must be a bundled name or an .npz path; got {type(source).__name__}")
 
 
-def load_recall_matrix(path, list_length=None):
+@keyword_only
+def load_recall_matrix(path, *, list_length=None):
     """Events dataset from a recall matrix file (EMBAM / jaxcmr convention).
 
     Parameters
@@ -254,11 +252,6 @@ def load_recall_matrix(path, list_length=None):
         A malformed matrix; when positions look 0-based (a 0 before a later recall, or no
         position as large as the list), the message says so.
     """
-    import numpy as np
-
-    from cmr.errors import RecallDataError
-    from cmr.events import from_recall_matrix
-
     label = str(path)
     arrays = read_arrays(path, "recall-matrix file")
     if "" in arrays:  # a .npy file: the matrix alone
@@ -266,7 +259,6 @@ def load_recall_matrix(path, list_length=None):
     if "recalls" not in arrays:
         raise FileFormatError(f"{label!r}: a .npz recall matrix needs an array 'recalls'; got {sorted(arrays)}")
     if "pres_itemnos" in arrays:  # jaxcmr's item number per presentation: lists with repeated items
-        from .repetition_data import load_repetition_data
 
         return load_repetition_data(path)
     recalls = arrays["recalls"]

@@ -61,7 +61,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from cmr.checks import seed_of
+from cmr.deprecation import renamed_keywords
 from cmr.errors import ParameterError, RecallDataError
+from cmr.events import from_table
 
 __all__ = ["ParsedRecall", "normalise", "parse_recall", "find_loop", "recall_table", "recall_dataset",
            "segments_text", "subject_label", "COUNT_NAMES", "CATEGORIES", "LIST_TEXTS", "NEIGHBOUR_WORDS",
@@ -374,9 +377,11 @@ def segments_text(parsed: ParsedRecall) -> str:
     return "\n".join(f"{category}: {raw}" for raw, category, _ in parsed.segments)
 
 
-def subject_label(model: str, decoding: str, seed: int) -> str:
-    """``"model|decoding|seed"``: one recall subject per model, decoding setting and seed."""
-    return f"{model}|{decoding}|{int(seed)}"
+@renamed_keywords(seed="rng")
+def subject_label(model: str, decoding: str, rng) -> str:
+    """``"model|decoding|seed"``: one recall subject per model, decoding setting and seed (``rng``:
+    an int seed as is; a Generator draws one, ``int(rng.integers(2**63))``)."""
+    return f"{model}|{decoding}|{seed_of(rng)}"
 
 
 def recall_table(lists, answers, subjects, *, list_numbers=None, max_intrusion_words=None,
@@ -454,8 +459,6 @@ def recall_dataset(table: pd.DataFrame, *, source: str = "recall_table"):
     kept as written, except characters netCDF cannot store (controls other than tab and line
     breaks), which become U+FFFD.
     """
-    from cmr.events import from_table
-
     per_list = [c for c in (*COUNT_NAMES, *LIST_TEXTS) if c in table.columns]
     # the table's labels are ours, so a high share of intrusions is the model's recall, not mislabelled lists
     recalls = table.drop(columns=per_list)

@@ -36,9 +36,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import xarray as xr
+from scipy.stats import binom
 
-from cmr.checks import integer, is_integer
+from cmr.checks import integer, is_integer, seed_of
 from cmr.constants import HEAD_DIMS
+from cmr.deprecation import keyword_only, renamed_keywords
 from cmr.errors import SchemaError
 from cmr.schema import provenance_attrs, require_variables
 
@@ -128,14 +130,17 @@ def _place(rng, list_length, spans, tries=200):
     return None
 
 
-def build_repetition_prompts(word_ids, words, *, n_prompts: int = 40, seed: int = 0, bos_id: int, n_ctx: int,
+@renamed_keywords(seed="rng")
+def build_repetition_prompts(word_ids, words, *, n_prompts: int = 40, rng=0, bos_id: int, n_ctx: int,
                              list_length: int = 40, n_massed: int = 4, n_spaced: int = 8, n_thrice: int = 2,
                              min_spacing: int = 6, max_spacing: int = 15) -> RepetitionPrompts:
     """Prompts of a study list with massed, spaced and thrice-presented words, then a recall pass.
 
     Each prompt draws its distinct words from the pool ``word_ids`` at random, the placement of the
     repeats (spacings uniform in ``min_spacing..max_spacing``, the distance between presentation
-    positions) and the recall-pass order, all from ``numpy.random.default_rng(seed)``.
+    positions) and the recall-pass order, all from ``numpy.random.default_rng(seed)``. ``rng``
+    (default 0): an int is the seed; a Generator draws one (``int(rng.integers(2**63))``); None
+    draws one from fresh entropy. The seed used is the result's ``seed``.
 
     Raises
     ------
@@ -162,6 +167,7 @@ def build_repetition_prompts(word_ids, words, *, n_prompts: int = 40, seed: int 
     if length > int(n_ctx):
         raise PromptError(f"a prompt of BOS + {list_length} study + {n_distinct} recall tokens = {length} is longer "
                           f"than the model's context of {int(n_ctx)} tokens")
+    seed = seed_of(rng)
     rng = np.random.default_rng(seed)
     kinds = [0] * n_massed + [1] * n_spaced + [2] * n_thrice
     tokens, presentation, recalls, kind_of = [], [], [], []
@@ -200,7 +206,8 @@ def study_positions(presentation, item: int) -> np.ndarray:
     return np.flatnonzero(np.asarray(presentation) == int(item)) + 1
 
 
-def tabulated_queries(presentation, recalls, min_lag: int = 4) -> np.ndarray:
+@keyword_only
+def tabulated_queries(presentation, recalls, *, min_lag: int = 4) -> np.ndarray:
     """Recall-pass steps whose word counts in the repetition CRP: its first two presentations lie > ``min_lag`` apart.
 
     The rule of :func:`cmr.rep_crp` (jaxcmr's ``repcrp``): a word presented once or massed is
@@ -214,7 +221,8 @@ def tabulated_queries(presentation, recalls, min_lag: int = 4) -> np.ndarray:
     return np.asarray(keep, dtype=np.int64)
 
 
-def unavailable_positions(presentation, recalls, rule: str = "query_only") -> np.ndarray:
+@keyword_only
+def unavailable_positions(presentation, recalls, *, rule: str = "query_only") -> np.ndarray:
     """bool (M, L): the study positions a recall-pass step may not transition to (see ``RULES``)."""
     if rule not in RULES:
         raise PromptError(f"repetition CRP rule must be one of {', '.join(RULES)}; got {rule!r}")
@@ -308,8 +316,8 @@ def repetition_summary(probs, presentation, recalls, kind, *, min_lag: int = 4, 
     if probs.ndim != 4 or probs.shape[2:] != (recalls.size, presentation.size):
         raise PromptError(f"recall-pass attention must have shape (layer, head, M={recalls.size}, L={presentation.size}); "
                           f"got {probs.shape}")
-    unavailable = unavailable_positions(presentation, recalls, rule)
-    steps = tabulated_queries(presentation, recalls, min_lag)
+    unavailable = unavailable_positions(presentation, recalls, rule=rule)
+    steps = tabulated_queries(presentation, recalls, min_lag=min_lag)
     controls = _control_steps(presentation, recalls, steps)
     control_unavailable = unavailable.copy()
     control_unavailable[steps] |= presentation[None, :] == recalls[controls][:, None]
@@ -319,7 +327,8 @@ def repetition_summary(probs, presentation, recalls, kind, *, min_lag: int = 4, 
             "occurrence": occurrence_attention(probs, presentation, recalls, kind), "n_tabulated": int(steps.size)}
 
 
-def first_bias(actual, possible, lag: int = 1):
+@keyword_only
+def first_bias(actual, possible, *, lag: int = 1):
     """CRP at ``lag`` from the first presentation minus that from the second, over the last axes (3, 2L-1)."""
     actual = np.asarray(actual, dtype=np.float64)
     possible = np.asarray(possible)
@@ -342,10 +351,9 @@ def pool_repetition(summaries) -> dict:
     return pooled
 
 
-def sign_test(differences, axis: int = 0):
+@keyword_only
+def sign_test(differences, *, axis: int = 0):
     """Two-sided exact sign test along ``axis``: (n_positive, n_nonzero, p); NaN and zero differences left out."""
-    from scipy.stats import binom
-
     d = np.asarray(differences, dtype=np.float64)
     positive = np.sum(d > 0, axis=axis)
     nonzero = np.sum((d != 0) & np.isfinite(d), axis=axis)

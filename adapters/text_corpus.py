@@ -24,9 +24,12 @@ import importlib.util
 import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
+import warnings
 
 import numpy as np
 
+from cmr.checks import as_generator
+from cmr.deprecation import keyword_only, renamed_keywords
 from cmr.errors import DataSourceError, FileFormatError, OptionalDependencyError, ParameterError
 from cmr.files import check_input_file
 
@@ -90,14 +93,13 @@ def check_text(documents: list[str], label: str) -> list[str]:
             )
     for key, limit in SUSPICIOUS_SHARES.items():
         if shares[key] > limit:
-            import warnings
-
             warnings.warn(f"text source {label!r}: {shares[key]:.1%} {what[key]}; is it text?",
                           TextSourceWarning, stacklevel=3)
     return documents
 
 
-def read_text_file(path, what: str = "text file") -> str:
+@keyword_only
+def read_text_file(path, *, what: str = "text file") -> str:
     """The content of a UTF-8 text file; a file in another encoding is refused, naming the first bad byte.
 
     Raises
@@ -336,12 +338,15 @@ def tokenize_documents(documents: list[str], tokenizer) -> list[np.ndarray]:
 MAX_PER_DOCUMENT = 4
 
 
+@keyword_only
+@renamed_keywords(seed="rng")
 def load_passages(
     source: str | Path = "wikipedia",
     tokenizer=None,
+    *,
     n_passages: int = 300,
     n_tokens: int = 512,
-    seed: int = 0,
+    rng=0,
     max_per_document: int | None = MAX_PER_DOCUMENT,
     return_articles: bool = False,
 ):
@@ -351,7 +356,7 @@ def load_passages(
     tokens (a remainder shorter than ``n_tokens`` is dropped). At most ``max_per_document``
     windows of a document can be drawn, chosen at random among its windows; ``n_passages``
     windows are then drawn without replacement from that pool, all with
-    ``np.random.default_rng(seed)``, and returned in the order drawn. Any first ``k`` passages
+    the generator of ``rng``, and returned in the order drawn. Any first ``k`` passages
     are thus a uniform random sample of the pool (a run cut short keeps a random subset, not
     the first articles of the source), and no article fills more than ``max_per_document`` rows.
 
@@ -364,8 +369,9 @@ def load_passages(
         ``add_special_tokens=False``) or a callable ``text -> list[int]``.
     n_passages, n_tokens : int
         Number of passages and tokens per passage.
-    seed : int
-        Seed of the sample.
+    rng : int, numpy.random.Generator or None
+        Source of the sample (default 0): an int is the seed of ``numpy.random.default_rng``; a
+        Generator is drawn from; None: fresh entropy.
     max_per_document : int or None
         Windows of any one document at most (default :data:`MAX_PER_DOCUMENT`, 4: the
         Wikipedia sample's 96 articles with a 512-token window give 337 windows, room for the
@@ -392,7 +398,7 @@ def load_passages(
         raise ParameterError(f"max_per_document must be >= 1 or None; got {max_per_document!r}")
     n_passages, n_tokens = int(n_passages), int(n_tokens)
     token_docs = tokenize_documents(read_documents(source), tokenizer)
-    rng = np.random.default_rng(seed)
+    rng = as_generator(rng)
     windows = []  # (document index, start)
     for index, ids in enumerate(token_docs):
         starts = np.arange(0, len(ids) - n_tokens + 1, n_tokens)

@@ -85,7 +85,7 @@ def attention_pattern_example(n_words: int):
     probs /= probs.sum(axis=1, keepdims=True)
     tokens = ["<s>"] + [f"w{i}" for i in range(n_words)] * 2
     return attention_pattern_dataset(scores, probs, tokens=tokens, n_words=n_words, layer=1, head=2, model="toy",
-                                     prompt=0, seed=0)
+                                     prompt=0, rng=0)
 
 
 def tiny_head_scan():
@@ -97,7 +97,7 @@ def tiny_head_scan():
     from icl_cmr.adapters.lm.loading import tiny_model
 
     model = tiny_model()
-    heads = extract_heads(model, n_words=20, n_prompts=2, seed=0)
+    heads = extract_heads(model, n_words=20, n_prompts=2, rng=0)
     grid = cmr.paper_teacher_forced_grid(beta_enc=[0.2, 0.5, 0.8], beta_rec=[0.2, 0.5, 0.8], gamma=[0.0, 0.5])
     return model, heads, grid
 
@@ -120,4 +120,4 @@ def tl():
 @pytest.fixture(scope="module")
 def tiny(tl):
     """``tiny_model(seed=0)``: 2 layers, 4 query heads, 2 key/value heads, float32 on the CPU."""
-    return tl.tiny_model(seed=0)
+    return tl.tiny_model(rng=0)

@@ -13,6 +13,8 @@ import time
 
 import numpy as np
 
+from cmr.checks import as_generator
+from cmr.deprecation import keyword_only, renamed_keywords
 from cmr.errors import ParameterError
 
 from . import interventions
@@ -123,19 +125,23 @@ def _dense_losses(plain, normed, gold, cap):
     return out
 
 
-def donor_passages(n_passages: int, seed: int) -> np.ndarray:
+@keyword_only
+@renamed_keywords(seed="rng")
+def donor_passages(n_passages: int, *, rng) -> np.ndarray:
     """A fixed derangement of ``n_passages`` passages: passage ``p`` takes resampled head outputs from
-    passage ``donors[p] != p`` (``numpy.random.default_rng(seed)``: a random cyclic order, so every
-    passage is a donor exactly once)."""
+    passage ``donors[p] != p`` (a random cyclic order drawn from ``rng``, so every passage is a donor
+    exactly once). ``rng``: an int is the seed of ``numpy.random.default_rng``; a Generator is drawn
+    from; None: fresh entropy."""
     if int(n_passages) < 2:
         raise ParameterError(f"resample ablation needs at least 2 passages (a donor for each); got {n_passages}")
-    order = np.random.default_rng(int(seed)).permutation(int(n_passages))
+    order = as_generator(rng).permutation(int(n_passages))
     donors = np.empty(int(n_passages), dtype=np.int64)
     donors[order] = np.roll(order, -1)
     return donors
 
 
-def set_losses(bridge, passages, targets, head_sets, modes=("zero",), *, batch_size=8, progress=None, deadline=None,
+@keyword_only
+def set_losses(bridge, passages, targets, head_sets, *, modes=("zero",), batch_size=8, progress=None, deadline=None,
                donors=None, extra_targets=None):
     """Losses at ``targets`` of every passage, unablated and with every head set ablated in every mode.
 

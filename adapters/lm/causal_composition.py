@@ -37,6 +37,8 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
+from cmr.checks import seed_of
+from cmr.deprecation import keyword_only, renamed_keywords
 from cmr.errors import ParameterError
 from cmr.schema import provenance_attrs, require_dims, require_variables, validate
 
@@ -67,7 +69,8 @@ class _Stop(Exception):
     """Raised by the last hook of a pass: nothing after the last target layer is needed."""
 
 
-def classify(drop_q: float, drop_k: float, base_induction: float = 1.0) -> str:
+@keyword_only
+def classify(drop_q: float, drop_k: float, *, base_induction: float = 1.0) -> str:
     """``"K"``, ``"Q"``, ``"mixed"`` or ``"neither"`` from the relative drops of the two paths;
     ``"weak"`` when the head's induction score is below :data:`MIN_INDUCTION`."""
     if not base_induction >= MIN_INDUCTION:
@@ -228,11 +231,13 @@ def _output_drop(ablated, clean) -> np.ndarray:
     return 1.0 - kept / norm if norm > 0 else np.full(kept.shape, np.nan)
 
 
-def induction_scores(model, *, n_words: int = 50, n_prompts: int = 2, seed: int = 0) -> np.ndarray:
-    """Induction score of every head on the prompts of :func:`path_ablation`, float64 (layer, head)."""
+@renamed_keywords(seed="rng")
+def induction_scores(model, *, n_words: int = 50, n_prompts: int = 2, rng=0) -> np.ndarray:
+    """Induction score of every head on the prompts of :func:`path_ablation`, float64 (layer, head);
+    ``rng`` as there."""
     import torch
 
-    made = make_prompts(model, n_words=n_words, n_prompts=n_prompts, seed=seed)
+    made = make_prompts(model, n_words=n_words, n_prompts=n_prompts, rng=rng)
     tokens = torch.as_tensor(made.tokens).to(model.device)
     scores = np.zeros((model.n_layers, model.n_heads))
 
@@ -247,7 +252,8 @@ def induction_scores(model, *, n_words: int = 50, n_prompts: int = 2, seed: int 
     return scores
 
 
-def path_ablation(model, heads, *, n_words: int = 50, n_prompts: int = 2, seed: int = 0, lags=range(-5, 6),
+@renamed_keywords(seed="rng")
+def path_ablation(model, heads, *, n_words: int = 50, n_prompts: int = 2, rng=0, lags=range(-5, 6),
                   composition=None, progress=None) -> xr.Dataset:
     """The causal composition test of ``heads`` (see the module docstring).
 
@@ -263,8 +269,11 @@ def path_ablation(model, heads, *, n_words: int = 50, n_prompts: int = 2, seed: 
         GPT-2-style (LayerNorm, absolute positions, biases).
     heads : sequence of (layer, head)
         Target heads (layer >= 1).
-    n_words, n_prompts, seed : int
+    n_words, n_prompts : int
         Prompts (:func:`icl_cmr.adapters.lm.extraction.make_prompts`).
+    rng : int, numpy.random.Generator or None
+        Seed of the prompts (default 0); a Generator draws one (``int(rng.integers(2**63))``),
+        None draws one from fresh entropy. The seed used is kept in attrs ``seed``.
     lags : sequence of int
         Lags of the attention profiles.
     composition : xarray.Dataset, optional
@@ -304,7 +313,8 @@ def path_ablation(model, heads, *, n_words: int = 50, n_prompts: int = 2, seed: 
         raise ParameterError(f"heads must be (layer, head) pairs with 1 <= layer < {model.n_layers} and "
                              f"0 <= head < {model.n_heads}; got {list(heads)!r}")
     lags = [int(lag) for lag in lags]
-    made = make_prompts(model, n_words=n_words, n_prompts=n_prompts, seed=seed)
+    seed = seed_of(rng)
+    made = make_prompts(model, n_words=n_words, n_prompts=n_prompts, rng=seed)
     tokens = torch.as_tensor(made.tokens).to(model.device)
     last = max(layer for layer, _ in targets)
     cache = _base_pass(model, tokens, sorted({layer for layer, _ in targets}), last)
@@ -355,8 +365,8 @@ def path_ablation(model, heads, *, n_words: int = 50, n_prompts: int = 2, seed: 
                     flat = source_drop[part][t, p, :layer].reshape(-1)
                     flat[start:start + single.shape[0]] = 1.0 - single.mean(axis=-1) / base
                     source_drop[part][t, p, :layer] = flat.reshape(layer, n_h)
-        classes.append(classify(drop["moved"][t, 0], drop["moved"][t, 1], base))
-        whole_classes.append(classify(drop["all"][t, 0], drop["all"][t, 1], base))
+        classes.append(classify(drop["moved"][t, 0], drop["moved"][t, 1], base_induction=base))
+        whole_classes.append(classify(drop["all"][t, 0], drop["all"][t, 1], base_induction=base))
         named = [(source_drop["moved"][t, p, e, g], f"{e}.{g}/{path}") for p, path in enumerate(PATHS)
                  for e in range(layer) for g in range(n_h)
                  if source_drop["moved"][t, p, e, g] >= UPSTREAM_DROP and classes[-1] != "weak"]

@@ -29,6 +29,7 @@ import numpy as np
 import xarray as xr
 
 from cmr.checks import as_generator, is_integer, seed_of
+from cmr.deprecation import renamed_keywords
 from cmr.errors import SchemaError
 from cmr.schema import provenance_attrs, require_dims, require_variables, validate
 
@@ -242,12 +243,18 @@ def composition_scores(model, *, n_baseline: int = 200, rng=0, dtype=np.float32)
     seed = seed_of(rng) if is_integer(rng) else None  # a Generator's state is not a seed to record
     base = random_composition_baseline(out["d_model"], out["d_head"], n_samples=n_baseline, rng=rng)
     return composition_dataset(out["score"], base, model=model.name, n_kv_heads=int(weights["W_K"].shape[1]),
-                               seed=seed, n_baseline=n_baseline, d_model=out["d_model"], d_head=out["d_head"])
+                               rng=seed, n_baseline=n_baseline, d_model=out["d_model"], d_head=out["d_head"])
 
 
-def composition_dataset(score, baseline, *, model: str, n_kv_heads: int, seed, n_baseline: int, d_model: int,
+@renamed_keywords(seed="rng")
+def composition_dataset(score, baseline, *, model: str, n_kv_heads: int, rng, n_baseline: int, d_model: int,
                         d_head: int) -> xr.Dataset:
-    """The ``composition`` dataset of a score array and its baseline (see :func:`composition_scores`)."""
+    """The ``composition`` dataset of a score array and its baseline (see :func:`composition_scores`).
+
+    ``rng`` is the baseline's seed, kept in attrs ``seed``: an int; None or a Generator (whose
+    state is not a seed to record) are kept as -1.
+    """
+    seed = int(rng) if is_integer(rng) else None
     _, n_layers, n_heads = score.shape[:3]
     ds = xr.Dataset(
         {

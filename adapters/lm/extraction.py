@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from cmr.checks import index, integer
+from cmr.checks import index, integer, seed_of
+from cmr.deprecation import keyword_only, renamed_keywords
 
 from .. import head_profiles, prompts
 from ..errors import PromptError
@@ -42,13 +43,18 @@ def log_prior(model: LoadedModel) -> np.ndarray:
         return torch.log_softmax(logits[0, -1].float().cpu().double(), dim=-1).numpy()
 
 
-def make_prompts(model: LoadedModel, *, n_words: int = 100, n_prompts: int = 5, seed: int = 0,
+@renamed_keywords(seed="rng")
+def make_prompts(model: LoadedModel, *, n_words: int = 100, n_prompts: int = 5, rng=0,
                  words=None) -> prompts.PromptSet:
     """Repeated-list prompts for ``model`` (see :mod:`icl_cmr.adapters.prompts`).
 
-    ``words`` (optional): your own word list (strings with their leading space) instead of the
-    top-``n_words`` of the model's unigram prior; each must be exactly one token.
+    ``rng`` (default 0): an int is the seed of the permutations; a Generator draws one
+    (``int(rng.integers(2**63))``); None draws one from fresh entropy. The seed used is the
+    result's ``seed``. ``words`` (optional): your own word list (strings with their leading
+    space) instead of the top-``n_words`` of the model's unigram prior; each must be exactly
+    one token.
     """
+    seed = seed_of(rng)
     settings = {"n_words": n_words, "n_prompts": n_prompts, "seed": seed}
     if words is None:
         word_ids, texts = prompts.select_words(model.tokenizer, log_prior(model), n_words)
@@ -62,7 +68,7 @@ def make_prompts(model: LoadedModel, *, n_words: int = 100, n_prompts: int = 5, 
         selection = "user-supplied word list"
         settings["n_words"] = len(texts)
     prompts.check_single_tokens(model.tokenizer, word_ids, texts)
-    made = prompts.build_prompts(word_ids, texts, n_prompts=n_prompts, seed=seed, bos_id=model.bos_id,
+    made = prompts.build_prompts(word_ids, texts, n_prompts=n_prompts, rng=seed, bos_id=model.bos_id,
                                  n_ctx=model.n_ctx, settings=settings)
     return prompts.PromptSet(made.tokens, made.permutations, made.word_ids, made.words, made.seed,
                              selection, made.settings)
@@ -172,12 +178,13 @@ def attention_blocks_pass(model: LoadedModel, tokens, n_words: int, lags):
     return {name: _host(torch.stack(parts)) for name, parts in cut.items()}, loss
 
 
-def attention_pattern(model: LoadedModel, layer: int, head: int, *, n_words: int = 100, seed: int = 0,
+@renamed_keywords(seed="rng")
+def attention_pattern(model: LoadedModel, layer: int, head: int, *, n_words: int = 100, rng=0,
                       prompt: int = 0):
     """One head's attention over one repeated-list prompt (the study's Fig. 3b), all positions.
 
     The prompt is prompt number ``prompt`` of :func:`make_prompts` with the same ``n_words``
-    and ``seed``, i.e. one of the prompts :func:`extract_heads` reads.
+    and ``rng``, i.e. one of the prompts :func:`extract_heads` reads.
 
     Returns
     -------
@@ -191,7 +198,8 @@ def attention_pattern(model: LoadedModel, layer: int, head: int, *, n_words: int
     index(layer, f"layer {shape}", model.n_layers)
     index(head, f"head {shape}", model.n_heads)
     integer(prompt, "prompt", minimum=0)
-    made = make_prompts(model, n_words=n_words, n_prompts=int(prompt) + 1, seed=seed)
+    seed = seed_of(rng)
+    made = make_prompts(model, n_words=n_words, n_prompts=int(prompt) + 1, rng=seed)
     scores, probs, _ = attention_pass(model, made.tokens[prompt])
     listed = [made.words[i] for i in made.permutations[prompt]]
     bos = model.tokenizer.convert_ids_to_tokens(model.bos_id)
@@ -199,7 +207,7 @@ def attention_pattern(model: LoadedModel, layer: int, head: int, *, n_words: int
     info["prompt_selection"] = made.selection
     return head_profiles.attention_pattern_dataset(
         scores[layer, head], probs[layer, head], tokens=[bos, *listed, *listed], n_words=made.n_words,
-        layer=layer, head=head, model=model.name, prompt=prompt, seed=seed, provenance=info,
+        layer=layer, head=head, model=model.name, prompt=prompt, rng=seed, provenance=info,
     )
 
 
@@ -227,7 +235,8 @@ def _vocab_product(unembed, embed):
     return total
 
 
-def copying_scores(model: LoadedModel, token_ids=None) -> np.ndarray:
+@keyword_only
+def copying_scores(model: LoadedModel, *, token_ids=None) -> np.ndarray:
     """OV-circuit copying score of every head: ``sum(lambda) / sum(|lambda|)``.
 
     ``lambda`` are the eigenvalues of the OV circuit ``E diag(w_ln1) W_V W_O diag(w_lnf) U``
@@ -275,7 +284,8 @@ def copying_scores(model: LoadedModel, token_ids=None) -> np.ndarray:
         out = (eig.sum(-1).real / eig.abs().sum(-1)).numpy()
     return out
 
-def extract_heads(model: LoadedModel, *, n_words: int = 100, n_prompts: int = 5, seed: int = 0,
+@renamed_keywords(seed="rng")
+def extract_heads(model: LoadedModel, *, n_words: int = 100, n_prompts: int = 5, rng=0,
                   lags=8, soft_rule: str = "query_only", checkpoint: int = -1, words=None,
                   progress=None):
     """Lag profiles and head scores of every head of ``model`` (see docs/heads.md).
@@ -285,7 +295,7 @@ def extract_heads(model: LoadedModel, *, n_words: int = 100, n_prompts: int = 5,
     model : LoadedModel, TransformerBridge or Hugging Face causal language model
         Anything :func:`icl_cmr.adapters.lm.loading.as_loaded_model` accepts; a Hugging Face
         model goes with its tokenizer, as ``(model, tokenizer)``.
-    n_words, n_prompts, seed : prompt settings (:func:`make_prompts`)
+    n_words, n_prompts, rng : prompt settings (:func:`make_prompts`)
     lags : int K (lags -K..K) or a sequence of lags (:func:`cmr.lag_window`); within +-(n_words-1)
     soft_rule : rule of the soft-transition lag-CRP (``head_profiles.SOFT_CRP_RULES``)
     checkpoint : int, stored as the ``checkpoint`` coordinate (-1: the released model)
@@ -301,8 +311,8 @@ def extract_heads(model: LoadedModel, *, n_words: int = 100, n_prompts: int = 5,
     model = as_loaded_model(model)
     with measure_peak_memory(model.device) as memory:
         lags = head_profiles.lag_range(lags, n_words if words is None else len(words))
-        made = make_prompts(model, n_words=n_words, n_prompts=n_prompts, seed=seed, words=words)
-        head_profiles.teacher_forced_transitions(made.n_words, soft_rule)  # unknown rule: PromptError
+        made = make_prompts(model, n_words=n_words, n_prompts=n_prompts, rng=rng, words=words)
+        head_profiles.teacher_forced_transitions(made.n_words, rule=soft_rule)  # unknown rule: PromptError
         summaries, losses = [], []
         for row in made.tokens:
             blocks, loss = attention_blocks_pass(model, row, made.n_words, lags)

@@ -32,6 +32,8 @@ import pickle
 import warnings
 from pathlib import Path
 
+from cmr.checks import seed_of
+from cmr.deprecation import renamed_keywords
 from cmr.io import PARTIAL, atomic_directory, default_mode, output_lock
 
 from ._model_files import (
@@ -398,9 +400,13 @@ def _is_lm_object(model) -> bool:
     return False
 
 
-def tiny_hf_model(*, seed: int = 0, n_layers: int = 2, n_heads: int = 4, n_kv_heads: int = 2,
+@renamed_keywords(seed="rng")
+def tiny_hf_model(*, rng=0, n_layers: int = 2, n_heads: int = 4, n_kv_heads: int = 2,
                   d_model: int = 32, n_words: int = 60, n_ctx: int = 256, architecture: str = "llama"):
     """The Hugging Face model and tokenizer behind :func:`tiny_model`, not yet wrapped.
+
+    ``rng`` (default 0): an int is the ``torch.manual_seed`` of the weights; a Generator draws one
+    (``int(rng.integers(2**63))``); None draws one from fresh entropy.
 
     ``architecture="gpt2"`` gives a GPT-2 instead (LayerNorm with random scales and biases,
     learned absolute positions, biased projections; ``n_kv_heads`` is ignored).
@@ -408,6 +414,8 @@ def tiny_hf_model(*, seed: int = 0, n_layers: int = 2, n_heads: int = 4, n_kv_he
     require_lm()
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+
+    seed = seed_of(rng)
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
     vocab = {"<unk>": 0, "<s>": 1}
@@ -462,7 +470,8 @@ def _tiny_gpt2(seed, n_layers, n_heads, d_model, n_ctx, vocab_size):
     return model
 
 
-def tiny_model(*, seed: int = 0, device="cpu", dtype=None, **sizes) -> LoadedModel:
+@renamed_keywords(seed="rng")
+def tiny_model(*, rng=0, device="cpu", dtype=None, **sizes) -> LoadedModel:
     """A random-initialised Llama with grouped-query attention, offline, in milliseconds.
 
     Defaults: 2 layers, 4 query heads, 2 key/value heads, d_model 32, context 256 (keyword
@@ -470,13 +479,15 @@ def tiny_model(*, seed: int = 0, device="cpu", dtype=None, **sizes) -> LoadedMod
     :func:`load_model`; the weights are drawn in float32, then cast). Weights are drawn with a
     large ``initializer_range`` (0.3) so attention is far from uniform and tests can tell heads
     apart. The tokenizer is word-level: ``<unk>``, ``<s>`` (BOS), ``n_words`` three-letter
-    words with a leading space, and a few non-word tokens the word filter must reject.
+    words with a leading space, and a few non-word tokens the word filter must reject. ``rng`` as
+    in :func:`tiny_hf_model`.
     """
     import torch
 
+    seed = seed_of(rng)
     device = resolve_device(device)
     dtype_name, torch_dtype = resolve_dtype(dtype)
-    model, tokenizer = tiny_hf_model(seed=seed, **sizes)
+    model, tokenizer = tiny_hf_model(rng=seed, **sizes)
     with torch.no_grad():
         for param in model.parameters():  # parameters only: buffers stay float32, as from_pretrained keeps them
             param.data = param.data.to(torch_dtype)

@@ -13,14 +13,16 @@ attention output projection, which is ``blocks.{layer}.attn.hook_z`` flattened).
 model whose answers are degenerate on every list, or an instruction-tuned one that recalls
 nothing at all, raises :class:`~icl_cmr.adapters.errors.ModelOutputError`: that is a broken
 model or library, never a result.
-Greedy decoding is deterministic; sampling draws from a torch generator seeded by ``seed``
-(results depend on ``seed`` and ``batch_size``, never on the global RNG). torch is imported
+Greedy decoding is deterministic; sampling draws from a torch generator seeded by ``rng``
+(results depend on ``rng`` and ``batch_size``, never on the global RNG). torch is imported
 inside functions, so importing this module is cheap.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from cmr.checks import as_generator, seed_of
+from cmr.deprecation import keyword_only, renamed_keywords
 from cmr.errors import ParameterError
 
 from ..errors import ModelNotAvailableError, ModelOutputError
@@ -50,19 +52,26 @@ def word_pool(source: str = "psifr:peers_notask") -> list[str]:
     return sorted({item.lower() for item in studied})
 
 
-def study_lists(pool, n_lists: int, list_length: int, seed: int = 0) -> list[list[str]]:
-    """``n_lists`` lists of ``list_length`` distinct items drawn from ``pool`` without replacement per list."""
+@keyword_only
+@renamed_keywords(seed="rng")
+def study_lists(pool, *, n_lists: int, list_length: int, rng=0) -> list[list[str]]:
+    """``n_lists`` lists of ``list_length`` distinct items drawn from ``pool`` without replacement per list.
+
+    ``rng`` (default 0): an int is the seed of ``numpy.random.default_rng``; a Generator is drawn
+    from; None: fresh entropy.
+    """
     pool = list(dict.fromkeys(map(str, pool)))
     n_lists, list_length = int(n_lists), int(list_length)
     if n_lists < 1 or list_length < 1:
         raise ParameterError(f"need n_lists >= 1 and list_length >= 1; got {n_lists} and {list_length}")
     if list_length > len(pool):
         raise ParameterError(f"lists of {list_length} items need a pool of at least that many; got {len(pool)}")
-    rng = np.random.default_rng(seed)
+    rng = as_generator(rng)
     return [[pool[i] for i in rng.choice(len(pool), size=list_length, replace=False)] for _ in range(n_lists)]
 
 
-def recall_prompt(items, task: str = "free") -> str:
+@keyword_only
+def recall_prompt(items, *, task: str = "free") -> str:
     """The user message: the list, one item a line, then the recall instruction."""
     if task not in INSTRUCTIONS:
         raise ParameterError(f"task must be one of {', '.join(TASKS)}; got {task!r}")
@@ -70,7 +79,7 @@ def recall_prompt(items, task: str = "free") -> str:
 
 
 def _chat_texts(tokenizer, lists, task, name="model"):
-    messages = [[{"role": "user", "content": recall_prompt(items, task)}] for items in lists]
+    messages = [[{"role": "user", "content": recall_prompt(items, task=task)}] for items in lists]
     if not getattr(tokenizer, "chat_template", None):
         return [m[0]["content"] + "\n" for m in messages]  # base models: the plain prompt
     from jinja2 import TemplateError, sandbox
@@ -180,8 +189,9 @@ def _trimmed(text: str, ended: bool) -> str:
     return text[:cut + 1] if cut >= 0 else ""
 
 
+@renamed_keywords(seed="rng")
 def generate_answers(model, lists, *, task: str = "free", decoding: str = "greedy", temperature: float = 0.7,
-                     seed: int = 0, batch_size: int = 16, max_new_tokens: int | None = None, heads=(),
+                     rng=0, batch_size: int = 16, max_new_tokens: int | None = None, heads=(),
                      trim: bool = True, max_intrusion_words: int | None = None, return_cut: bool = False):
     """The model's answer to each study list (generated text only), a list of str.
 
@@ -194,7 +204,10 @@ def generate_answers(model, lists, *, task: str = "free", decoding: str = "greed
         Study lists.
     task : {"free", "serial"}
     decoding : {"greedy", "sample"}
-        ``sample`` draws at ``temperature`` with a generator seeded by ``seed``.
+        ``sample`` draws at ``temperature`` with a torch generator seeded by ``rng``.
+    rng : int, numpy.random.Generator or None
+        Seed of the sampling (default 0): an int is used as is; a Generator draws one
+        (``int(rng.integers(2**63))``); None draws one from fresh entropy.
     batch_size : int
         Lists generated together (left-padded, one key-value cache per batch).
     max_new_tokens : int, optional
@@ -229,6 +242,7 @@ def generate_answers(model, lists, *, task: str = "free", decoding: str = "greed
         raise ParameterError(f"temperature must be > 0 for sampling; got {temperature!r}")
     if int(batch_size) < 1:
         raise ParameterError(f"batch_size must be >= 1; got {batch_size!r}")
+    seed = seed_of(rng)
     lists = [list(map(str, items)) for items in lists]
     bridge, tokenizer = model.bridge, model.tokenizer
     plain = plain_model(bridge)
@@ -247,7 +261,7 @@ def generate_answers(model, lists, *, task: str = "free", decoding: str = "greed
     encoded = [tokenizer(text, add_special_tokens=False)["input_ids"] for text in texts]
     answers, cut, degenerate, sample = [], [], 0, ""
     with torch.random.fork_rng(devices=[]), torch.no_grad(), ablated:
-        torch.manual_seed(int(seed))
+        torch.manual_seed(seed)
         for start in range(0, len(encoded), int(batch_size)):
             rows = encoded[start:start + int(batch_size)]
             length = max(map(len, rows))
@@ -293,7 +307,7 @@ def generate_answers_with_repeats(model, lists, *, batch_size: int = 16,
     tokenizer = model.tokenizer
     plain = plain_model(model.bridge)
     hf = plain if plain is not None else model.bridge.original_model
-    prompts = [recall_prompt(order, "free") for order in lists]
+    prompts = [recall_prompt(order, task="free") for order in lists]
     if getattr(tokenizer, "chat_template", None):
         texts = [tokenizer.apply_chat_template([{"role": "user", "content": text}], tokenize=False,
                                                add_generation_prompt=True) for text in prompts]
@@ -352,7 +366,7 @@ def recall_events(model, lists, *, task: str = "free", decoding: str = "greedy",
     tables = []
     for seed in seeds:
         answers, cut = generate_answers(model, lists, task=task, decoding=decoding, temperature=temperature,
-                                        seed=seed, batch_size=batch_size, max_new_tokens=max_new_tokens, heads=heads,
+                                        rng=seed, batch_size=batch_size, max_new_tokens=max_new_tokens, heads=heads,
                                         max_intrusion_words=max_intrusion_words, return_cut=True)
         table = recall_table(lists, answers, subject_label(name, decoding if decoding == "greedy"
                                                             else f"sample-T{temperature:g}", seed),

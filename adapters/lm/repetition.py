@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from cmr.deprecation import renamed_keywords
+
 from .. import prompts, repetition_heads
 from ._model_files import with_run_record
 from .extraction import attention_pass, log_prior
@@ -18,7 +20,8 @@ from .loading import as_loaded_model, measure_peak_memory
 __all__ = ["make_repetition_prompts", "recall_pass_attention", "extract_repetition_heads"]
 
 
-def make_repetition_prompts(model, *, n_words: int = 100, n_prompts: int = 40, seed: int = 0,
+@renamed_keywords(seed="rng")
+def make_repetition_prompts(model, *, n_words: int = 100, n_prompts: int = 40, rng=0,
                             **design) -> repetition_heads.RepetitionPrompts:
     """Repeated-word prompts for ``model``, words drawn from the top ``n_words`` of its unigram prior.
 
@@ -27,7 +30,7 @@ def make_repetition_prompts(model, *, n_words: int = 100, n_prompts: int = 40, s
     """
     model = as_loaded_model(model)
     word_ids, words = prompts.select_words(model.tokenizer, log_prior(model), n_words)
-    return repetition_heads.build_repetition_prompts(word_ids, words, n_prompts=n_prompts, seed=seed,
+    return repetition_heads.build_repetition_prompts(word_ids, words, n_prompts=n_prompts, rng=rng,
                                                      bos_id=model.bos_id, n_ctx=model.n_ctx, **design)
 
 
@@ -37,7 +40,8 @@ def recall_pass_attention(model, tokens, list_length: int) -> np.ndarray:
     return np.ascontiguousarray(probs[:, :, int(list_length) + 1:, 1:int(list_length) + 1])
 
 
-def extract_repetition_heads(model, *, n_words: int = 100, n_prompts: int = 40, seed: int = 0, max_lag: int = 5,
+@renamed_keywords(seed="rng")
+def extract_repetition_heads(model, *, n_words: int = 100, n_prompts: int = 40, rng=0, max_lag: int = 5,
                              min_lag: int = 4, rule: str = "query_only", checkpoint: int = -1, progress=None,
                              **design):
     """The repetition lag-CRP and first-presentation bias of every head of ``model``.
@@ -46,7 +50,7 @@ def extract_repetition_heads(model, *, n_words: int = 100, n_prompts: int = 40, 
     ----------
     model : anything :func:`icl_cmr.adapters.lm.loading.as_loaded_model` accepts
     n_words : int, the word pool (top of the unigram prior) each list draws its words from
-    n_prompts, seed : the prompts (:func:`make_repetition_prompts`)
+    n_prompts, rng : the prompts (:func:`make_repetition_prompts`)
     max_lag : int, stored lags -max_lag..max_lag
     min_lag : int, presentations more than this apart are tabulated (jaxcmr's repcrp)
     rule : key of :data:`icl_cmr.adapters.repetition_heads.RULES`
@@ -63,8 +67,9 @@ def extract_repetition_heads(model, *, n_words: int = 100, n_prompts: int = 40, 
     """
     model = as_loaded_model(model)
     with measure_peak_memory(model.device) as memory:
-        made = make_repetition_prompts(model, n_words=n_words, n_prompts=n_prompts, seed=seed, **design)
-        repetition_heads.unavailable_positions(made.presentation[0], made.recalls[0], rule)  # unknown rule fails here
+        made = make_repetition_prompts(model, n_words=n_words, n_prompts=n_prompts, rng=rng, **design)
+        # an unknown rule fails here
+        repetition_heads.unavailable_positions(made.presentation[0], made.recalls[0], rule=rule)
         summaries = []
         for p, row in enumerate(made.tokens):
             probs = recall_pass_attention(model, row, made.list_length)

@@ -35,6 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
+from cmr.deprecation import keyword_only
 from cmr.errors import DataSourceError, ParameterError
 from cmr.io import atomic_directory, atomic_write
 
@@ -151,7 +152,8 @@ def text_batch(stream: np.ndarray, rng: np.random.Generator, batch_size: int, se
     return batch
 
 
-def make_copy_batch(stream: np.ndarray, rng: np.random.Generator, batch_size: int, seq_len: int,
+@keyword_only
+def make_copy_batch(stream: np.ndarray, rng: np.random.Generator, *, batch_size: int, seq_len: int,
                     repeat_fraction: float, bos_id: int, copy_length=(2, 8),
                     copy_gap: int = 5) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """A training batch of natural text in which short phrases repeat (the ``"copies"`` recipe).
@@ -313,7 +315,8 @@ def _loss(model, batch):
     return torch.nn.functional.cross_entropy(logits.transpose(1, 2), batch[:, 1:], reduction="none")
 
 
-def train_toy(out_dir, settings: ToySettings = ToySettings(), *, progress: bool = True, log=print) -> dict:
+@keyword_only
+def train_toy(out_dir, *, settings: ToySettings = ToySettings(), progress: bool = True, log=print) -> dict:
     """Train the toy model, saving checkpoints in ``out_dir/checkpoints/step_NNNNNN`` atomically.
 
     Reproducible from ``settings.seed`` (the same thread count gives bitwise-equal weights).
@@ -351,8 +354,9 @@ def train_toy(out_dir, settings: ToySettings = ToySettings(), *, progress: bool 
     eval_text = torch.as_tensor(text_batch(eval_stream, eval_rng, 32, settings.seq_len, bos))
 
     def batches(source_stream, generator, size, fraction):
-        return make_copy_batch(source_stream, generator, size, settings.seq_len, fraction, bos,
-                               (settings.copy_min, settings.copy_max), settings.copy_gap)
+        return make_copy_batch(source_stream, generator, batch_size=size, seq_len=settings.seq_len,
+                               repeat_fraction=fraction, bos_id=bos,
+                               copy_length=(settings.copy_min, settings.copy_max), copy_gap=settings.copy_gap)
     eval_repeat, eval_copied, eval_source = batches(eval_stream, eval_rng, 32, 1.0)
     eval_repeat = torch.as_tensor(eval_repeat)
     if settings.recipe == "position-blind":

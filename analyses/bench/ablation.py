@@ -34,12 +34,12 @@ def bench_ablation(repeats: int = 3) -> dict:
     model = load_model("smollm2-135m")
     interventions.plain_model(model.bridge)
     load_s = time.perf_counter() - start
-    passages = load_passages("wikipedia", model.tokenizer, N_PASSAGES, 512, seed=0)
+    passages = load_passages("wikipedia", model.tokenizer, n_passages=N_PASSAGES, n_tokens=512, rng=0)
     targets = ablation.scored_positions(50, 500, 5, 512)
     sets = ablation.head_sets(30, 9, TOP, n_random=N_RANDOM, n_matched=N_MATCHED, seed=0)[0]
 
     def ours():
-        base, losses, _ = ablation_engine.set_losses(model.bridge, passages, targets, sets, ("zero",))
+        base, losses, _ = ablation_engine.set_losses(model.bridge, passages, targets, sets, modes=("zero",))
         return np.concatenate([base[None], losses[0]])
 
     def reference():

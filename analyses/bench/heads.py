@@ -26,13 +26,13 @@ def _worker(repeats: int, n_words: int, n_prompts: int, threads: int) -> dict:
     start = time.perf_counter()
     extraction.copying_scores(model)  # computes and keeps the model constant U E (full vocabulary)
     vocab_product_s = time.perf_counter() - start
-    tokens = extraction.make_prompts(model, n_words=n_words, n_prompts=n_prompts, seed=0).tokens
+    tokens = extraction.make_prompts(model, n_words=n_words, n_prompts=n_prompts, rng=0).tokens
 
     def bare():
         extraction.forward_passes(model, tokens)
 
     def extract():
-        extraction.extract_heads(model, n_words=n_words, n_prompts=n_prompts, seed=0, lags=8)
+        extraction.extract_heads(model, n_words=n_words, n_prompts=n_prompts, rng=0, lags=8)
 
     start = time.perf_counter()
     extract()

@@ -36,7 +36,7 @@ def _worker(dtype: str, path: str, n_words: int = 100, n_prompts: int = 5) -> di
     loaded = _resident_bytes()
 
     def full_matrices():  # whole (layer, head, seq, seq) arrays to the host, then reduced
-        made = extraction.make_prompts(model, n_words=n_words, n_prompts=n_prompts, seed=0)
+        made = extraction.make_prompts(model, n_words=n_words, n_prompts=n_prompts, rng=0)
         lags = hp.lag_range(8, n_words)
         for row in made.tokens:
             scores, probs, _ = extraction.attention_pass(model, row)
@@ -46,7 +46,7 @@ def _worker(dtype: str, path: str, n_words: int = 100, n_prompts: int = 5) -> di
     with loading.measure_peak_memory("cpu") as memory:
         start = time.perf_counter()
         if path == "lean":
-            extraction.extract_heads(model, n_words=n_words, n_prompts=n_prompts, seed=0, lags=8)
+            extraction.extract_heads(model, n_words=n_words, n_prompts=n_prompts, rng=0, lags=8)
         else:
             full_matrices()
         extract_s = time.perf_counter() - start

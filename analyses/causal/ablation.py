@@ -92,7 +92,7 @@ def top_heads_from_fits(fits: xr.Dataset, fraction: float = 0.1, variable: str =
 
     warn("icl_cmr.analyses.causal.ablation.top_heads_from_fits is deprecated and will be removed in the next "
          "release; use icl_cmr.adapters.head_ranking.top_heads", skip=1)
-    return top_heads(fits, variable, fraction=fraction, n_heads=n_heads, largest=largest)
+    return top_heads(fits, variable=variable, fraction=fraction, n_heads=n_heads, largest=largest)
 
 
 def check_heads(heads, n_layers: int, n_heads: int) -> list[tuple[int, int]]:
@@ -279,14 +279,14 @@ def run_ablation(bridge, passages, top_heads, design=None, *, control_heads=None
     if "wide_icl" in measures:
         wide = {k: am.check_window(v, passages.shape[1], k) for k, v in wide.items()}
     extra_targets = am.natural_positions(measures, last, **wide)
-    donors = donor_passages(passages.shape[0], int(seed) + 3) if "resample" in modes else None
+    donors = donor_passages(passages.shape[0], rng=int(seed) + 3) if "resample" in modes else None
     n_layers, n_heads = geometry(bridge)
     sets, names, families = head_sets(n_layers, n_heads, top_heads, n_random=int(n_random), n_matched=int(n_matched),
                                       seed=int(seed), control_heads=control_heads)
     with tqdm(total=passages.shape[0], desc=f"ablation ({len(sets)} sets x {len(modes)} modes)", unit="passage",
               disable=not progress) as bar:
         deadline = None if time_budget_s is None else time.monotonic() + float(time_budget_s)
-        base_losses, losses, _, *extra = set_losses(bridge, passages, targets, sets, modes, batch_size=batch_size,
+        base_losses, losses, _, *extra = set_losses(bridge, passages, targets, sets, modes=modes, batch_size=batch_size,
                                                     progress=bar, deadline=deadline, donors=donors,
                                                     extra_targets=extra_targets)
     requested, done = passages.shape[0], losses.shape[2]

@@ -65,7 +65,7 @@ def head_sets(heads: xr.Dataset, fits: xr.Dataset, *, fraction: float = 0.1, n_h
     set size is ``n_heads``, or ``fraction`` of all heads.
     """
     top = top_heads(fits, fraction=fraction, n_heads=n_heads)
-    induction = top_heads(heads, "induction_score", n_heads=len(top), largest=True)
+    induction = top_heads(heads, variable="induction_score", n_heads=len(top), largest=True)
     n_layers, n_heads = int(heads.sizes["layer"]), int(heads.sizes["head"])
     sets = {"top_cmr": top, "top_induction": induction}
     for i, chosen in enumerate(random_head_sets(n_layers, n_heads, top, n_random, seed)):
@@ -232,7 +232,7 @@ def recall_ablation(model, sets: dict, *, pool="psifr:peers_notask", n_lists: in
     if "none" in sets:
         raise ParameterError("'none' names the intact model; give the head sets other names")
     words = task_module.word_pool(pool) if isinstance(pool, str) else list(pool)
-    lists = task_module.study_lists(words, n_lists, list_length, seed=seed)
+    lists = task_module.study_lists(words, n_lists=n_lists, list_length=list_length, rng=seed)
     if baseline is not None and [list(r) for r in baseline["study_item"].values[:, :list_length]] != lists:
         raise ParameterError("baseline events were made from other study lists than pool, n_lists, list_length and seed give")
     names = ["none", *sets]

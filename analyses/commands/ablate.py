@@ -240,13 +240,13 @@ def run(args) -> int:
         top, source = ablation.parse_heads(args.heads), "explicit list"
     else:
         ranked = load_dataset(args.heads_from)
-        top, how, notes = ranked_head_set(ranked, args.rank_by, fraction=design.top_fraction)
+        top, how, notes = ranked_head_set(ranked, rank_by=args.rank_by, fraction=design.top_fraction)
         source = f"{args.heads_from}: {how}"
         for note in notes:
             print(f"note: {note}", flush=True)
     control = None
     if args.control_from:
-        control = top_heads(load_dataset(args.control_from), "induction_score", n_heads=len(top), largest=True)
+        control = top_heads(load_dataset(args.control_from), variable="induction_score", n_heads=len(top), largest=True)
     listed = ",".join(f"L{l}.H{h}" for l, h in top)
     print(f"top set fixed before any ablation ({len(top)} heads, {source}): {listed}", flush=True)
     if not args.heads:
@@ -267,7 +267,7 @@ def run(args) -> int:
     measures, later = design.fitted_measures(n_ctx=getattr(model.bridge.cfg, "n_ctx", None))
     for note in later[len(notes):]:
         print(f"note: {note}", flush=True)
-    passages, articles = load_passages(args.text, model.tokenizer, design.n_passages, design.n_tokens, seed=args.seed,
+    passages, articles = load_passages(args.text, model.tokenizer, n_passages=design.n_passages, n_tokens=design.n_tokens, rng=args.seed,
                                        max_per_document=args.max_per_article or None, return_articles=True)
     info = model.provenance()
     info.update(text_source=str(args.text), top_heads_source=source, top_heads=listed,

@@ -93,16 +93,16 @@ def run(args) -> int:
         print(f"induction scores of every head ({args.n_prompts} prompts of {args.n_words} words) ...",
               file=sys.stderr, flush=True)
         induction = causal_composition.induction_scores(model, n_words=args.n_words, n_prompts=args.n_prompts,
-                                                        seed=args.seed)
+                                                        rng=args.seed)
         induction = composing_heads(induction)  # never layer 0: no earlier head to compose with
-        order = rank_heads(induction, args.top)
+        order = rank_heads(induction, n=args.top)
         heads = [tuple(int(i) for i in np.unravel_index(flat, induction.shape)) for flat in order]
     from tqdm.auto import tqdm
 
     with tqdm(total=len(heads), desc=f"causal composition test of {len(heads)} heads", unit="head",
               file=sys.stderr) as bar:
         causal = causal_composition.path_ablation(model, heads, n_words=args.n_words, n_prompts=args.n_prompts,
-                                                  seed=args.seed, composition=scores, progress=bar.update)
+                                                  rng=args.seed, composition=scores, progress=bar.update)
     print(f"causal composition test -> {write_result(causal, args.causal)}")
     fits = cmr_fits(model, args) if args.cmr else None
     print(causal_table(causal, fits))
@@ -126,7 +126,7 @@ def cmr_fits(model, args):
     from tqdm.auto import tqdm
 
     with tqdm(total=args.n_prompts, desc="lag profiles of every head", unit="prompt", file=sys.stderr) as bar:
-        heads = extract_heads(model, n_words=args.n_words, n_prompts=args.n_prompts, seed=args.seed,
+        heads = extract_heads(model, n_words=args.n_words, n_prompts=args.n_prompts, rng=args.seed,
                               progress=bar.update)
     grid, grid_name = load_grid(None)
     fits = fit_profiles(heads, grid, objective=args.objective, invalid="nan")

@@ -193,7 +193,7 @@ def run(args) -> int:
 
             set_threads(args.threads)
         model = load_model(args.model, device=args.device, dtype=args.dtype)
-        passages, articles = load_passages(args.text, model.tokenizer, args.n_passages, args.n_tokens, seed=args.seed,
+        passages, articles = load_passages(args.text, model.tokenizer, n_passages=args.n_passages, n_tokens=args.n_tokens, rng=args.seed,
                                            max_per_document=args.max_per_article or None, return_articles=True)
         info = model.provenance()
         info.update(text_source=str(args.text), design=str(args.design or "none"), n_tokens=int(args.n_tokens))

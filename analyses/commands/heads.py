@@ -129,7 +129,7 @@ def _run_model(args):
     print(f"loading {name} on {device} in {dtype} ...", flush=True)
     model = load_model(name, cache_dir=args.cache_dir, device=device, dtype=dtype)
     with tqdm(total=args.n_prompts, desc=f"{name}: prompts", unit="prompt", disable=args.no_progress) as bar:
-        return extract_heads(model, n_words=args.n_words, n_prompts=args.n_prompts, seed=args.seed,
+        return extract_heads(model, n_words=args.n_words, n_prompts=args.n_prompts, rng=args.seed,
                              lags=args.lags, soft_rule=args.soft_rule, checkpoint=checkpoint,
                              progress=bar.update)
 
@@ -147,7 +147,7 @@ def run(args) -> int:
     summary = f"wrote {path}: {heads.sizes['layer']} layers x {heads.sizes['head']} heads, lags {lags[0]}..{lags[-1]}"
     if "induction_score" in heads and not args.published:
         ind = heads["induction_score"].isel(model=0, checkpoint=0)
-        top = [np.unravel_index(i, ind.shape) for i in rank_heads(ind.values, 3)]
+        top = [np.unravel_index(i, ind.shape) for i in rank_heads(ind.values, n=3)]
         summary += "; top induction heads " + ", ".join(
             f"L{int(ind['layer'][i])}.H{int(ind['head'][j])} {float(ind.values[i, j]):.2f}" for i, j in top)
         summary += (f"; loss first copy {float(heads['loss_first_copy'].values.item()):.2f}, "

@@ -102,7 +102,7 @@ def _pool(text: str):
     path = Path(text)
     if not path.exists() or path.is_dir():  # a pipe or a device is named by read_text_file
         raise DataSourceError(f"word pool must be a bundled data set (psifr:peers_notask) or a text file; got {text!r}")
-    content = check_text([read_text_file(path, "word pool file")], text)[0]
+    content = check_text([read_text_file(path, what="word pool file")], text)[0]
     words = [line.strip() for line in content.splitlines() if line.strip()]
     if not words:
         raise DataSourceError(f"word pool file {text!r} has no words")
@@ -182,7 +182,7 @@ def run_sets(args) -> int:
                              f"{args.list_length}")
     check_counts(args, batch_size=1, max_new_tokens=1, seed=0, n_random=1, n_heads=1)
     fraction = check_fraction(args.top_fraction, "--top-fraction") if args.top_fraction is not None else 0.1
-    target, how, notes = ranked_head_set(load_dataset(args.sets_from), args.rank_by, fraction=fraction,
+    target, how, notes = ranked_head_set(load_dataset(args.sets_from), rank_by=args.rank_by, fraction=fraction,
                                          n_heads=args.n_heads)
     pool = _pool(args.pool)
     set_threads(args.threads)

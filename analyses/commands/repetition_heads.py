@@ -74,7 +74,7 @@ def run(args) -> int:
     design = dict(list_length=args.list_length, n_massed=args.n_massed, n_spaced=args.n_spaced,
                   n_thrice=args.n_thrice, min_spacing=args.min_spacing, max_spacing=args.max_spacing)
     # a design that cannot be built fails before the model loads
-    build_repetition_prompts(list(range(args.n_words)), [""] * args.n_words, n_prompts=1, seed=args.seed, bos_id=0,
+    build_repetition_prompts(list(range(args.n_words)), [""] * args.n_words, n_prompts=1, rng=args.seed, bos_id=0,
                              n_ctx=10**9, **design)
     people = None
     if args.people is not None:
@@ -87,7 +87,7 @@ def run(args) -> int:
     print(f"loading {name} on {device} in {dtype} ...", flush=True)
     model = load_model(name, device=device, dtype=dtype)
     with tqdm(total=args.n_prompts, desc=f"{name}: prompts", unit="prompt", disable=args.no_progress) as bar:
-        heads = extract_repetition_heads(model, n_words=args.n_words, n_prompts=args.n_prompts, seed=args.seed,
+        heads = extract_repetition_heads(model, n_words=args.n_words, n_prompts=args.n_prompts, rng=args.seed,
                                          min_lag=args.min_lag, rule=args.rule, progress=bar.update, **design)
     heads = head_preferences(heads, alpha=args.alpha)
     if people is not None:

@@ -55,7 +55,7 @@ def run(args) -> int:
     from ...adapters.published import PUBLISHED_FILES, published_file
 
     for name in PUBLISHED_FILES:  # profiles, induction scores and grid: a folder lacking one fails here, not mid-way
-        published_file(name, args.reference)
+        published_file(name, reference=args.reference)
     fits = top_heads_fits(args.reference, tuple(args.models), max(args.sizes))
     print(markdown(top_heads_table(fits, sorted(args.sizes))))
     if args.output is not None:

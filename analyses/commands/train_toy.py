@@ -113,7 +113,7 @@ def run(args) -> int:
     if finished:
         print(f"training in {out} is complete; skipped")
     else:
-        record = toy_model.train_toy(out, settings)
+        record = toy_model.train_toy(out, settings=settings)
         print(f"trained {record['n_parameters']} parameters for {settings.steps} steps in {record['seconds']:.0f} s")
     if args.no_scan:
         return 0

@@ -63,7 +63,7 @@ def scan_checkpoints(checkpoints, *, words, n_prompts: int = 4, seed: int = 0, l
     for step, directory in tqdm(list(checkpoints), desc="scanning checkpoints", unit="checkpoint",
                                 disable=not progress):
         model = load_model(str(directory))
-        heads = extract_heads(model, n_prompts=n_prompts, seed=seed, words=list(words), checkpoint=int(step),
+        heads = extract_heads(model, n_prompts=n_prompts, rng=seed, words=list(words), checkpoint=int(step),
                               lags=lags)
         parts.append(heads.assign_coords(model=[model_name]))
     combined = xr.concat(parts, dim="checkpoint", data_vars="minimal", coords="minimal", compat="override",

@@ -39,7 +39,7 @@ def top_induction_heads(reference=None, models=PYTHIA_MODELS, n: int = 200) -> x
     from ...adapters.head_ranking import rank_heads
     from ...adapters.published import published_file, read_published_profiles
 
-    path = published_file("head_profiles.csv.gz", reference)
+    path = published_file("head_profiles.csv.gz", reference=reference)
     parts = []
     for model in models:
         heads = read_published_profiles(path, model=model, checkpoint="final")
@@ -69,7 +69,7 @@ def top_heads_fits(reference=None, models=PYTHIA_MODELS, n: int = max(TOP_SIZES)
     from ...adapters.published_grid import load_published_grid
 
     heads = top_induction_heads(reference, models, n)
-    grid = load_published_grid(published_file("cmr_crp_grid.npz", reference))
+    grid = load_published_grid(published_file("cmr_crp_grid.npz", reference=reference))
     study = fit_profiles(heads, grid, objective="paper", gaussian="study")
     fair = fit_profiles(heads, grid, objective="lsq", gaussian="fair")
     params = study["gaussian_parameters"].values

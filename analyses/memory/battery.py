@@ -65,7 +65,7 @@ def serial_lists(pool, n_lists: int, list_length: int, seed: int) -> list[list[s
     """``n_lists`` lists of ``list_length`` distinct words of ``pool`` (as ``recall_task.study_lists``)."""
     from ...adapters.lm.recall_task import study_lists
 
-    return study_lists(pool, n_lists, list_length, seed=seed)
+    return study_lists(pool, n_lists=n_lists, list_length=list_length, rng=seed)
 
 
 def _spaced(items, twice, rng, tries: int = 200):

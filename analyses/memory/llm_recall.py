@@ -59,7 +59,7 @@ def model_recall(model, *, pool: str = "psifr:peers_notask", n_lists: int = 20, 
     if lists is None or not isinstance(pool, str):
         words = task_module.word_pool(pool) if isinstance(pool, str) else list(pool)
     if lists is None:
-        lists = task_module.study_lists(words, n_lists, list_length, seed=seed)
+        lists = task_module.study_lists(words, n_lists=n_lists, list_length=list_length, rng=seed)
     longest = max((len(normalise(w).split()) for w in [*(words or ()), *(w for items in lists for w in items)]),
                   default=0)  # never below the studied items' own longest
     events, table = task_module.recall_events(model, lists, task=task, decoding=decoding, seeds=seeds,

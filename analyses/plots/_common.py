@@ -101,7 +101,7 @@ def choose_heads(ds: xr.Dataset, variable: str, units, default: int, largest: bo
         units = parse_heads(units)
     if is_integer(units):
         n = min(integer(units, "units as a number of heads"), int(np.isfinite(score.values).sum()))
-        return top_heads(ds, variable, n_heads=max(n, 1), largest=largest)
+        return top_heads(ds, variable=variable, n_heads=max(n, 1), largest=largest)
     try:
         heads = [(int(layer), int(head)) for layer, head in units]
     except (TypeError, ValueError):

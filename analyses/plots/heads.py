@@ -331,7 +331,7 @@ def soft_crp_vs_humans(humans, heads, units=None, *, lags=5):
     if heads.attrs.get("profile_kind") != "soft_lag_crp":
         if "soft_crp" not in heads:
             raise SchemaError(f"head dataset needs a soft lag-CRP ('soft_crp', from {_HEADS_FROM})")
-        heads = select_profile(heads, "soft_lag_crp")
+        heads = select_profile(heads, which="soft_lag_crp")
     chosen = choose_heads(heads, "induction_score", units, 4)
     window = lag_window(lags) if lags is not None else heads["lag"].values
     missing = sorted(set(window.tolist()) - set(heads["lag"].values.tolist()))

@@ -104,7 +104,7 @@ def _heads(ctx: RunContext) -> dict:
     s = ctx.settings
     model = load_study_model(s["model"], device=s["device"], dtype=s["dtype"])
     with tqdm(total=int(s["n_prompts"]), desc=f"heads of {s['model']}", unit="prompt") as bar:
-        heads = extract_heads(model, n_words=int(s["n_words"]), n_prompts=int(s["n_prompts"]), seed=int(s["seed"]),
+        heads = extract_heads(model, n_words=int(s["n_words"]), n_prompts=int(s["n_prompts"]), rng=int(s["seed"]),
                               progress=bar.update)
     save_dataset(heads, ctx.path(HEADS_FILE))
     from ...adapters.head_ranking import top_heads
@@ -112,11 +112,11 @@ def _heads(ctx: RunContext) -> dict:
     induction = heads["induction_score"].squeeze(drop=True)
     top = [
         {"layer": layer, "head": head, "induction_score": float(induction.sel(layer=layer, head=head))}
-        for layer, head in top_heads(heads, "induction_score", n_heads=5, largest=True)
+        for layer, head in top_heads(heads, variable="induction_score", n_heads=5, largest=True)
     ]
     loss = heads["position_loss"].squeeze(drop=True).values if "position_loss" in heads else None
     best = top[0]  # one more forward pass: the top induction head's attention over prompt 0 (Fig. 3b)
-    pattern = attention_pattern(model, best["layer"], best["head"], n_words=int(s["n_words"]), seed=int(s["seed"]))
+    pattern = attention_pattern(model, best["layer"], best["head"], n_words=int(s["n_words"]), rng=int(s["seed"]))
     save_dataset(pattern, ctx.path(ATTENTION_FILE))
     out = {"n_layers": int(heads.sizes["layer"]), "n_heads": int(heads.sizes["head"]), "top_induction": top,
            "attention_pattern": {"layer": best["layer"], "head": best["head"], "prompt": 0}}
@@ -178,7 +178,7 @@ def _fit_heads(ctx: RunContext) -> dict:
     from cmr.null_models import cmr_like_null
     from cmr.profile_fit import fit_profiles
 
-    heads = select_profile(load_dataset(ctx.path(HEADS_FILE), kind="lag_profile"), "score")
+    heads = select_profile(load_dataset(ctx.path(HEADS_FILE), kind="lag_profile"), which="score")
     grid = load_dataset(ctx.path(GRID_FILE), kind="lag_profile")
     summary = {}
     for objective in OBJECTIVES:
@@ -219,19 +219,19 @@ def _composition(ctx: RunContext) -> dict:
     model = load_study_model(s["model"], device=s["device"], dtype=s["dtype"])
     scores = composition.composition_scores(model, n_baseline=50, rng=int(s["seed"]))
     save_dataset(scores, ctx.path(COMPOSITION_FILE))
-    induction = causal_composition.induction_scores(model, seed=int(s["seed"]))
+    induction = causal_composition.induction_scores(model, rng=int(s["seed"]))
     distance = load_dataset(ctx.path(head_fit_file("lsq")), kind="profile_fit")["distance"]
     distance = distance.squeeze([d for d in ("model", "checkpoint") if d in distance.dims], drop=True)
     distance = distance.transpose("layer", "head").values
     induction, distance = composing_heads(induction), composing_heads(distance)
-    picks = {"induction": rank_heads(induction, COMPOSITION_TOP),
-             "cmr_like": rank_heads(distance, COMPOSITION_TOP, largest=False)}
+    picks = {"induction": rank_heads(induction, n=COMPOSITION_TOP),
+             "cmr_like": rank_heads(distance, n=COMPOSITION_TOP, largest=False)}
     roles = {}
     for role, flat in picks.items():
         for index in flat:
             roles.setdefault(tuple(int(i) for i in np.unravel_index(index, induction.shape)), []).append(role)
     heads = list(roles)
-    causal = causal_composition.path_ablation(model, heads, seed=int(s["seed"]), composition=scores)
+    causal = causal_composition.path_ablation(model, heads, rng=int(s["seed"]), composition=scores)
     save_dataset(causal, ctx.path(CAUSAL_COMPOSITION_FILE))
     return composition_stage_summary(scores, causal, roles, distance)
 
@@ -262,9 +262,9 @@ def _ablation(ctx: RunContext) -> dict:
     model = load_study_model(s["model"], device=s["device"], dtype=s["dtype"])
     fits = load_dataset(ctx.path(head_fit_file("lsq")), kind="profile_fit")
     top = top_heads(fits, fraction=design.top_fraction)
-    control = top_heads(load_dataset(ctx.path(HEADS_FILE)), "induction_score", n_heads=len(top), largest=True)
+    control = top_heads(load_dataset(ctx.path(HEADS_FILE)), variable="induction_score", n_heads=len(top), largest=True)
     passages, articles = load_passages("wikipedia", model.tokenizer, n_passages=design.n_passages,
-                                       n_tokens=design.n_tokens, seed=int(s["seed"]), return_articles=True)
+                                       n_tokens=design.n_tokens, rng=int(s["seed"]), return_articles=True)
     with measure_peak_memory(model.device) as memory:
         result = run_ablation(
             model.bridge, passages, top, design, control_heads=control, seed=int(s["seed"]), articles=articles,

@@ -87,7 +87,7 @@ def test_perfect_induction_head_scores_one_at_lag_plus_one():
 
 
 def test_teacher_forced_rule_allows_only_forward_lags():
-    from_pos, unavailable = hp.teacher_forced_transitions(4, "teacher_forced")
+    from_pos, unavailable = hp.teacher_forced_transitions(4, rule="teacher_forced")
     weights = np.full((1, 4, 4), 0.25)
     lags, actual, possible = hp.soft_lag_counts(from_pos, weights, unavailable, 3)
     np.testing.assert_array_equal(possible[0], [0, 0, 0, 0, 3, 2, 1])
@@ -132,13 +132,13 @@ def test_dataset_schema_dims_and_netcdf_round_trip(tmp_path):
 def test_select_profile_gives_plain_lag_profiles():
     rng = np.random.default_rng(3)
     ds = _dataset([_attention(1, 2, 6, rng)], 6, hp.lag_range(2, 6))
-    prob = hp.select_profile(ds, "prob")
+    prob = hp.select_profile(ds, which="prob")
     assert prob.attrs["profile_kind"] == "attention_prob"
     np.testing.assert_array_equal(prob.profile.values, ds.prob_profile.values)
-    soft = hp.select_profile(ds, "soft_lag_crp")
+    soft = hp.select_profile(ds, which="soft_lag_crp")
     assert soft.attrs["profile_kind"] == "soft_lag_crp" and soft.possible.dtype == np.int64
     with pytest.raises(PromptError, match="which must be one of"):
-        hp.select_profile(ds, "logits")
+        hp.select_profile(ds, which="logits")
 
 
 # --- the one-hot oracle: attention built from recall sequences ---------------------------
@@ -190,7 +190,7 @@ def test_one_hot_counts_equal_lag_counts_on_any_sequence(data):
 def test_soft_counts_conserve_mass_and_mirror_under_reversal(n, seed):
     rng = np.random.default_rng(seed)
     weights = rng.uniform(size=(2, n, n))
-    from_pos, unavailable = hp.teacher_forced_transitions(n, "query_only")
+    from_pos, unavailable = hp.teacher_forced_transitions(n, rule="query_only")
     lags, actual, possible = hp.soft_lag_counts(from_pos, weights, unavailable, n - 1)
     np.testing.assert_allclose(actual.sum(axis=-1), n)  # each step distributes exactly 1
     assert possible.sum(axis=-1).tolist() == [n * (n - 1)] * 2
@@ -219,7 +219,7 @@ def test_bad_shapes_and_rules_are_typed_errors():
     with pytest.raises(PromptError, match="2\\*N\\+1 = 7"):
         hp.lag_block(np.zeros((1, 1, 5, 5)), 3, np.array([0]))
     with pytest.raises(PromptError, match="soft-CRP rule"):
-        hp.teacher_forced_transitions(4, "psifr")
+        hp.teacher_forced_transitions(4, rule="psifr")
     with pytest.raises(RecallDataError, match="non-negative"):
         hp.soft_lag_counts(np.array([1]), -np.ones((1, 2)), np.zeros((1, 2), bool), 1)
 

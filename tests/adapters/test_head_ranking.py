@@ -11,9 +11,9 @@ def test_descending_and_ascending_on_a_grid():
     scores = np.array([[0.1, 0.9, 0.5],
                        [0.7, 0.2, 0.3]])
     assert rank_heads(scores).tolist() == [1, 3, 2, 5, 4, 0]
-    assert rank_heads(scores, 2).tolist() == [1, 3]
-    assert rank_heads(scores, 2, largest=False).tolist() == [0, 4]
-    layers, heads = np.unravel_index(rank_heads(scores, 2), scores.shape)
+    assert rank_heads(scores, n=2).tolist() == [1, 3]
+    assert rank_heads(scores, n=2, largest=False).tolist() == [0, 4]
+    layers, heads = np.unravel_index(rank_heads(scores, n=2), scores.shape)
     assert list(zip(layers.tolist(), heads.tolist())) == [(0, 1), (1, 0)]
 
 
@@ -35,22 +35,22 @@ def test_heads_without_a_finite_score_are_never_ranked():
 
 def test_n_beyond_the_finite_heads_returns_those_alone():
     scores = np.array([0.3, np.nan, 0.9, np.nan])
-    assert rank_heads(scores, 10).tolist() == [2, 0]
-    assert rank_heads(scores, 0).tolist() == []
-    assert rank_heads(np.full((2, 2), np.nan), 3).size == 0
+    assert rank_heads(scores, n=10).tolist() == [2, 0]
+    assert rank_heads(scores, n=0).tolist() == []
+    assert rank_heads(np.full((2, 2), np.nan), n=3).size == 0
     assert rank_heads(scores).dtype == np.int64
 
 
 @pytest.mark.parametrize("n", [-1, 1.5, True, "2"])
 def test_bad_n_is_refused(n):
     with pytest.raises(ParameterError, match="n must be"):
-        rank_heads([0.1, 0.2], n)
+        rank_heads([0.1, 0.2], n=n)
 
 
 def test_scores_are_not_modified():
     scores = np.array([[np.nan, 0.2], [0.4, 0.1]])
     before = scores.copy()
-    rank_heads(scores, 2)
+    rank_heads(scores, n=2)
     np.testing.assert_array_equal(scores, before)
 
 
@@ -104,25 +104,25 @@ def test_the_study_definition_is_the_study_top_set():
 
     null = _null(DISTANCE, STRICT)
     for fraction in (0.2, 0.5, 0.8):
-        heads, notes = cmr_like_heads(null, "study", fraction=fraction)
+        heads, notes = cmr_like_heads(null, definition="study", fraction=fraction)
         assert heads == top_heads(null, fraction=fraction) and notes == []
-    assert cmr_like_heads(null, "study", n_heads=2)[0] == [(4, 0), (3, 0)]
+    assert cmr_like_heads(null, definition="study", n_heads=2)[0] == [(4, 0), (3, 0)]
     with pytest.raises(ParameterError, match="5 of 6 heads have a finite distance"):
-        cmr_like_heads(null, "study", n_heads=6)
+        cmr_like_heads(null, definition="study", n_heads=6)
 
 
 def test_the_strict_definition_ranks_only_strict_heads_and_never_tops_the_set_up():
     from icl_cmr.adapters.head_ranking import cmr_like_heads
 
     null = _null(DISTANCE, STRICT)
-    assert cmr_like_heads(null, "strict", n_heads=2) == ([(3, 2), (4, 2)], [])
-    heads, notes = cmr_like_heads(null, "strict", n_heads=5)
+    assert cmr_like_heads(null, definition="strict", n_heads=2) == ([(3, 2), (4, 2)], [])
+    heads, notes = cmr_like_heads(null, definition="strict", n_heads=5)
     assert heads == [(3, 2), (4, 2), (3, 1)]
     assert notes == ["only 3 heads pass the strict definition: the set has 3 heads, not 5"]
-    heads, notes = cmr_like_heads(_null(DISTANCE, STRICT, "not available: no probabilities"), "strict", n_heads=1)
+    heads, notes = cmr_like_heads(_null(DISTANCE, STRICT, "not available: no probabilities"), definition="strict", n_heads=1)
     assert heads == [(3, 2)] and "not applied (not available: no probabilities)" in notes[0]
     with pytest.raises(ParameterError, match="no head passes the strict definition"):
-        cmr_like_heads(_null(DISTANCE, np.zeros((2, 3))), "strict")
+        cmr_like_heads(_null(DISTANCE, np.zeros((2, 3))), definition="strict")
 
 
 def test_strict_ranking_needs_a_null_and_a_known_definition():
@@ -132,9 +132,9 @@ def test_strict_ranking_needs_a_null_and_a_known_definition():
     fits = _null(DISTANCE, STRICT).drop_vars("cmr_like_strict")
     fits.attrs["icl_cmr_kind"] = "profile_fit"
     with pytest.raises(SchemaError, match="icl-cmr null HEADS.nc"):
-        cmr_like_heads(fits, "strict")
+        cmr_like_heads(fits, definition="strict")
     with pytest.raises(ParameterError, match="study, strict"):
-        cmr_like_heads(fits, "loose")
+        cmr_like_heads(fits, definition="loose")
 
 
 def test_ablate_ranks_by_either_definition_before_the_model_loads(tmp_path, capsys):

@@ -12,7 +12,7 @@ def tiny():
     require("torch")
     from icl_cmr.adapters.lm.loading import tiny_model
 
-    return tiny_model(n_layers=3, seed=1)
+    return tiny_model(n_layers=3, rng=1)
 
 
 def _library_split_pass(model, tokens, layer, head, path, removed, read="pattern"):
@@ -51,7 +51,7 @@ def tiny_gpt2():
     require("torch")
     from icl_cmr.adapters.lm.loading import tiny_model
 
-    return tiny_model(n_layers=3, seed=1, architecture="gpt2")
+    return tiny_model(n_layers=3, rng=1, architecture="gpt2")
 
 
 @pytest.mark.parametrize("architecture", ["llama", "gpt2"])
@@ -64,10 +64,10 @@ def test_recomputed_ablation_equals_the_librarys_split_input_pass(tiny, tiny_gpt
     from icl_cmr.adapters.lm.extraction import make_prompts
 
     tiny = tiny if architecture == "llama" else tiny_gpt2
-    made = make_prompts(tiny, n_words=12, n_prompts=2, seed=0)
+    made = make_prompts(tiny, n_words=12, n_prompts=2, rng=0)
     tokens = torch.as_tensor(made.tokens)
     layer, head = 2, 3
-    ds = path_ablation.path_ablation(tiny, [(layer, head)], n_words=12, n_prompts=2, seed=0, lags=range(-2, 3))
+    ds = path_ablation.path_ablation(tiny, [(layer, head)], n_words=12, n_prompts=2, rng=0, lags=range(-2, 3))
     # removing every earlier head's direct output from the one path, through the library's own hooks
     z = {}
 
@@ -122,9 +122,9 @@ def test_the_value_path_equals_the_librarys_split_input_pass(tiny, tiny_gpt2, ar
     from icl_cmr.adapters.lm.extraction import make_prompts
 
     tiny = tiny if architecture == "llama" else tiny_gpt2
-    tokens = torch.as_tensor(make_prompts(tiny, n_words=12, n_prompts=2, seed=0).tokens)
+    tokens = torch.as_tensor(make_prompts(tiny, n_words=12, n_prompts=2, rng=0).tokens)
     layer, head = 2, 3
-    ds = path_ablation.path_ablation(tiny, [(layer, head)], n_words=12, n_prompts=2, seed=0, lags=range(-2, 3))
+    ds = path_ablation.path_ablation(tiny, [(layer, head)], n_words=12, n_prompts=2, rng=0, lags=range(-2, 3))
     w_o = tiny.bridge.W_O.detach()
     z = {}
 

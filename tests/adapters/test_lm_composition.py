@@ -91,7 +91,7 @@ def test_scores_of_a_random_model_equal_the_full_matrix_definition():
     from icl_cmr.adapters.lm.loading import tiny_model
 
     require("torch")
-    w = composition.head_weights(tiny_model(n_layers=3, seed=4))
+    w = composition.head_weights(tiny_model(n_layers=3, rng=4))
     score = composition.composition_from_weights(w["W_Q"], w["W_K"], w["W_V"], w["W_O"], dtype=np.float64)["score"]
     kv = w["W_Q"].shape[1] // w["W_K"].shape[1]
     fro = np.linalg.norm

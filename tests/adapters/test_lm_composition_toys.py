@@ -208,7 +208,7 @@ def _trained_toy(directory, recipe):
     torch.set_num_threads(1)
     try:
         settings = dataclasses.replace(toy_model.recipe_settings(recipe, quick=True), n_checkpoints=2)
-        toy_model.train_toy(directory, settings, progress=False, log=lambda _: None)
+        toy_model.train_toy(directory, settings=settings, progress=False, log=lambda _: None)
     finally:
         torch.set_num_threads(threads)
     step, checkpoint = toy_model.list_checkpoints(directory)[-1]

@@ -39,7 +39,7 @@ STATISTICS = ("profile", "prob_profile", "induction_score", "duplicate_token_sco
 def tiny_dir(tl, tmp_path_factory):
     """The float32 weights of ``tiny_model(seed=0)`` as a local model directory."""
     path = tmp_path_factory.mktemp("tiny-llama")
-    hf_model, tokenizer = tl.tiny_hf_model(seed=0)
+    hf_model, tokenizer = tl.tiny_hf_model(rng=0)
     hf_model.save_pretrained(path)
     tokenizer.save_pretrained(path)
     return path
@@ -54,7 +54,7 @@ def words(tl, tiny):
 
 @pytest.fixture(scope="module")
 def heads32(tl, tiny, words):
-    return tl.extract_heads(tiny, n_words=N_WORDS, n_prompts=3, seed=1, lags=4, words=words)
+    return tl.extract_heads(tiny, n_words=N_WORDS, n_prompts=3, rng=1, lags=4, words=words)
 
 
 def _unavailable_cuda():
@@ -70,8 +70,8 @@ def _unavailable_cuda():
 def test_hooks_keep_exactly_the_blocks_cut_from_full_matrices(tl, dtype):
     from icl_cmr.adapters import head_profiles as hp
 
-    model = tl.tiny_model(seed=0, dtype=dtype)
-    tokens = tl.make_prompts(model, n_words=N_WORDS, n_prompts=1, seed=2).tokens[0]
+    model = tl.tiny_model(rng=0, dtype=dtype)
+    tokens = tl.make_prompts(model, n_words=N_WORDS, n_prompts=1, rng=2).tokens[0]
     lags = hp.lag_range(5, N_WORDS)
     scores, probs, loss_full = tl.attention_pass(model, tokens)
     blocks, loss = tl.attention_blocks_pass(model, tokens, N_WORDS, lags)
@@ -89,7 +89,7 @@ def test_extract_heads_equals_the_full_matrix_path_exactly(tl, tiny, words, head
     """The lean path against the one that copies whole (layer, head, seq, seq) arrays to the host."""
     from icl_cmr.adapters import head_profiles as hp
 
-    made = tl.make_prompts(tiny, n_words=N_WORDS, n_prompts=3, seed=1, words=words)
+    made = tl.make_prompts(tiny, n_words=N_WORDS, n_prompts=3, rng=1, words=words)
     lags = hp.lag_range(4, N_WORDS)
     summaries, losses = [], []
     for row in made.tokens:
@@ -112,7 +112,7 @@ def test_reduced_precision_profiles_are_close_to_float32(tl, tiny_dir, words, he
     model = tl.load_model(str(tiny_dir), device="cpu", dtype=dtype)
     assert (model.device, model.dtype) == ("cpu", dtype)
     assert {p.dtype for p in model.bridge.parameters()} == {getattr(torch, dtype)}  # float32 copy cast
-    heads = tl.extract_heads(model, n_words=N_WORDS, n_prompts=3, seed=1, lags=4, words=words)
+    heads = tl.extract_heads(model, n_words=N_WORDS, n_prompts=3, rng=1, lags=4, words=words)
     u = UNIT_ROUNDOFF[dtype]
     for name in STATISTICS:
         ours, reference = heads[name].values, heads32[name].values

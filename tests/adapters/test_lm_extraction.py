@@ -17,7 +17,7 @@ N_WORDS = 12
 
 @pytest.fixture(scope="module")
 def heads(tl, tiny):
-    return tl.extract_heads(tiny, n_words=N_WORDS, n_prompts=3, seed=1, lags=4)
+    return tl.extract_heads(tiny, n_words=N_WORDS, n_prompts=3, rng=1, lags=4)
 
 
 def test_tiny_model_has_grouped_query_attention(tiny):
@@ -28,7 +28,7 @@ def test_tiny_model_has_grouped_query_attention(tiny):
 def test_scores_of_query_head_h_use_key_head_h_over_group(tl, tiny):
     import torch
 
-    tokens = tl.make_prompts(tiny, n_words=N_WORDS, n_prompts=1, seed=0).tokens[0]
+    tokens = tl.make_prompts(tiny, n_words=N_WORDS, n_prompts=1, rng=0).tokens[0]
     scores, probs, _ = tl.attention_pass(tiny, tokens)
     store = {}
 
@@ -53,7 +53,7 @@ def test_scores_of_query_head_h_use_key_head_h_over_group(tl, tiny):
 def test_loss_per_position_is_the_next_token_cross_entropy(tl, tiny):
     import torch
 
-    tokens = tl.make_prompts(tiny, n_words=N_WORDS, n_prompts=1, seed=0).tokens[0]
+    tokens = tl.make_prompts(tiny, n_words=N_WORDS, n_prompts=1, rng=0).tokens[0]
     _, _, loss = tl.attention_pass(tiny, tokens)
     with torch.no_grad():
         logits = tiny.bridge(torch.tensor(tokens[None]), return_type="logits")[0].double()
@@ -105,7 +105,7 @@ def test_extract_heads_dataset(heads, tiny):
 
 
 def test_prompt_words_are_the_most_probable_single_tokens(tl, tiny):
-    made = tl.make_prompts(tiny, n_words=N_WORDS, n_prompts=2, seed=0)
+    made = tl.make_prompts(tiny, n_words=N_WORDS, n_prompts=2, rng=0)
     prior = tl.log_prior(tiny)
     assert np.all(np.diff(prior[made.word_ids]) <= 0)
     for token_id, word in zip(made.word_ids, made.words):
@@ -150,7 +150,7 @@ def test_missing_optional_gguf_wheel_says_how_to_install(tl, tmp_path):
 
 
 def test_a_local_model_directory_loads_offline_like_a_cached_hub_model(tl, tiny, tmp_path):
-    hf_model, tokenizer = tl.tiny_hf_model(seed=0)  # the same weights as `tiny`
+    hf_model, tokenizer = tl.tiny_hf_model(rng=0)  # the same weights as `tiny`
     hf_model.save_pretrained(tmp_path)
     tokenizer.save_pretrained(tmp_path)
     again = tl.load_model(str(tmp_path), cache_dir=tmp_path / "cache")

@@ -38,7 +38,7 @@ def trained(text_dir, tmp_path_factory):
     torch.set_num_threads(1)
     out = tmp_path_factory.mktemp("toy")
     settings = dataclasses.replace(TINY, text=str(text_dir))
-    record = train_toy.train_toy(out, settings, progress=False, log=lambda _: None)
+    record = train_toy.train_toy(out, settings=settings, progress=False, log=lambda _: None)
     return out, settings, record
 
 
@@ -60,7 +60,7 @@ def test_checkpoint_steps():
 
 def test_copy_batch_repeats_short_phrases_at_every_distance_and_is_seeded():
     stream = np.arange(20000, dtype=np.int64) % 997 + 2  # every window has distinct tokens
-    batch, copied, source = train_toy.make_copy_batch(stream, np.random.default_rng(3), 64, 48, 0.75, bos_id=1)
+    batch, copied, source = train_toy.make_copy_batch(stream, np.random.default_rng(3), batch_size=64, seq_len=48, repeat_fraction=0.75, bos_id=1)
     assert batch.shape == copied.shape == source.shape == (64, 49) and (batch[:, 0] == 1).all()
     assert not copied[:, :2].any() and not (copied & source).any()
     with_copies = copied.any(axis=1)
@@ -79,7 +79,7 @@ def test_copy_batch_repeats_short_phrases_at_every_distance_and_is_seeded():
         runs = np.diff(np.flatnonzero(np.diff(np.r_[0, mask.astype(int), 0])))[::2]
         assert runs.min() >= 1 and runs.max() <= 7
     assert min(distances) <= 3 and max(distances) >= 20 and len(set(distances)) > 20
-    again = train_toy.make_copy_batch(stream, np.random.default_rng(3), 64, 48, 0.75, 1)
+    again = train_toy.make_copy_batch(stream, np.random.default_rng(3), batch_size=64, seq_len=48, repeat_fraction=0.75, bos_id=1)
     for first, second in zip((batch, copied, source), again):
         np.testing.assert_array_equal(first, second)
 
@@ -88,11 +88,11 @@ def test_copy_batch_rejects_bad_settings():
     stream = np.arange(100, dtype=np.int64) + 2
     rng = np.random.default_rng(0)
     with pytest.raises(ParameterError, match=r"2 <= min <= max <= seq_len / 2 = 16.*copy_length=\(1, 8\)"):
-        train_toy.make_copy_batch(stream, rng, 2, 32, 1.0, 1, copy_length=(1, 8))
+        train_toy.make_copy_batch(stream, rng, batch_size=2, seq_len=32, repeat_fraction=1.0, bos_id=1, copy_length=(1, 8))
     with pytest.raises(ParameterError, match="copy_gap=0"):
-        train_toy.make_copy_batch(stream, rng, 2, 32, 1.0, 1, copy_gap=0)
+        train_toy.make_copy_batch(stream, rng, batch_size=2, seq_len=32, repeat_fraction=1.0, bos_id=1, copy_gap=0)
     with pytest.raises(DataSourceError, match="has 100 tokens; need more than seq_len = 128"):
-        train_toy.make_copy_batch(stream, rng, 2, 128, 1.0, 1)
+        train_toy.make_copy_batch(stream, rng, batch_size=2, seq_len=128, repeat_fraction=1.0, bos_id=1)
 
 
 def test_text_batch_is_bos_and_contiguous_windows_and_seeded():
@@ -118,11 +118,11 @@ def test_checkpoints_are_complete_and_nothing_half_written_remains(trained):
 
 def test_training_is_seeded(trained, tmp_path):
     out, settings, record = trained
-    again = train_toy.train_toy(tmp_path / "again", settings, progress=False, log=lambda _: None)
+    again = train_toy.train_toy(tmp_path / "again", settings=settings, progress=False, log=lambda _: None)
     assert again["train_loss"] == record["train_loss"]
     first, second = _weights(out / "checkpoints" / "step_000006"), _weights(tmp_path / "again" / "checkpoints" / "step_000006")
     assert all(np.array_equal(first[k], second[k]) for k in first)
-    other = train_toy.train_toy(tmp_path / "other", dataclasses.replace(settings, seed=1, steps=3, n_checkpoints=2),
+    other = train_toy.train_toy(tmp_path / "other", settings=dataclasses.replace(settings, seed=1, steps=3, n_checkpoints=2),
                                 progress=False, log=lambda _: None)
     assert other["train_loss"][:3] != record["train_loss"][:3]
 
@@ -225,7 +225,7 @@ def test_default_recipe_forms_an_induction_circuit_at_seed_0(tmp_path):
     torch.set_num_threads(2)
     try:
         settings = dataclasses.replace(train_toy.ToySettings(), steps=1200, n_checkpoints=2)
-        record = train_toy.train_toy(tmp_path, settings, progress=False, log=lambda _: None)
+        record = train_toy.train_toy(tmp_path, settings=settings, progress=False, log=lambda _: None)
     finally:
         torch.set_num_threads(threads)
     start, end = record["checkpoints"]
@@ -253,7 +253,7 @@ def test_the_position_blind_recipe_keeps_layer_0_blind_to_position(text_dir, tmp
     from icl_cmr.adapters.lm.loading import load_model
 
     settings = dataclasses.replace(TINY, text=str(text_dir), recipe="position-blind", n_checkpoints=2)
-    train_toy.train_toy(tmp_path, settings, progress=False, log=lambda _: None)
+    train_toy.train_toy(tmp_path, settings=settings, progress=False, log=lambda _: None)
     directory = train_toy.list_checkpoints(tmp_path)[-1][1]
     weights = _weights(directory)
     d, half = settings.d_model, settings.d_model // 2

@@ -64,25 +64,25 @@ def test_check_single_tokens_names_the_offending_word():
 
 def test_prompt_layout_is_bos_and_two_copies_of_a_seeded_permutation():
     word_ids = np.array([10, 11, 12, 13, 14])
-    made = prompts.build_prompts(word_ids, list("abcde"), n_prompts=3, seed=7, bos_id=1, n_ctx=11)
+    made = prompts.build_prompts(word_ids, list("abcde"), n_prompts=3, rng=7, bos_id=1, n_ctx=11)
     assert made.tokens.shape == (3, 11) and made.tokens.dtype == np.int64
     assert (made.tokens[:, 0] == 1).all()
     np.testing.assert_array_equal(made.tokens[:, 1:6], made.tokens[:, 6:])
     np.testing.assert_array_equal(made.tokens[:, 1:6], word_ids[made.permutations])
     for perm in made.permutations:
         assert sorted(perm.tolist()) == [0, 1, 2, 3, 4]
-    again = prompts.build_prompts(word_ids, list("abcde"), n_prompts=5, seed=7, bos_id=1, n_ctx=11)
+    again = prompts.build_prompts(word_ids, list("abcde"), n_prompts=5, rng=7, bos_id=1, n_ctx=11)
     np.testing.assert_array_equal(again.tokens[:3], made.tokens)  # more prompts extend the set
-    other = prompts.build_prompts(word_ids, list("abcde"), n_prompts=3, seed=8, bos_id=1, n_ctx=11)
+    other = prompts.build_prompts(word_ids, list("abcde"), n_prompts=3, rng=8, bos_id=1, n_ctx=11)
     assert not np.array_equal(other.tokens, made.tokens)
     assert made.n_words == 5 and made.n_prompts == 3
 
 
 def test_prompt_longer_than_the_context_is_a_prompt_error():
     with pytest.raises(PromptError, match="2 x 5 words \\+ BOS = 11 tokens is longer than the model's context of 10"):
-        prompts.build_prompts(np.arange(5), list("abcde"), n_prompts=1, seed=0, bos_id=0, n_ctx=10)
+        prompts.build_prompts(np.arange(5), list("abcde"), n_prompts=1, rng=0, bos_id=0, n_ctx=10)
     with pytest.raises(PromptError, match="n_prompts must be an integer >= 1"):
-        prompts.build_prompts(np.arange(5), list("abcde"), n_prompts=0, seed=0, bos_id=0, n_ctx=20)
+        prompts.build_prompts(np.arange(5), list("abcde"), n_prompts=0, rng=0, bos_id=0, n_ctx=20)
 
 
 def test_prompt_and_profile_modules_do_not_import_torch():

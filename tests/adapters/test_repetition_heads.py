@@ -14,7 +14,7 @@ WORDS = [f" w{i}" for i in range(POOL.size)]
 
 
 def _prompts(n_prompts=8, seed=0, **design):
-    return rh.build_repetition_prompts(POOL, WORDS, n_prompts=n_prompts, seed=seed, bos_id=1, n_ctx=512, **design)
+    return rh.build_repetition_prompts(POOL, WORDS, n_prompts=n_prompts, rng=seed, bos_id=1, n_ctx=512, **design)
 
 
 @settings(max_examples=25, deadline=None)
@@ -96,7 +96,7 @@ def test_teacher_forced_rule_removes_words_already_recalled():
     # available: positions 3, 4, 7 with weights 0.1, 0, 0.1 -> renormalised 0.5, 0, 0.5
     np.testing.assert_allclose(out["actual"][0, 0, 0, centre + 2:centre + 4], [0.5, 0.0])
     with pytest.raises(PromptError, match="rule must be one of query_only, teacher_forced; got 'x'"):
-        rh.unavailable_positions(PRES, recalls, "x")
+        rh.unavailable_positions(PRES, recalls, rule="x")
 
 
 def test_massed_and_close_repeats_are_not_tabulated():
@@ -195,11 +195,11 @@ def test_tiny_model_recall_pass_attention_is_the_cut_of_the_full_pattern(tl, tin
     from icl_cmr.adapters.lm import repetition
 
     design = dict(list_length=20, n_massed=1, n_spaced=2, n_thrice=1, min_spacing=6, max_spacing=8)
-    made = repetition.make_repetition_prompts(tiny, n_words=20, n_prompts=2, seed=1, **design)
+    made = repetition.make_repetition_prompts(tiny, n_words=20, n_prompts=2, rng=1, **design)
     _, probs, _ = tl.attention_pass(tiny, made.tokens[1])
     cut = repetition.recall_pass_attention(tiny, made.tokens[1], made.list_length)
     np.testing.assert_array_equal(cut, probs[:, :, 21:, 1:21])
-    ds = repetition.extract_repetition_heads(tiny, n_words=20, n_prompts=2, seed=1, **design)
+    ds = repetition.extract_repetition_heads(tiny, n_words=20, n_prompts=2, rng=1, **design)
     assert ds.sizes["layer"] == 2 and ds.sizes["head"] == 4 and ds.sizes["prompt"] == 2
     summary = rh.repetition_summary(cut, made.presentation[1], made.recalls[1], made.kind[1])
     np.testing.assert_allclose(ds["prompt_bias"].isel(model=0, checkpoint=0, prompt=1).values,

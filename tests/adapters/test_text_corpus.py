@@ -59,10 +59,10 @@ def test_wikipedia_sample_gives_clean_articles(wikipedia_documents):
 def test_passages_are_seeded_windows_of_documents(wikipedia_documents, monkeypatch):
     monkeypatch.setattr(text_corpus, "read_documents", lambda source: wikipedia_documents)
     tokenizer = WordTokenizer()
-    first = text_corpus.load_passages("wikipedia", tokenizer, n_passages=50, n_tokens=256, seed=3)
+    first = text_corpus.load_passages("wikipedia", tokenizer, n_passages=50, n_tokens=256, rng=3)
     assert first.shape == (50, 256) and first.dtype == np.int64
-    np.testing.assert_array_equal(first, text_corpus.load_passages("wikipedia", tokenizer, 50, 256, seed=3))
-    assert not np.array_equal(first, text_corpus.load_passages("wikipedia", tokenizer, 50, 256, seed=4))
+    np.testing.assert_array_equal(first, text_corpus.load_passages("wikipedia", tokenizer, n_passages=50, n_tokens=256, rng=3))
+    assert not np.array_equal(first, text_corpus.load_passages("wikipedia", tokenizer, n_passages=50, n_tokens=256, rng=4))
     # every passage is a contiguous window of one document, starting at a multiple of n_tokens
     docs = text_corpus.tokenize_documents(wikipedia_documents, tokenizer)
     for row in first[:5]:
@@ -75,7 +75,7 @@ def test_too_few_passages_says_how_many(tmp_path):
     (tmp_path / "a.txt").write_text("one two three " * 100)  # 300 words
     (tmp_path / "b.txt").write_text("four five " * 60)  # 120 words
     tokenizer = WordTokenizer()
-    passages = text_corpus.load_passages(tmp_path, tokenizer, n_passages=3, n_tokens=100, seed=0)
+    passages = text_corpus.load_passages(tmp_path, tokenizer, n_passages=3, n_tokens=100, rng=0)
     assert passages.shape == (3, 100)
     with pytest.raises(DataSourceError, match=r"gives 4 passages of 100 tokens, at most 4 per document \(2 documents, "
                                               r"the longest 300"):
@@ -110,7 +110,7 @@ def test_passages_are_a_shuffled_capped_sample_of_articles(tmp_path):
         (tmp_path / f"d{d}.txt").write_text(" ".join(f"d{d}w{i}" for i in range(1000)))
     tokenizer = WordTokenizer()
     docs = text_corpus.tokenize_documents(text_corpus.read_documents(tmp_path), tokenizer)
-    passages, articles = text_corpus.load_passages(tmp_path, tokenizer, n_passages=18, n_tokens=100, seed=1,
+    passages, articles = text_corpus.load_passages(tmp_path, tokenizer, n_passages=18, n_tokens=100, rng=1,
                                                    max_per_document=3, return_articles=True)
     assert passages.shape == (18, 100) and articles.dtype == np.int64
     # each passage is a window of the document its article names; at most 3 windows per document
@@ -121,14 +121,14 @@ def test_passages_are_a_shuffled_capped_sample_of_articles(tmp_path):
     # in the order drawn, not sorted: a run cut after k passages keeps a random subset, not the first articles
     keys = [(int(a), int(row[0])) for a, row in zip(articles, passages)]
     assert keys != sorted(keys)
-    np.testing.assert_array_equal(passages, text_corpus.load_passages(tmp_path, tokenizer, 18, 100, seed=1,
+    np.testing.assert_array_equal(passages, text_corpus.load_passages(tmp_path, tokenizer, n_passages=18, n_tokens=100, rng=1,
                                                                       max_per_document=3))
     # without a cap the sample may take more windows of one document; with it too few windows is an error
-    assert text_corpus.load_passages(tmp_path, tokenizer, 40, 100, max_per_document=None).shape == (40, 100)
+    assert text_corpus.load_passages(tmp_path, tokenizer, n_passages=40, n_tokens=100, max_per_document=None).shape == (40, 100)
     with pytest.raises(DataSourceError, match="gives 18 passages of 100 tokens, at most 3 per document"):
-        text_corpus.load_passages(tmp_path, tokenizer, 19, 100, max_per_document=3)
+        text_corpus.load_passages(tmp_path, tokenizer, n_passages=19, n_tokens=100, max_per_document=3)
     with pytest.raises(ParameterError, match="max_per_document"):
-        text_corpus.load_passages(tmp_path, tokenizer, 2, 100, max_per_document=0)
+        text_corpus.load_passages(tmp_path, tokenizer, n_passages=2, n_tokens=100, max_per_document=0)
 
 
 def test_the_first_passages_of_a_draw_cover_articles_at_random(tmp_path):
@@ -136,7 +136,7 @@ def test_the_first_passages_of_a_draw_cover_articles_at_random(tmp_path):
     for d in range(4):
         (tmp_path / f"d{d}.txt").write_text(" ".join(f"d{d}w{i}" for i in range(400)))
     tokenizer = WordTokenizer()
-    firsts = [int(text_corpus.load_passages(tmp_path, tokenizer, 8, 100, seed=seed, max_per_document=2,
+    firsts = [int(text_corpus.load_passages(tmp_path, tokenizer, n_passages=8, n_tokens=100, rng=seed, max_per_document=2,
                                             return_articles=True)[1][0]) for seed in range(200)]
     counts = np.bincount(firsts, minlength=4)
     assert counts.min() > 30  # each of the 4 documents about 50 times in 200

@@ -112,7 +112,7 @@ def test_set_losses_equal_one_bridge_pass_per_set(tiny, monkeypatch):
     assert all(p.data_ptr() in shared for p in plain.parameters())  # no second copy of the weights
     targets = np.arange(1, 30)
     sets = [[(1, 1), (0, 3)], [(1, 2)], [(0, 0), (1, 0)]]
-    base, losses, means = ablation_engine.set_losses(bridge, passages, targets, sets, ("zero", "mean"), batch_size=4)
+    base, losses, means = ablation_engine.set_losses(bridge, passages, targets, sets, modes=("zero", "mean"), batch_size=4)
     reference_base, reference_means = interventions.passage_losses(bridge, passages, targets, capture_means=True)
     np.testing.assert_allclose(base, reference_base, rtol=0, atol=1e-5)
     np.testing.assert_allclose(means, reference_means, rtol=0, atol=1e-6)
@@ -123,9 +123,9 @@ def test_set_losses_equal_one_bridge_pass_per_set(tiny, monkeypatch):
     assert np.abs(losses[0, 0] - base).max() > 1e-3
     import time
 
-    late = ablation_engine.set_losses(bridge, passages, targets, sets, ("zero",), deadline=time.monotonic() - 1)
+    late = ablation_engine.set_losses(bridge, passages, targets, sets, modes=("zero",), deadline=time.monotonic() - 1)
     assert late[0].shape == (0, targets.size) and late[1].shape == (1, 3, 0, targets.size)  # no passage starts
-    zero_only = ablation_engine.set_losses(bridge, passages, targets, sets, ("zero",))
+    zero_only = ablation_engine.set_losses(bridge, passages, targets, sets, modes=("zero",))
     np.testing.assert_allclose(zero_only[0], base, rtol=0, atol=1e-6)
     np.testing.assert_allclose(zero_only[1][0], losses[0], rtol=0, atol=1e-6)
     assert zero_only[2] is None
@@ -133,7 +133,7 @@ def test_set_losses_equal_one_bridge_pass_per_set(tiny, monkeypatch):
         ablation.run_ablation(bridge, passages, [(1, 0)], n_random=2, n_matched=0, early=EARLY, late=LATE,
                               window=WINDOW, measures="icl", time_budget_s=-1.0, progress=False)
     monkeypatch.setattr(interventions, "plain_model", lambda bridge: None)  # models outside the direct families
-    fallback = ablation_engine.set_losses(bridge, passages, targets, sets[:1], ("zero",))
+    fallback = ablation_engine.set_losses(bridge, passages, targets, sets[:1], modes=("zero",))
     np.testing.assert_allclose(fallback[1][0, 0], losses[0, 0], rtol=0, atol=1e-5)
 
 
@@ -258,7 +258,7 @@ def test_top_heads_picks_smallest_finite_distance():
     with pytest.raises(ParameterError, match="3 of 6 heads have a finite distance"):
         top_heads(fits, n_heads=4, composing=True)
     with pytest.raises(SchemaError, match="no variable"):
-        top_heads(fits, "cmr_distance")
+        top_heads(fits, variable="cmr_distance")
     with pytest.warns(DeprecationWarning, match="top_heads_from_fits is deprecated .*head_ranking.top_heads"):
         assert ablation.top_heads_from_fits(fits, 0.5, "distance", largest=True) == top_heads(
             fits, fraction=0.5, largest=True)

@@ -189,7 +189,7 @@ def test_dissociate_runs_end_to_end_on_a_tiny_model(tl, tmp_path, capsys, monkey
     from icl_cmr.analyses.cli import main
 
     model_dir = tmp_path / "tiny"
-    hf_model, tokenizer = tl.tiny_hf_model(seed=0, n_layers=3, n_heads=8)
+    hf_model, tokenizer = tl.tiny_hf_model(rng=0, n_layers=3, n_heads=8)
     hf_model.save_pretrained(model_dir)
     tokenizer.save_pretrained(model_dir)
     assert main(["heads", str(model_dir), "--n-words", "12", "--n-prompts", "2", "--no-progress",

@@ -52,40 +52,40 @@ def _resample_by_hooks(bridge, passages, targets, heads, donors):
 
 def test_resample_equals_transformer_lens_hooks(tiny, passages):
     targets = np.arange(1, 60)
-    donors = ablation_engine.donor_passages(len(passages), seed=3)
+    donors = ablation_engine.donor_passages(len(passages), rng=3)
     sets = [[(1, 1), (0, 3)], [(1, 2)]]
-    base, losses, _ = ablation_engine.set_losses(tiny.bridge, passages, targets, sets, ("zero", "resample"),
+    base, losses, _ = ablation_engine.set_losses(tiny.bridge, passages, targets, sets, modes=("zero", "resample"),
                                                batch_size=3, donors=donors)
     for s, heads in enumerate(sets):
         expected = _resample_by_hooks(tiny.bridge, passages, targets, heads, donors)
         np.testing.assert_allclose(losses[1, s], expected, rtol=0, atol=2e-5)
         assert np.abs(losses[1, s] - base).max() > 1e-3 and np.abs(losses[1, s] - losses[0, s]).max() > 1e-3
     # a zero row batched beside resample rows computes as without them
-    zero_only = ablation_engine.set_losses(tiny.bridge, passages, targets, sets, ("zero",), batch_size=3)
+    zero_only = ablation_engine.set_losses(tiny.bridge, passages, targets, sets, modes=("zero",), batch_size=3)
     np.testing.assert_array_equal(zero_only[1][0], losses[0])
 
 
 def test_resample_through_the_bridge_equals_the_engine(tiny, passages, monkeypatch):
     targets = np.arange(1, 60)
-    donors = ablation_engine.donor_passages(len(passages), seed=0)
-    direct = ablation_engine.set_losses(tiny.bridge, passages, targets, [[(1, 1), (0, 2)]], ("resample",), donors=donors)
+    donors = ablation_engine.donor_passages(len(passages), rng=0)
+    direct = ablation_engine.set_losses(tiny.bridge, passages, targets, [[(1, 1), (0, 2)]], modes=("resample",), donors=donors)
     monkeypatch.setattr(interventions, "plain_model", lambda bridge: None)  # models outside the direct families
-    bridged = ablation_engine.set_losses(tiny.bridge, passages, targets, [[(1, 1), (0, 2)]], ("resample",), donors=donors)
+    bridged = ablation_engine.set_losses(tiny.bridge, passages, targets, [[(1, 1), (0, 2)]], modes=("resample",), donors=donors)
     np.testing.assert_allclose(bridged[1], direct[1], rtol=0, atol=2e-5)
 
 
 def test_donors_are_a_seeded_derangement():
-    donors = ablation_engine.donor_passages(7, seed=5)
+    donors = ablation_engine.donor_passages(7, rng=5)
     assert sorted(donors.tolist()) == list(range(7)) and not np.any(donors == np.arange(7))
-    np.testing.assert_array_equal(donors, ablation_engine.donor_passages(7, seed=5))
+    np.testing.assert_array_equal(donors, ablation_engine.donor_passages(7, rng=5))
     with pytest.raises(ParameterError, match="at least 2 passages"):
-        ablation_engine.donor_passages(1, seed=0)
+        ablation_engine.donor_passages(1, rng=0)
 
 
 def test_bad_donors_are_one_typed_line(tiny, passages):
     for donors in (None, np.arange(4), np.array([1, 2, 3])):
         with pytest.raises(ParameterError) as caught:
-            ablation_engine.set_losses(tiny.bridge, passages, [1, 2], [[(0, 1)]], ("resample",), donors=donors)
+            ablation_engine.set_losses(tiny.bridge, passages, [1, 2], [[(0, 1)]], modes=("resample",), donors=donors)
         assert "\n" not in str(caught.value) and "donor" in str(caught.value)
 
 
@@ -93,8 +93,8 @@ def test_extra_targets_leave_the_scored_losses_bit_for_bit(tiny, passages):
     targets = ablation.scored_positions(EARLY, LATE, WINDOW, 60)
     extra = np.arange(1, LATE + WINDOW + 1)
     sets = [[(1, 1), (0, 3)], [(0, 0)]]
-    plain = ablation_engine.set_losses(tiny.bridge, passages, targets, sets, ("zero", "mean"))
-    base, losses, means, more = ablation_engine.set_losses(tiny.bridge, passages, targets, sets, ("zero", "mean"),
+    plain = ablation_engine.set_losses(tiny.bridge, passages, targets, sets, modes=("zero", "mean"))
+    base, losses, means, more = ablation_engine.set_losses(tiny.bridge, passages, targets, sets, modes=("zero", "mean"),
                                                          extra_targets=extra)
     np.testing.assert_array_equal(base, plain[0])
     np.testing.assert_array_equal(losses, plain[1])
@@ -295,7 +295,7 @@ def test_cli_default_measures_leave_out_what_cannot_fit(tl, tmp_path, capsys):
     from icl_cmr.analyses.cli import main
 
     model_dir = tmp_path / "tiny"
-    hf_model, tokenizer = tl.tiny_hf_model(seed=0)
+    hf_model, tokenizer = tl.tiny_hf_model(rng=0)
     hf_model.save_pretrained(model_dir)
     tokenizer.save_pretrained(model_dir)
     words = [w.lstrip("Ġ") for w in tokenizer.get_vocab() if w.startswith("Ġ") and w[1:].isalpha()]

@@ -136,7 +136,7 @@ def tiny_heads(tiny):
     """A heads dataset of the tiny model with set induction scores (L1.H3 first, then L0.H1)."""
     from icl_cmr.adapters.lm.extraction import extract_heads
 
-    heads = extract_heads(tiny, n_words=12, n_prompts=1, seed=0)
+    heads = extract_heads(tiny, n_words=12, n_prompts=1, rng=0)
     scores = np.zeros(heads["induction_score"].shape)
     flat = scores.reshape(-1, 2, 4)
     flat[:, 1, 3], flat[:, 0, 1] = 0.9, 0.8

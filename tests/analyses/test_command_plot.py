@@ -41,7 +41,7 @@ def tiny():
     model, heads, grid = tiny_head_scan()
     from icl_cmr.adapters.head_profiles import select_profile
 
-    fits = cmr.fit_profiles(select_profile(heads, "score"), grid, objective="lsq", lags=cmr.PAPER_LAGS, invalid="nan")
+    fits = cmr.fit_profiles(select_profile(heads, which="score"), grid, objective="lsq", lags=cmr.PAPER_LAGS, invalid="nan")
     return model, heads, fits
 
 

@@ -13,7 +13,7 @@ from icl_cmr.analyses.heads.first_presentation import compare_with_people, head_
 def _planted(n_prompts=8):
     """Three heads: attention on the first presentation's +1, on the second's +1, flat."""
     made = rh.build_repetition_prompts(np.arange(100, 160), [f" w{i}" for i in range(60)], n_prompts=n_prompts,
-                                       seed=2, bos_id=1, n_ctx=512)
+                                       rng=2, bos_id=1, n_ctx=512)
     sums = []
     for p in range(n_prompts):
         pres, rec = made.presentation[p], made.recalls[p]

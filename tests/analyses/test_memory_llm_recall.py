@@ -71,14 +71,14 @@ def test_generation_on_tiny_model(tiny):
     from icl_cmr.adapters.lm import recall_task as task
 
     words = [w.strip("Ġ") for w in tiny.tokenizer.get_vocab() if w.startswith("Ġ") and w[1:].isalpha()]
-    lists = task.study_lists(sorted(words), 3, 5, seed=0)
+    lists = task.study_lists(sorted(words), n_lists=3, list_length=5, rng=0)
     greedy = task.generate_answers(tiny, lists, batch_size=2, max_new_tokens=6)
     assert len(greedy) == 3 and greedy == task.generate_answers(tiny, lists, batch_size=3, max_new_tokens=6)
-    sampled = [task.generate_answers(tiny, lists, decoding="sample", seed=s, batch_size=3, max_new_tokens=6, trim=False)
+    sampled = [task.generate_answers(tiny, lists, decoding="sample", rng=s, batch_size=3, max_new_tokens=6, trim=False)
                for s in (1, 1, 2)]
     assert sampled[0] == sampled[1] and sampled[0] != sampled[2]
     everything = [(layer, head) for layer in range(2) for head in range(4)]
-    ablated = task.generate_answers(tiny, lists, decoding="sample", seed=1, batch_size=3, max_new_tokens=6, trim=False,
+    ablated = task.generate_answers(tiny, lists, decoding="sample", rng=1, batch_size=3, max_new_tokens=6, trim=False,
                                     heads=everything)
     assert any(sampled[0]) and ablated != sampled[0]
     events, table = task.recall_events(tiny, lists, decoding="sample", seeds=[0, 1], max_new_tokens=6)
@@ -99,7 +99,7 @@ def test_generation_runs_on_a_plain_copy_equal_to_the_bridge_without_cache(tl, a
     from icl_cmr.adapters.lm import interventions
     from icl_cmr.adapters.lm.recall_task import zero_ablation_hooks
 
-    tiny = tl.tiny_model(seed=1, architecture=architecture)
+    tiny = tl.tiny_model(rng=1, architecture=architecture)
     bridge = tiny.bridge
     plain = interventions.plain_model(bridge)
     assert plain is not None and interventions.plain_model(bridge) is plain
@@ -151,10 +151,10 @@ def test_an_intact_model_writing_degenerate_answers_is_an_error(tl, monkeypatch)
     from icl_cmr.adapters.lm import interventions
     from icl_cmr.adapters.errors import ModelOutputError
 
-    tiny = tl.tiny_model(seed=2)
+    tiny = tl.tiny_model(rng=2)
     vocab = tiny.tokenizer.get_vocab()
     words = sorted(w.strip("Ġ") for w in vocab if w.startswith("Ġ") and w[1:].isalpha())
-    lists = task.study_lists(words, 3, 5, seed=0)
+    lists = task.study_lists(words, n_lists=3, list_length=5, rng=0)
     plain = interventions.plain_model(tiny.bridge)
     _fake_generate(plain, monkeypatch, [vocab["Ġ" + lists[0][0]]] + [vocab["Ġ" + words[-1]]] * 15)
     with pytest.raises(ModelOutputError, match="degenerate answer to every one of 3 list.*transformers"):
@@ -168,10 +168,10 @@ def test_an_instruction_tuned_model_that_recalls_nothing_is_an_error(tl, monkeyp
     from icl_cmr.adapters.lm import interventions
     from icl_cmr.adapters.errors import ModelOutputError
 
-    tiny = tl.tiny_model(seed=3)
+    tiny = tl.tiny_model(rng=3)
     vocab = tiny.tokenizer.get_vocab()
     words = sorted(w.strip("Ġ") for w in vocab if w.startswith("Ġ") and w[1:].isalpha())
-    lists = task.study_lists(words[:20], 2, 4, seed=0)
+    lists = task.study_lists(words[:20], n_lists=2, list_length=4, rng=0)
     plain = interventions.plain_model(tiny.bridge)
     _fake_generate(plain, monkeypatch, [vocab["Ġ" + words[-1]], vocab["Ġ" + words[-2]]])  # two words never studied
     events, _ = task.recall_events(tiny, lists, max_new_tokens=2)  # a base model (no chat template) may recall nothing

@@ -37,7 +37,7 @@ def tiny():
     model, heads, grid = tiny_head_scan()
     from icl_cmr.adapters.head_profiles import select_profile
 
-    fits = {o: cmr.fit_profiles(select_profile(heads, "score"), grid, objective=o, lags=cmr.PAPER_LAGS, invalid="nan")
+    fits = {o: cmr.fit_profiles(select_profile(heads, which="score"), grid, objective=o, lags=cmr.PAPER_LAGS, invalid="nan")
             for o in ("paper", "lsq")}
     return model, heads, grid, fits
 
@@ -218,8 +218,8 @@ def test_attention_pattern_is_one_head_over_one_extraction_prompt(tiny, tmp_path
     from icl_cmr.adapters.lm.extraction import attention_pass, attention_pattern, make_prompts
 
     model, *_ = tiny
-    pattern = attention_pattern(model, 1, 2, n_words=20, seed=3, prompt=2)
-    made = make_prompts(model, n_words=20, n_prompts=5, seed=3)  # the set extract_heads reads
+    pattern = attention_pattern(model, 1, 2, n_words=20, rng=3, prompt=2)
+    made = make_prompts(model, n_words=20, n_prompts=5, rng=3)  # the set extract_heads reads
     scores, probs, _ = attention_pass(model, made.tokens[2])
     np.testing.assert_array_equal(pattern["prob"], probs[1, 2].astype(np.float64))
     future = np.triu(np.ones((41, 41), bool), 1)

@@ -109,7 +109,7 @@ def test_a_model_that_recalls_nothing_skips_the_recall_stage_with_a_note(tmp_pat
     out = tmp_path / "run"
     out.mkdir()
     save_dataset(heads, out / HEADS_FILE)
-    fits = cmr.fit_profiles(select_profile(heads, "score"), grid, objective="lsq", lags=cmr.PAPER_LAGS, invalid="nan")
+    fits = cmr.fit_profiles(select_profile(heads, which="score"), grid, objective="lsq", lags=cmr.PAPER_LAGS, invalid="nan")
     save_dataset(fits, out / head_fit_file("lsq"))
     monkeypatch.setattr(model.tokenizer, "chat_template", "{% for m in messages %}{{ m['content'] }}{% endfor %}",
                         raising=False)

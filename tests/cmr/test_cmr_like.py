@@ -80,10 +80,10 @@ def test_uniform_attention_has_mass_ratio_one_through_the_extraction_path():
     assert float(ds["uniform_mass"].squeeze()) == pytest.approx(mass, rel=1e-12)
     assert float(ds["amplitude"].squeeze()) == 0.0  # flat scores
     for which in ("score", "prob"):  # the mass stays with the heads whichever profile is fitted
-        selected = hp.select_profile(ds, which)
+        selected = hp.select_profile(ds, which=which)
         assert float(selected["attention_mass"].squeeze()) == mass and attention_mass(selected)[2] == MASS_APPLIED
     old_file = ds.drop_vars(["attention_mass", "uniform_mass", "amplitude"])  # written before they existed
-    assert float(hp.select_profile(old_file, "score")["attention_mass"].squeeze()) == mass
+    assert float(hp.select_profile(old_file, which="score")["attention_mass"].squeeze()) == mass
 
 
 def test_forward_effect_and_mirror_order_by_hand():
@@ -285,7 +285,7 @@ def test_the_null_shares_row_counts_both_definitions(grid):
 
 def test_tiny_model_heads_carry_their_attention_mass(tl, tiny):
     """Through the real extraction path: the mass is the probability profile summed over -5..5."""
-    heads_ = tl.extract_heads(tiny, n_words=12, n_prompts=2, seed=1, lags=6)
+    heads_ = tl.extract_heads(tiny, n_words=12, n_prompts=2, rng=1, lags=6)
     window = heads_["prob_profile"].sel(lag=LAGS)
     np.testing.assert_allclose(heads_["attention_mass"].values, window.sum("lag").values, rtol=1e-12)
     np.testing.assert_allclose(heads_["uniform_mass"].values, uniform_attention_prob(12, LAGS).sum(), rtol=1e-12)
@@ -293,7 +293,7 @@ def test_tiny_model_heads_carry_their_attention_mass(tl, tiny):
     scores = heads_["profile"].sel(lag=LAGS)
     np.testing.assert_allclose(heads_["amplitude"].values, (scores.max("lag") - scores.min("lag")).values)
     assert attention_mass(heads_)[2] == MASS_APPLIED
-    narrow = tl.extract_heads(tiny, n_words=12, n_prompts=1, seed=1, lags=4)  # a window narrower than -5..5
+    narrow = tl.extract_heads(tiny, n_words=12, n_prompts=1, rng=1, lags=4)  # a window narrower than -5..5
     assert "attention_mass" not in narrow and "amplitude" not in narrow
     assert attention_mass(narrow)[2].startswith("not available")
 

@@ -13,7 +13,7 @@ def repetition_heads():
     from icl_cmr.adapters.lm.loading import load_model
     from icl_cmr.adapters.lm.repetition import extract_repetition_heads
 
-    return extract_repetition_heads(load_model("smollm2-135m"), n_prompts=2, seed=0).isel(model=0, checkpoint=0)
+    return extract_repetition_heads(load_model("smollm2-135m"), n_prompts=2, rng=0).isel(model=0, checkpoint=0)
 
 
 def test_l17_h5_moves_to_the_second_presentations_neighbour(repetition_heads):
