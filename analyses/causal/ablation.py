@@ -25,7 +25,10 @@ import time
 
 import numpy as np
 import xarray as xr
+from tqdm.auto import tqdm
 
+from cmr.checks import as_generator, seed_of
+from cmr.deprecation import keyword_only, renamed_keywords, warn
 from cmr.errors import ParameterError, SchemaError
 from cmr.schema import provenance_attrs, require_dims, require_variables, validate
 
@@ -41,6 +44,9 @@ from .statistics import effect_intervals as effect_intervals
 from .statistics import holm as holm
 from .statistics import paired_statistics as paired_statistics
 from .statistics import rank_pvalue as rank_pvalue
+from . import measures as am
+from .design import AblationDesign
+from .measures import describe
 
 __all__ = [
     "MODES",
@@ -85,11 +91,10 @@ def parse_heads(text: str) -> list[tuple[int, int]]:
     return heads
 
 
-def top_heads_from_fits(fits: xr.Dataset, fraction: float = 0.1, variable: str = "distance",
+@keyword_only
+def top_heads_from_fits(fits: xr.Dataset, *, fraction: float = 0.1, variable: str = "distance",
                         n_heads: int | None = None, largest: bool = False) -> list[tuple[int, int]]:
     """Deprecated: :func:`icl_cmr.adapters.head_ranking.top_heads` (``variable`` second, the rest by keyword)."""
-    from cmr.deprecation import warn
-
     warn("icl_cmr.analyses.causal.ablation.top_heads_from_fits is deprecated and will be removed in the next "
          "release; use icl_cmr.adapters.head_ranking.top_heads", skip=1)
     return top_heads(fits, variable=variable, fraction=fraction, n_heads=n_heads, largest=largest)
@@ -104,7 +109,9 @@ def check_heads(heads, n_layers: int, n_heads: int) -> list[tuple[int, int]]:
     return heads
 
 
-def random_head_sets(n_layers: int, n_heads: int, target, n_sets: int, seed: int,
+@keyword_only
+@renamed_keywords(seed="rng")
+def random_head_sets(n_layers: int, n_heads: int, target, *, n_sets: int, rng,
                      layer_matched: bool = False, exclude_target: bool = True) -> list[list[tuple[int, int]]]:
     """``n_sets`` seeded random head sets of the size of ``target``.
 
@@ -115,10 +122,11 @@ def random_head_sets(n_layers: int, n_heads: int, target, n_sets: int, seed: int
     has as many heads in every layer as ``target``, drawn uniformly among all heads of that
     layer (the top set's own heads included: a layer may hold more top heads than others, and
     the top set is then one possible draw, which is what the rank test's null says). Sets are
-    drawn with ``numpy.random.default_rng(seed)`` and each is sorted by (layer, head).
+    drawn from ``rng`` (an int seed is ``numpy.random.default_rng(rng)``; a Generator is used as
+    is) and each is sorted by (layer, head).
     """
     target = check_heads(target, n_layers, n_heads)
-    rng = np.random.default_rng(seed)
+    rng = as_generator(rng)
     sets = []
     if layer_matched:
         per_layer = {}
@@ -140,7 +148,8 @@ def random_head_sets(n_layers: int, n_heads: int, target, n_sets: int, seed: int
     return sets
 
 
-def icl_scores(losses, targets, early=50, late=500, window=5) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+@keyword_only
+def icl_scores(losses, targets, *, early=50, late=500, window=5) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(icl_score, loss_early, loss_late) per passage from :func:`passage_losses` output."""
     targets = list(np.asarray(targets).tolist())
     early_cols = [targets.index(t) for t in range(early - window, early + window + 1)]
@@ -163,7 +172,8 @@ def scored_positions(early, late, window, n_tokens):
 # --- the whole test ----------------------------------------------------------------------------
 
 
-def head_sets(n_layers: int, n_heads: int, top_heads, *, n_random: int = 50, n_matched: int = 50, seed: int = 0,
+@renamed_keywords(seed="rng")
+def head_sets(n_layers: int, n_heads: int, top_heads, *, n_random: int = 50, n_matched: int = 50, rng=0,
               control_heads=None) -> tuple[list[list[tuple[int, int]]], list[str], list[str]]:
     """The sets of the test: (sets, names, families), the top set first.
 
@@ -171,8 +181,10 @@ def head_sets(n_layers: int, n_heads: int, top_heads, *, n_random: int = 50, n_m
     random sets (family ``random``) drawn uniformly among all heads and ``n_matched``
     layer-matched sets (``layer_matched``), with seeds ``seed`` and ``seed + 1``
     (:func:`random_head_sets`): each set is an independent draw from the design the top set's
-    null describes, so the rank p is exact.
+    null describes, so the rank p is exact. ``rng``: an int is ``seed``; a Generator draws one
+    (``int(rng.integers(2**63))``); None draws one from fresh entropy.
     """
+    seed = seed_of(rng)
     top_heads = [(int(l), int(h)) for l, h in top_heads]
     if not top_heads:
         raise ParameterError("the top head set is empty")
@@ -183,17 +195,19 @@ def head_sets(n_layers: int, n_heads: int, top_heads, *, n_random: int = 50, n_m
             raise ParameterError(f"the control set has {len(control)} heads; the top set has {len(top_heads)}")
         sets.append(control), names.append("induction"), families.append("induction")
     if n_random > 0:
-        sets += random_head_sets(n_layers, n_heads, top_heads, n_random, seed, exclude_target=False)
+        sets += random_head_sets(n_layers, n_heads, top_heads, n_sets=n_random, rng=seed, exclude_target=False)
         names += [f"random_{i:03d}" for i in range(n_random)]
         families += ["random"] * n_random
     if n_matched > 0:
-        sets += random_head_sets(n_layers, n_heads, top_heads, n_matched, seed + 1, layer_matched=True)
+        sets += random_head_sets(n_layers, n_heads, top_heads, n_sets=n_matched, rng=seed + 1, layer_matched=True)
         names += [f"matched_{i:03d}" for i in range(n_matched)]
         families += ["layer_matched"] * n_matched
     return sets, names, families
 
 
-def run_ablation(bridge, passages, top_heads, design=None, *, control_heads=None, seed=0, time_budget_s=None,
+@keyword_only
+@renamed_keywords(seed="rng")
+def run_ablation(bridge, passages, top_heads, *, design=None, control_heads=None, rng=0, time_budget_s=None,
                  progress=True, info=None, articles=None, n_random=None, n_matched=None, modes=None, measures=None,
                  early=None, late=None, window=None, batch_size=None, n_boot=None, wide_early=None, wide_late=None,
                  repeat_length=None) -> xr.Dataset:
@@ -212,8 +226,10 @@ def run_ablation(bridge, passages, top_heads, design=None, *, control_heads=None
         ``dtype`` say how the passages, the top set and the model were made; the rest is used here.
     control_heads : sequence of (layer, head), optional
         A control set of the same size, e.g. the top induction heads.
-    seed : int
-        Seed of the random sets (``seed``, ``seed + 1``) and of the bootstrap intervals.
+    rng : int, numpy.random.Generator or None
+        Seed of the random sets (``seed``, ``seed + 1``) and of the bootstrap intervals (default
+        0): an int is ``seed``; a Generator draws one (``int(rng.integers(2**63))``); None draws
+        one from fresh entropy. The seed used is the result's ``seed`` attribute.
     time_budget_s : float, optional
         Start no passage's ablations after this many seconds; the test then uses the passages
         done (at least 2; attrs ``n_passages_done`` and ``n_passages_requested`` say so).
@@ -245,11 +261,7 @@ def run_ablation(bridge, passages, top_heads, design=None, *, control_heads=None
     -------
     xarray.Dataset of kind ``ablation`` (docs/schema.md)
     """
-    from tqdm.auto import tqdm
-
-    from . import measures as am
-    from .design import AblationDesign
-
+    seed = seed_of(rng)
     if design is None:
         design = AblationDesign()
     elif isinstance(design, str):
@@ -273,16 +285,16 @@ def run_ablation(bridge, passages, top_heads, design=None, *, control_heads=None
             raise ParameterError(f"articles must give one article per passage ({passages.shape[0]}); "
                                  f"got shape {articles.shape}")
     targets = scored_positions(int(early), int(late), int(window), passages.shape[1])
-    measures, _ = design.fitted_measures(passages.shape[1], getattr(bridge.cfg, "n_ctx", None))
+    measures, _ = design.fitted_measures(n_tokens=passages.shape[1], n_ctx=getattr(bridge.cfg, "n_ctx", None))
     last = int(late) + int(window)
     wide = dict(wide_early=tuple(wide_early), wide_late=tuple(wide_late))
     if "wide_icl" in measures:
         wide = {k: am.check_window(v, passages.shape[1], k) for k, v in wide.items()}
-    extra_targets = am.natural_positions(measures, last, **wide)
-    donors = donor_passages(passages.shape[0], rng=int(seed) + 3) if "resample" in modes else None
+    extra_targets = am.natural_positions(measures, last=last, **wide)
+    donors = donor_passages(passages.shape[0], rng=seed + 3) if "resample" in modes else None
     n_layers, n_heads = geometry(bridge)
     sets, names, families = head_sets(n_layers, n_heads, top_heads, n_random=int(n_random), n_matched=int(n_matched),
-                                      seed=int(seed), control_heads=control_heads)
+                                      rng=seed, control_heads=control_heads)
     with tqdm(total=passages.shape[0], desc=f"ablation ({len(sets)} sets x {len(modes)} modes)", unit="passage",
               disable=not progress) as bar:
         deadline = None if time_budget_s is None else time.monotonic() + float(time_budget_s)
@@ -293,15 +305,17 @@ def run_ablation(bridge, passages, top_heads, design=None, *, control_heads=None
     if done < 2:
         raise ParameterError(f"the time budget of {time_budget_s} s allowed {done} passages; the test needs at least 2")
     passages, base_losses, articles = passages[:done], base_losses[:done], articles[:done]
-    base = icl_scores(base_losses, targets, early, late, window)
+    base = icl_scores(base_losses, targets, early=early, late=late, window=window)
     scores = np.empty((3, len(modes), len(sets), passages.shape[0]))
     for m in range(len(modes)):
         for s in range(len(sets)):
-            scores[:, m, s] = icl_scores(losses[m, s], targets, early, late, window)
+            scores[:, m, s] = icl_scores(losses[m, s], targets, early=early, late=late, window=window)
     block = None
     if len(measures) > 1:
-        block = am.run_measures(bridge, passages, sets, modes, measures, scores, base, extra, last, wide, families,
-                                int(seed), int(n_boot), int(repeat_length), int(batch_size), progress, articles)
+        block = am.run_measures(bridge, passages, sets, modes=modes, measures=measures, scores=scores, base=base,
+                                extra=extra, last=last, wide=wide, families=families, rng=seed, n_boot=int(n_boot),
+                                repeat_length=int(repeat_length), batch_size=int(batch_size), progress=progress,
+                                articles=articles)
     return _assemble(scores, base, sets, names, families, modes, passages, articles, int(seed), int(n_boot), dict(
         n_random=int(n_random), n_matched=int(n_matched), seed=int(seed), early_token=int(early),
         late_token=int(late), window=int(window), batch_size=int(batch_size), n_boot=int(n_boot),
@@ -329,7 +343,7 @@ def _assemble(scores, base, sets, names, families, modes, passages, articles, se
     ds["set_head"] = (("head_set", "member"), np.array([[h for _, h in s] for s in sets], dtype=np.int64))
     effects = scores[0] - base[0][None, None, :]
     ds["mean_effect"] = (("mode", "head_set"), effects.mean(axis=2))
-    comparisons, table = comparison_statistics(effects, families, seed, n_boot, articles)
+    comparisons, table = comparison_statistics(effects, families, rng=seed, n_boot=n_boot, articles=articles)
     ds = ds.assign_coords(comparison=comparisons)
     for k, name in enumerate(STAT_NAMES):
         ds[name] = (("mode", "comparison"), table[:, :, k])
@@ -339,8 +353,6 @@ def _assemble(scores, base, sets, names, families, modes, passages, articles, se
     ds.attrs["holm_family_primary"] = HOLM_FAMILIES["primary"]
     _describe(ds)
     if block is not None:
-        from .measures import describe
-
         ds = ds.assign_coords(block["coords"]).assign(block["variables"])
         describe(ds)
         info = {**info, **block["attrs"]}

@@ -23,9 +23,11 @@ import dataclasses
 from dataclasses import dataclass
 
 from cmr.checks import integer
+from cmr.deprecation import keyword_only
 from cmr.errors import ParameterError
 
 from ...adapters.lm.interventions import SET_MODES as MODES
+from .measures import MEASURES, check_measures, check_window
 
 __all__ = ["AblationDesign", "PRESETS", "ALL_MEASURES"]
 
@@ -34,8 +36,6 @@ ALL_MEASURES = "all"
 
 
 def _measures(value):
-    from .measures import check_measures
-
     if isinstance(value, str) and value.strip() == ALL_MEASURES:
         return ALL_MEASURES
     if not isinstance(value, str) and list(value) == [ALL_MEASURES]:
@@ -138,7 +138,8 @@ class AblationDesign:
         """Whether the measures were named (then each must fit) rather than ``all``."""
         return self.measures != ALL_MEASURES
 
-    def fitted_measures(self, n_tokens: int | None = None, n_ctx: int | None = None) -> tuple[tuple, list[str]]:
+    @keyword_only
+    def fitted_measures(self, *, n_tokens: int | None = None, n_ctx: int | None = None) -> tuple[tuple, list[str]]:
         """The measures this design runs on passages of ``n_tokens`` with a model context of ``n_ctx``.
 
         ``measures="all"`` leaves out ``wide_icl`` when its windows do not fit the passages and
@@ -146,8 +147,6 @@ class AblationDesign:
         note; named measures that do not fit raise :class:`~cmr.errors.ParameterError`.
         Returns ``(measures, notes)``.
         """
-        from .measures import MEASURES, check_window
-
         n_tokens = self.n_tokens if n_tokens is None else int(n_tokens)
         measures = MEASURES if self.measures == ALL_MEASURES else self.measures
         notes = []

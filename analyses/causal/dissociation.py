@@ -29,17 +29,22 @@ experiment). Every torch call lives in :mod:`icl_cmr.adapters.lm.ablation_engine
 from __future__ import annotations
 
 import json
+from math import comb, log10
 
 import numpy as np
 import xarray as xr
 
+from cmr.checks import as_generator, seed_of
 from cmr.constants import CMR_LIKE_DISTANCE
+from cmr.deprecation import keyword_only, renamed_keywords
 from cmr.errors import ParameterError, SchemaError
 from cmr.schema import provenance_attrs
+from cmr.cmr_like import forward_effect
 
 from .dissociation_io import HOLM_FAMILIES, KIND, validate_dissociation
 from .head_effects import set_effects
 from .statistics import holm, rank_pvalue, set_z
+from .regression import ols_table
 
 __all__ = ["KIND", "DEFINITIONS", "DIS_MEASURES", "INDUCTION_THRESHOLD", "head_table", "induction_bins",
            "stratified_sets", "target_sets", "null_sets", "set_statistics", "set_experiment", "random_set_regression",
@@ -71,7 +76,8 @@ def head_grid(dataset, variable) -> xr.DataArray:
     return values.transpose("layer", "head", *rest).astype(np.float64)
 
 
-def head_table(heads: xr.Dataset, fits: xr.Dataset, null: xr.Dataset | None = None, definition: str = "study",
+@keyword_only
+def head_table(heads: xr.Dataset, fits: xr.Dataset, *, null: xr.Dataset | None = None, definition: str = "study",
                induction_threshold: float = INDUCTION_THRESHOLD) -> xr.Dataset:
     """Per head (layer, head): the baseline and CMR features, CMR-likeness and the peak lag.
 
@@ -98,8 +104,6 @@ def head_table(heads: xr.Dataset, fits: xr.Dataset, null: xr.Dataset | None = No
     fitted profile), ``beta_enc``, ``peak_lag`` (lag of the profile's maximum), ``cmr_like`` and
     ``induction`` (0/1); attrs say how CMR-like was decided.
     """
-    from cmr.cmr_like import forward_effect
-
     if definition not in DEFINITIONS:
         raise ParameterError(f"definition must be one of {', '.join(DEFINITIONS)}; got {definition!r}")
     if not np.isfinite(float(induction_threshold)):
@@ -139,7 +143,8 @@ def head_table(heads: xr.Dataset, fits: xr.Dataset, null: xr.Dataset | None = No
     return table
 
 
-def induction_bins(scores, threshold: float = INDUCTION_THRESHOLD, n_bins: int = 3) -> tuple[np.ndarray, np.ndarray]:
+@keyword_only
+def induction_bins(scores, *, threshold: float = INDUCTION_THRESHOLD, n_bins: int = 3) -> tuple[np.ndarray, np.ndarray]:
     """(bin index per head, bin edges): quantile bins of the induction scores below ``threshold``
     (``n_bins - 1`` of them, at least 1) and one bin at or above it, so a random set stratified
     on these bins holds induction heads only where the target does."""
@@ -153,16 +158,16 @@ def induction_bins(scores, threshold: float = INDUCTION_THRESHOLD, n_bins: int =
     return np.where(np.isfinite(scores), bins, -1), edges
 
 
-def stratified_sets(target, strata, n_sets: int, seed: int) -> tuple[list[list[tuple[int, int]]], float]:
+@keyword_only
+@renamed_keywords(seed="rng")
+def stratified_sets(target, strata, *, n_sets: int, rng) -> tuple[list[list[tuple[int, int]]], float]:
     """``n_sets`` random sets with the target's composition over ``strata``.
 
     ``strata`` maps every head (layer, head) to its stratum (e.g. (layer, induction bin)); each
     set draws, in every stratum, as many heads as ``target`` holds there, uniformly without
     replacement among all of that stratum's heads (the target's included), with
-    ``numpy.random.default_rng(seed)``. Returns the sets (each sorted) and log10 of the number of
+    ``numpy.random.default_rng(rng)`` (a Generator ``rng`` is used as is). Returns the sets (each sorted) and log10 of the number of
     distinct sets the design allows (small: the rank test cannot resolve small p)."""
-    from math import comb, log10
-
     target = [(int(l), int(h)) for l, h in target]
     if not target:
         raise ParameterError("a stratified random set needs a non-empty target")
@@ -175,7 +180,7 @@ def stratified_sets(target, strata, n_sets: int, seed: int) -> tuple[list[list[t
     need: dict = {}
     for head in target:
         need[strata[head]] = need.get(strata[head], 0) + 1
-    rng = np.random.default_rng(int(seed))
+    rng = as_generator(rng)
     order = sorted(need)
     sets = []
     for _ in range(int(n_sets)):
@@ -205,9 +210,16 @@ def target_sets(table: xr.Dataset) -> dict:
             "induction_only": _heads_where(table, induction & ~cmr)}
 
 
-def null_sets(table: xr.Dataset, targets: dict, n_sets: int, seed: int, n_bins: int = 3) -> dict:
-    """Per non-empty target: (its null family, its random sets, log10 of the distinct sets possible)."""
-    bins, _ = induction_bins(table["induction_score"].values.ravel(), table.attrs["induction_threshold"], n_bins)
+@keyword_only
+@renamed_keywords(seed="rng")
+def null_sets(table: xr.Dataset, targets: dict, *, n_sets: int, rng, n_bins: int = 3) -> dict:
+    """Per non-empty target: (its null family, its random sets, log10 of the distinct sets possible).
+
+    Target ``k`` (in the order of ``targets``) draws its sets with seed ``seed + k``; ``rng``: an
+    int is ``seed``; a Generator draws one (``int(rng.integers(2**63))``)."""
+    seed = seed_of(rng)
+    bins, _ = induction_bins(table["induction_score"].values.ravel(), threshold=table.attrs["induction_threshold"],
+                             n_bins=n_bins)
     layers = np.repeat(table["layer"].values, table.sizes["head"])
     heads = np.tile(table["head"].values, table.sizes["layer"])
     out = {}
@@ -217,7 +229,7 @@ def null_sets(table: xr.Dataset, targets: dict, n_sets: int, seed: int, n_bins: 
         family = TARGETS[name]
         strata = {(int(l), int(h)): (int(l), int(b)) if family == "stratified" else (int(l),)
                   for l, h, b in zip(layers, heads, bins) if b >= 0}
-        sets, log_count = stratified_sets(members, strata, n_sets, int(seed) + k)
+        sets, log_count = stratified_sets(members, strata, n_sets=n_sets, rng=seed + k)
         out[name] = (family, sets, log_count)
     return out
 
@@ -287,16 +299,19 @@ def set_statistics(effects, sizes, names, families, *, measures=DIS_MEASURES, mo
     return ds
 
 
+@renamed_keywords(seed="rng")
 def set_experiment(bridge, passages, table: xr.Dataset, *, n_sets: int = 60, n_bins: int = 3, modes=("zero",),
-                   measures=DIS_MEASURES, primary_measure: str = "bigram", seed: int = 0, batch_size: int = 8,
+                   measures=DIS_MEASURES, primary_measure: str = "bigram", rng=0, batch_size: int = 8,
                    repeat_length: int = 100, deadline=None, progress=True, info=None) -> xr.Dataset:
     """Experiment ``sets``: the CMR-like non-induction heads (all, lag 0, lag +1) against random
     sets stratified on layer and induction score, the induction-only heads against layer-matched
     sets (module docstring). ``n_sets`` random sets per target (seeds ``seed``, ``seed + 1``, ...
-    by target); empty targets are left out (attr ``empty_targets``). Returns
+    by target; ``rng``: an int is ``seed``, default 0; a Generator draws one,
+    ``int(rng.integers(2**63))``); empty targets are left out (attr ``empty_targets``). Returns
     :func:`set_statistics` with the passages done (attr ``n_passages_done``)."""
+    seed = seed_of(rng)
     targets = target_sets(table)
-    nulls = null_sets(table, targets, n_sets, seed, n_bins)
+    nulls = null_sets(table, targets, n_sets=n_sets, rng=seed, n_bins=n_bins)
     if not nulls:
         raise ParameterError("no target set has any head: no CMR-like head below the induction threshold and no "
                              "induction-only head")
@@ -306,7 +321,7 @@ def set_experiment(bridge, passages, table: xr.Dataset, *, n_sets: int = 60, n_b
         start = len(all_sets)
         all_sets += [targets[name], *nulls[name][1]]
         spans[name] = (start, len(all_sets))
-    effects, done = set_effects(bridge, passages, all_sets, modes, measures, seed=seed, batch_size=batch_size,
+    effects, done = set_effects(bridge, passages, all_sets, modes=modes, measures=measures, rng=seed, batch_size=batch_size,
                                 repeat_length=repeat_length, deadline=deadline, progress=progress,
                                 desc=f"sets ({len(all_sets)} sets x {len(modes)} modes)")
     per_target = {n: (effects[:, :, spans[n][0]], effects[:, :, spans[n][0] + 1:spans[n][1]]) for n in order}
@@ -321,7 +336,8 @@ def set_experiment(bridge, passages, table: xr.Dataset, *, n_sets: int = 60, n_b
     return ds
 
 
-def random_set_regression(ablation: xr.Dataset, table: xr.Dataset, named_head=(16, 0), *, families=("random",),
+@keyword_only
+def random_set_regression(ablation: xr.Dataset, table: xr.Dataset, *, named_head=(16, 0), families=("random",),
                           primary_measure: str = "bigram") -> xr.Dataset:
     """Experiment ``random_sets``: the random sets' mean effects regressed on their members.
 
@@ -338,8 +354,6 @@ def random_set_regression(ablation: xr.Dataset, table: xr.Dataset, named_head=(1
     and the CMR-like count on ``primary_measure``), ``random_measure_holm_pvalue`` (``all
     measures``); (measure, mode): ``random_r2``, ``random_n_sets``; and per set the predictors.
     """
-    from .regression import ols_table
-
     for name in ("set_layer", "set_head", "family"):
         if name not in ablation.variables:
             raise SchemaError(f"random_set_regression needs an ablation dataset (icl-cmr ablate) with {name!r}")

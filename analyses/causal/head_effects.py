@@ -13,9 +13,17 @@ import time
 
 import numpy as np
 import xarray as xr
+from tqdm.auto import tqdm
 
+from cmr.checks import seed_of
+from cmr.deprecation import keyword_only, renamed_keywords
 from cmr.errors import ParameterError
 from cmr.schema import provenance_attrs
+
+from ...adapters.lm.ablation_engine import donor_passages, set_losses
+from ...adapters.lm.interventions import bos_id, geometry
+from .dissociation_io import KIND
+from .measures import measure_scores, repeated_positions, repeated_token_passages
 
 __all__ = ["BudgetSpent", "set_effects", "single_head_effects"]
 
@@ -25,16 +33,15 @@ class BudgetSpent(ParameterError):
 
 
 def _repeated(bridge, n_passages, repeat_length, seed):
-    from ...adapters.lm.interventions import bos_id
-    from .measures import repeated_token_passages
-
     tokenizer = getattr(bridge, "tokenizer", None)
     special = set(getattr(tokenizer, "all_special_ids", []) or []) | {bos_id(bridge)} - {None}
     n_vocab = int(bridge.cfg.d_vocab) if tokenizer is None else min(int(bridge.cfg.d_vocab), len(tokenizer))
-    return repeated_token_passages(n_vocab, special, n_passages, repeat_length, seed)
+    return repeated_token_passages(n_vocab, special, n_passages=n_passages, repeat_length=repeat_length, rng=seed)
 
 
-def set_effects(bridge, passages, sets, modes=("zero",), measures=("bigram", "repeated_tokens"), *, seed: int = 0,
+@keyword_only
+@renamed_keywords(seed="rng")
+def set_effects(bridge, passages, sets, *, modes=("zero",), measures=("bigram", "repeated_tokens"), rng=0,
                 batch_size: int = 8, repeat_length: int = 100, deadline=None, progress=True,
                 desc: str = "head sets") -> tuple[np.ndarray, int]:
     """Per-passage effects of every head set: (effects (measure, mode, set, passage), passages done).
@@ -49,19 +56,17 @@ def set_effects(bridge, passages, sets, modes=("zero",), measures=("bigram", "re
         ``resample`` takes each ablated head's output from another passage at the same positions
         (:func:`~icl_cmr.adapters.lm.ablation_engine.donor_passages`, seed ``seed + 3``).
     measures : sequence of {"bigram", "repeated_tokens"}
-    seed : int
-        ``repeated_tokens`` passages come from ``seed + 2`` (as in ``icl-cmr ablate``).
+    rng : int, numpy.random.Generator or None
+        The seed (default 0): ``repeated_tokens`` passages come from ``seed + 2`` (as in
+        ``icl-cmr ablate``). A Generator draws one seed (``int(rng.integers(2**63))``); None
+        draws one from fresh entropy.
     deadline : float, optional
         A ``time.monotonic()`` value after which no natural-text passage starts; with both
         measures that happens at half the time left, and then as many
         repeated-token passages run as natural-text passages were done (as ``icl-cmr ablate``
         does), so the last started passage and the repeated tokens may pass the deadline.
     """
-    from tqdm.auto import tqdm
-
-    from ...adapters.lm.ablation_engine import donor_passages, set_losses
-    from .measures import measure_scores, repeated_positions
-
+    seed = seed_of(rng)
     measures, modes = tuple(measures), tuple(modes)
     unknown = sorted(set(measures) - {"bigram", "repeated_tokens"})
     if unknown or not measures:
@@ -77,9 +82,9 @@ def set_effects(bridge, passages, sets, modes=("zero",), measures=("bigram", "re
         natural_deadline = time.monotonic() + 0.5 * (deadline - time.monotonic())
     if "bigram" in measures:
         positions = np.arange(1, last + 1, dtype=np.int64)
-        donors = donor_passages(n, int(seed) + 3) if "resample" in modes else None
+        donors = donor_passages(n, rng=seed + 3) if "resample" in modes else None
         with tqdm(total=n, desc=f"{desc}: natural text", unit="passage", disable=not progress) as bar:
-            _, _, _, extra = set_losses(bridge, passages, np.array([last]), sets, modes, batch_size=batch_size,
+            _, _, _, extra = set_losses(bridge, passages, np.array([last]), sets, modes=modes, batch_size=batch_size,
                                         progress=bar, deadline=natural_deadline, donors=donors,
                                         extra_targets=positions)
         done = extra["losses"].shape[2]
@@ -89,11 +94,11 @@ def set_effects(bridge, passages, sets, modes=("zero",), measures=("bigram", "re
     if "repeated_tokens" in measures and done > 0:
         # resample ablation needs a donor: with one natural-text passage done, two repeated-token ones run
         n_repeated = max(done, 2) if "resample" in modes else done
-        repeated = _repeated(bridge, n_repeated, repeat_length, int(seed) + 2)
+        repeated = _repeated(bridge, n_repeated, repeat_length, seed + 2)
         scored = repeated_positions(repeat_length)
-        donors = donor_passages(n_repeated, int(seed) + 3) if "resample" in modes else None
+        donors = donor_passages(n_repeated, rng=seed + 3) if "resample" in modes else None
         with tqdm(total=n_repeated, desc=f"{desc}: repeated tokens", unit="passage", disable=not progress) as bar:
-            base, losses, _ = set_losses(bridge, repeated, scored, sets, modes, batch_size=batch_size, progress=bar,
+            base, losses, _ = set_losses(bridge, repeated, scored, sets, modes=modes, batch_size=batch_size, progress=bar,
                                          donors=donors, deadline=None if "bigram" in measures else deadline)
         rows["repeated_tokens"] = (measure_scores("repeated_tokens", losses, scored, repeat_length=repeat_length)
                                    - measure_scores("repeated_tokens", base, scored,
@@ -104,8 +109,9 @@ def set_effects(bridge, passages, sets, modes=("zero",), measures=("bigram", "re
     return np.stack([rows[m][..., :done] for m in measures]), int(done)
 
 
+@renamed_keywords(seed="rng")
 def single_head_effects(bridge, passages, *, layers=None, modes=("zero", "resample"),
-                        measures=("bigram", "repeated_tokens"), seed: int = 0, batch_size: int = 8,
+                        measures=("bigram", "repeated_tokens"), rng=0, batch_size: int = 8,
                         repeat_length: int = 100, deadline=None, progress=True, info=None,
                         articles=None) -> xr.Dataset:
     """Every head of ``layers`` (default all) ablated alone: a ``dissociation`` dataset of experiment
@@ -113,17 +119,15 @@ def single_head_effects(bridge, passages, *, layers=None, modes=("zero", "resamp
     for the layers left out, and ``head_mean_effect`` (its mean over passages).
 
     The passages, modes, measures and deadline are as for :func:`set_effects`; ``articles`` (one per
-    passage) is kept as a coordinate."""
-    from ...adapters.lm.interventions import geometry
-    from .dissociation_io import KIND
-
+    passage) is kept as a coordinate; ``rng`` as there (the seed used is the ``seed`` attribute)."""
     started = time.monotonic()
+    seed = seed_of(rng)
     n_layers, n_heads = geometry(bridge)
     chosen = list(range(n_layers)) if layers is None else sorted({int(l) for l in layers})
     if not chosen or any(not 0 <= l < n_layers for l in chosen):
         raise ParameterError(f"layers must lie in 0..{n_layers - 1}; got {layers}")
     sets = [[(l, h)] for l in chosen for h in range(n_heads)]
-    effects, done = set_effects(bridge, passages, sets, modes, measures, seed=seed, batch_size=batch_size,
+    effects, done = set_effects(bridge, passages, sets, modes=modes, measures=measures, rng=seed, batch_size=batch_size,
                                 repeat_length=repeat_length, deadline=deadline, progress=progress,
                                 desc=f"single heads ({len(sets)} x {len(modes)} modes)")
     full = np.full((len(measures), len(modes), n_layers, n_heads, done), np.nan)

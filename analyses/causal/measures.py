@@ -33,8 +33,15 @@ import json
 
 import numpy as np
 import xarray as xr
+from tqdm.auto import tqdm
 
+from cmr.checks import as_generator, seed_of
+from cmr.deprecation import keyword_only, renamed_keywords
 from cmr.errors import ParameterError
+
+from ...adapters.lm.ablation_engine import donor_passages, set_losses
+from ...adapters.lm.interventions import bos_id
+from .statistics import HOLM_FAMILIES, STAT_NAMES, comparison_statistics, comparison_text, holm, unit_name
 
 __all__ = ["MEASURES", "NATURAL_MEASURES", "CONVENTIONS", "check_measures", "check_window", "repeated_token_passages",
            "repeated_positions", "copy_losses",
@@ -84,12 +91,14 @@ def check_window(window, n_tokens: int, name: str) -> tuple[int, int]:
     return first, last
 
 
-def repeated_token_passages(n_vocab: int, special_ids, n_passages: int, repeat_length: int = 100,
-                            seed: int = 0) -> np.ndarray:
+@keyword_only
+@renamed_keywords(seed="rng")
+def repeated_token_passages(n_vocab: int, special_ids, *, n_passages: int, repeat_length: int = 100,
+                            rng=0) -> np.ndarray:
     """(n_passages, 2 * repeat_length) int64: random ids, then the same ids again.
 
     Ids are drawn uniformly with replacement from ``0 .. n_vocab - 1`` without ``special_ids``,
-    with ``numpy.random.default_rng(seed)``.
+    with ``numpy.random.default_rng(rng)`` (a Generator ``rng`` is used as is).
     """
     if int(repeat_length) < 2 or int(n_passages) < 1:
         raise ParameterError(f"repeated-token passages need repeat_length >= 2 and n_passages >= 1; "
@@ -97,7 +106,7 @@ def repeated_token_passages(n_vocab: int, special_ids, n_passages: int, repeat_l
     pool = np.setdiff1d(np.arange(int(n_vocab), dtype=np.int64), np.asarray(list(special_ids), dtype=np.int64))
     if pool.size < 2:
         raise ParameterError(f"the vocabulary of {n_vocab} ids has {pool.size} ids outside the special tokens")
-    first = pool[np.random.default_rng(int(seed)).integers(0, pool.size, size=(int(n_passages), int(repeat_length)))]
+    first = pool[as_generator(rng).integers(0, pool.size, size=(int(n_passages), int(repeat_length)))]
     return np.ascontiguousarray(np.concatenate([first, first], axis=1))
 
 
@@ -117,7 +126,8 @@ def bigram_completions(passages, positions) -> np.ndarray:
     return out
 
 
-def natural_positions(measures, last: int, wide_early=(20, 100), wide_late=(400, 505)) -> np.ndarray | None:
+@keyword_only
+def natural_positions(measures, *, last: int, wide_early=(20, 100), wide_late=(400, 505)) -> np.ndarray | None:
     """Text positions the natural-text measures other than ``icl`` read (None when none does)."""
     needed = []
     if "bigram" in measures:
@@ -138,7 +148,8 @@ def repeated_positions(repeat_length: int) -> np.ndarray:
     return np.r_[1:r, r + 1:2 * r].astype(np.int64)
 
 
-def copy_losses(losses, positions, repeat_length: int) -> tuple[np.ndarray, np.ndarray]:
+@keyword_only
+def copy_losses(losses, positions, *, repeat_length: int) -> tuple[np.ndarray, np.ndarray]:
     """(first-copy, second-copy) mean losses of repeated-token passages at :func:`repeated_positions`."""
     positions, r = np.asarray(positions, dtype=np.int64), int(repeat_length)
     first = (positions >= 1) & (positions <= r - 1)
@@ -160,7 +171,7 @@ def measure_scores(measure, losses, positions, *, passages=None, wide_early=(20,
     if measure == "repeated_tokens":
         if repeat_length is None:
             raise ParameterError("the repeated_tokens score needs repeat_length (second copy minus first copy)")
-        first, second = copy_losses(losses, positions, repeat_length)
+        first, second = copy_losses(losses, positions, repeat_length=repeat_length)
         return second - first
     if measure == "bigram":
         keep = positions <= (positions.max() if last is None else int(last))
@@ -173,36 +184,37 @@ def measure_scores(measure, losses, positions, *, passages=None, wide_early=(20,
     raise ParameterError(f"measure must be one of {', '.join(MEASURES[1:])}; got {measure!r}")
 
 
-def run_measures(bridge, passages, sets, modes, measures, scores, base, extra, last, wide, families, seed,
+@keyword_only
+@renamed_keywords(seed="rng")
+def run_measures(bridge, passages, sets, *, modes, measures, scores, base, extra, last, wide, families, rng,
                  n_boot, repeat_length, batch_size, progress, articles=None):
     """The measures beside the ICL score (:func:`icl_cmr.analyses.causal.ablation.run_ablation`): scores from the
     natural-text losses (``extra``: what :func:`set_losses` gave at the extra positions), then the
-    repeated-token passes; returns :func:`measure_variables`."""
-    from tqdm.auto import tqdm
-
-    from ...adapters.lm.ablation_engine import donor_passages, set_losses
-    from ...adapters.lm.interventions import bos_id
+    repeated-token passes; returns :func:`measure_variables`. ``rng``: an int is the seed
+    (repeated tokens from ``seed + 2``, resample donors from ``seed + 3``); a Generator draws one
+    (``int(rng.integers(2**63))``)."""
+    seed = seed_of(rng)
 
     done = passages.shape[0]
     rows = [scores[0]]
     baselines = [base[0]]
-    positions = natural_positions(measures, last, **wide)
+    positions = natural_positions(measures, last=last, **wide)
     copies = {}
     for measure in measures[1:]:
         if measure == "repeated_tokens":
             tokenizer = getattr(bridge, "tokenizer", None)
             special = set(getattr(tokenizer, "all_special_ids", []) or []) | {bos_id(bridge)} - {None}
             n_vocab = int(bridge.cfg.d_vocab) if tokenizer is None else min(int(bridge.cfg.d_vocab), len(tokenizer))
-            repeated = repeated_token_passages(n_vocab, special, done, repeat_length, seed + 2)
+            repeated = repeated_token_passages(n_vocab, special, n_passages=done, repeat_length=repeat_length, rng=seed + 2)
             scored = repeated_positions(repeat_length)
-            donors = donor_passages(done, seed + 3) if "resample" in modes else None
+            donors = donor_passages(done, rng=seed + 3) if "resample" in modes else None
             with tqdm(total=done, desc="repeated-token passages", unit="passage", disable=not progress) as bar:
-                rep_base, rep_losses, _ = set_losses(bridge, repeated, scored, sets, modes, batch_size=batch_size,
+                rep_base, rep_losses, _ = set_losses(bridge, repeated, scored, sets, modes=modes, batch_size=batch_size,
                                                      progress=bar, donors=donors)
             rows.append(measure_scores(measure, rep_losses, scored, repeat_length=repeat_length))
             baselines.append(measure_scores(measure, rep_base, scored, repeat_length=repeat_length))
-            (first, second), (base_first, base_second) = (copy_losses(rep_losses, scored, repeat_length),
-                                                          copy_losses(rep_base, scored, repeat_length))
+            (first, second), (base_first, base_second) = (copy_losses(rep_losses, scored, repeat_length=repeat_length),
+                                                          copy_losses(rep_base, scored, repeat_length=repeat_length))
             copies = {"repeated_first_copy_loss": (("mode", "head_set", "passage"), first),
                       "repeated_second_copy_loss": (("mode", "head_set", "passage"), second),
                       "baseline_repeated_first_copy_loss": (("passage",), base_first),
@@ -218,25 +230,29 @@ def run_measures(bridge, passages, sets, modes, measures, scores, base, extra, l
                 resample_donors=f"numpy.random.default_rng({int(seed) + 3}): a random cyclic order of the passages, "
                                 "passage p takes every ablated head's hook_z from the next one (natural text and "
                                 "repeated tokens alike)")
-    block = measure_variables(np.stack(rows), np.stack(baselines), measures, families, seed, n_boot, info, articles)
+    block = measure_variables(np.stack(rows), np.stack(baselines), measures=measures, families=families, rng=seed,
+                              n_boot=n_boot, info=info, articles=articles)
     block["variables"].update(copies)
     return block
 
 
-def measure_variables(scores, baselines, measures, families, seed, n_boot, info, articles=None) -> dict:
+@keyword_only
+@renamed_keywords(seed="rng")
+def measure_variables(scores, baselines, *, measures, families, rng, n_boot, info, articles=None) -> dict:
     """Dataset variables of the measures: scores (measure, mode, head_set, passage), baselines, the
     statistics of every comparison (measure, mode, comparison) and Holm's correction over them all
     (:data:`~icl_cmr.analyses.causal.statistics.HOLM_FAMILIES`: ``all measures``); ``articles``:
-    the article of each passage, the unit of the contrasts."""
-    from .statistics import HOLM_FAMILIES, STAT_NAMES, comparison_statistics, holm
+    the article of each passage, the unit of the contrasts; ``rng`` as in
+    :func:`~icl_cmr.analyses.causal.statistics.comparison_statistics`."""
+    seed = seed_of(rng)
 
     effects = scores - baselines[:, None, None, :]
     tables = []
     for k in range(len(measures)):
         usable = np.isfinite(effects[k]).all(axis=(0, 1))  # a passage without bigram-completing tokens: left out
         keep = usable if usable.any() else slice(0, 1)
-        comparisons, table = comparison_statistics(effects[k][:, :, keep], families, seed, n_boot,
-                                                   None if articles is None else np.asarray(articles)[keep])
+        comparisons, table = comparison_statistics(effects[k][:, :, keep], families, rng=seed, n_boot=n_boot,
+                                                   articles=None if articles is None else np.asarray(articles)[keep])
         if not usable.any():  # no passage has this measure: every statistic undefined
             table[:] = np.nan
         tables.append(table)
@@ -291,8 +307,6 @@ def describe(ds: xr.Dataset) -> None:
 
 def measure_summary_lines(result: xr.Dataset) -> list[str]:
     """One line per measure, mode and comparison, each test with its Holm value and family (``all measures``)."""
-    from .statistics import STAT_NAMES, comparison_text, unit_name
-
     if "measure" not in result.dims:
         return []
     lines = []
@@ -302,5 +316,5 @@ def measure_summary_lines(result: xr.Dataset) -> list[str]:
                 row = result.sel(measure=measure, mode=mode, comparison=comparison)
                 v = {k: float(row[f"measure_{k}"]) for k in (*STAT_NAMES, "holm_t_pvalue", "holm_rank_pvalue")
                      if f"measure_{k}" in row}
-                lines.append(f"{measure} {mode} {comparison}: " + comparison_text(v, "all measures", unit_name(result)))
+                lines.append(f"{measure} {mode} {comparison}: " + comparison_text(v, "all measures", units=unit_name(result)))
     return lines

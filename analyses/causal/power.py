@@ -22,14 +22,17 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from scipy import stats
 
+from cmr.deprecation import keyword_only
 from cmr.errors import ParameterError
 
 __all__ = ["rank_family_size", "holm_rank_floor", "random_sets_for_holm", "paired_t_power", "passages_for_power",
            "rank_test_power", "rank_design_power", "power_lines"]
 
 
-def rank_family_size(n_matched: int = 0, n_modes: int = 1, control: bool = False, n_measures: int = 1) -> int:
+@keyword_only
+def rank_family_size(*, n_matched: int = 0, n_modes: int = 1, control: bool = False, n_measures: int = 1) -> int:
     """Rank tests in the Holm family: per measure and mode, top vs random, top vs layer-matched, control vs random."""
     if int(n_matched) < 0 or int(n_modes) not in (1, 2, 3) or int(n_measures) < 1:
         raise ParameterError(f"n_matched must be >= 0, n_modes 1 to 3 (zero, mean, resample) and n_measures >= 1; "
@@ -37,7 +40,8 @@ def rank_family_size(n_matched: int = 0, n_modes: int = 1, control: bool = False
     return int(n_measures) * int(n_modes) * (1 + (int(n_matched) > 0) + bool(control))
 
 
-def holm_rank_floor(n_random: int, n_matched: int = 0, n_modes: int = 1, control: bool = False,
+@keyword_only
+def holm_rank_floor(n_random: int, *, n_matched: int = 0, n_modes: int = 1, control: bool = False,
                     n_measures: int = 1) -> float:
     """The smallest Holm-adjusted rank p-value a design can give.
 
@@ -50,21 +54,21 @@ def holm_rank_floor(n_random: int, n_matched: int = 0, n_modes: int = 1, control
     """
     if int(n_random) < 1:
         raise ParameterError(f"n_random must be >= 1 (the rank test needs random sets); got {n_random!r}")
-    m = rank_family_size(n_matched, n_modes, control, n_measures)
+    m = rank_family_size(n_matched=n_matched, n_modes=n_modes, control=control, n_measures=n_measures)
     return min(1.0, m / (max(int(n_random), int(n_matched)) + 1))
 
 
-def random_sets_for_holm(m: int, alpha: float = 0.05) -> int:
+@keyword_only
+def random_sets_for_holm(m: int, *, alpha: float = 0.05) -> int:
     """Fewest null sets ``n`` with ``m / (n + 1) < alpha``: every one of ``m`` rank tests can then reach ``alpha``."""
     if int(m) < 1 or not 0 < float(alpha) < 1:
         raise ParameterError(f"m must be >= 1 and alpha in (0, 1); got m={m!r}, alpha={alpha!r}")
     return int(math.floor(int(m) / float(alpha)))
 
 
-def paired_t_power(n: int, effect: float, sd: float, alpha: float = 0.05) -> float:
+@keyword_only
+def paired_t_power(n: int, effect: float, sd: float, *, alpha: float = 0.05) -> float:
     """Power of the two-sided paired t-test with ``n`` passages for a mean difference ``effect`` of spread ``sd``."""
-    from scipy import stats
-
     if int(n) < 2 or not float(sd) > 0 or not 0 < float(alpha) < 1:
         raise ParameterError(f"power needs n >= 2 passages, sd > 0 and alpha in (0, 1); got n={n!r}, sd={sd!r}, "
                              f"alpha={alpha!r}")
@@ -76,7 +80,8 @@ def paired_t_power(n: int, effect: float, sd: float, alpha: float = 0.05) -> flo
     return float(near + (far if np.isfinite(far) else 0.0))
 
 
-def passages_for_power(effect: float, sd: float, alpha: float = 0.05, m: int = 1, power: float = 0.8,
+@keyword_only
+def passages_for_power(effect: float, sd: float, *, alpha: float = 0.05, m: int = 1, power: float = 0.8,
                        n_max: int = 100_000) -> int:
     """Fewest passages for ``power`` of the paired t-test at level ``alpha / m`` (Holm's first step)."""
     if not float(sd) > 0 or float(effect) == 0 or not np.isfinite(effect) or not 0 < float(power) < 1:
@@ -84,20 +89,21 @@ def passages_for_power(effect: float, sd: float, alpha: float = 0.05, m: int = 1
                              f"got effect={effect!r}, sd={sd!r}, power={power!r}")
     level = float(alpha) / int(m)
     low, high = 2, 2
-    while paired_t_power(high, effect, sd, level) < power:
+    while paired_t_power(high, effect, sd, alpha=level) < power:
         low, high = high, high * 2
         if high > n_max:
             raise ParameterError(f"more than {n_max} passages needed for effect {effect:g} with sd {sd:g}")
     while low < high:  # power grows with n
         mid = (low + high) // 2
-        if paired_t_power(mid, effect, sd, level) >= power:
+        if paired_t_power(mid, effect, sd, alpha=level) >= power:
             high = mid
         else:
             low = mid + 1
     return int(high)
 
 
-def rank_test_power(z: float, n_random: int, alpha: float = 0.05, m: int = 1, z_sd: float = 0.0) -> float:
+@keyword_only
+def rank_test_power(z: float, n_random: int, *, alpha: float = 0.05, m: int = 1, z_sd: float = 0.0) -> float:
     """Power of the rank test of one set among ``n_random`` random sets at level ``alpha / m``.
 
     The random sets' mean effects are taken as normal with mean 0 and sd 1 (the units of ``z``);
@@ -108,8 +114,6 @@ def rank_test_power(z: float, n_random: int, alpha: float = 0.05, m: int = 1, z_
     probability of at most ``k``, averaged over ``t`` (Gauss-Hermite, 80 nodes). 0 when even
     ``c = 0`` cannot reach the level (``(n + 1) level < 1``).
     """
-    from scipy import stats
-
     n = int(n_random)
     if n < 1 or int(m) < 1 or not 0 < float(alpha) < 1 or not float(z_sd) >= 0 or not np.isfinite(z):
         raise ParameterError(f"rank_test_power needs n_random >= 1, m >= 1, alpha in (0, 1), z_sd >= 0 and a finite "
@@ -124,8 +128,9 @@ def rank_test_power(z: float, n_random: int, alpha: float = 0.05, m: int = 1, z_
     return float(np.sum(weights * stats.binom.cdf(k, n, stats.norm.sf(values))) / np.sqrt(2 * np.pi))
 
 
+@keyword_only
 def rank_design_power(effect: float, between_set_sd: float, residual_sd: float, n_units: int, n_random: int,
-                      alpha: float = 0.05, m: int = 1, set_residual_sd: float | None = None) -> float:
+                      *, alpha: float = 0.05, m: int = 1, set_residual_sd: float | None = None) -> float:
     """Power of the rank test for a set ``effect`` nats above the random sets' mean, with ``n_units`` units.
 
     The random sets' mean effects spread with sd ``sqrt(between_set_sd^2 + residual_sd^2 / n_units)``;
@@ -137,10 +142,11 @@ def rank_design_power(effect: float, between_set_sd: float, residual_sd: float, 
         raise ParameterError(f"the random sets need a spread (between_set_sd or residual_sd > 0); got "
                              f"{between_set_sd!r}, {residual_sd!r}")
     own = float(residual_sd if set_residual_sd is None else set_residual_sd) / math.sqrt(float(n_units))
-    return rank_test_power(float(effect) / math.sqrt(spread_sq), n_random, alpha, m, own / math.sqrt(spread_sq))
+    return rank_test_power(float(effect) / math.sqrt(spread_sq), n_random, alpha=alpha, m=m, z_sd=own / math.sqrt(spread_sq))
 
 
-def rank_power_lines(result, alpha: float = 0.05, m: int | None = None, more_sets: int = 1000,
+@keyword_only
+def rank_power_lines(result, *, alpha: float = 0.05, m: int | None = None, more_sets: int = 1000,
                      prefix: str = "measure_") -> list[str]:
     """Per null comparison of an ``ablation`` result: the between-set sd the random sets give, the
     rank test's power at the result's own size and effect, with ``more_sets`` random sets, with 4x
@@ -180,7 +186,8 @@ def rank_power_lines(result, alpha: float = 0.05, m: int | None = None, more_set
     return lines
 
 
-def power_lines(result, alpha: float = 0.05, power: float = 0.8, m: int | None = None) -> list[str]:
+@keyword_only
+def power_lines(result, *, alpha: float = 0.05, power: float = 0.8, m: int | None = None) -> list[str]:
     """Per measure, mode and comparison of an ``ablation`` result with measures: for contrasts of
     fixed sets the per-unit sd of the paired differences, d_z, and the units a paired t-test needs
     for ``power`` at ``alpha / m``; for sets against random sets the rank test's power
@@ -189,7 +196,7 @@ def power_lines(result, alpha: float = 0.05, power: float = 0.8, m: int | None =
     ``m`` defaults to the t-tests of the result's own Holm family (its finite ``measure_t_pvalue``).
     """
     if "measure_cohens_dz" not in result:
-        return rank_power_lines(result, alpha, prefix="")
+        return rank_power_lines(result, alpha=alpha, prefix="")
     if m is None:
         m = int(np.isfinite(result["measure_t_pvalue"].values).sum())
     lines = []
@@ -201,10 +208,10 @@ def power_lines(result, alpha: float = 0.05, power: float = 0.8, m: int | None =
                 if not (np.isfinite(dz) and dz != 0):
                     continue
                 try:
-                    need = str(passages_for_power(mean, mean / dz, alpha, m, power))
+                    need = str(passages_for_power(mean, mean / dz, alpha=alpha, m=m, power=power))
                 except ParameterError:  # a tiny d_z: beyond any design
                     need = "more than 100000"
                 lines.append(f"power {measure} {mode} {comparison}: mean {mean:+.3f} nats, sd {mean / dz:.3f}, "
                              f"d_z {dz:+.2f}: {need} units for {power:.0%} power at alpha {alpha:g}/{m}")
-    return lines + rank_power_lines(result, alpha)
+    return lines + rank_power_lines(result, alpha=alpha)
 

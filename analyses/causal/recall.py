@@ -24,15 +24,17 @@ import warnings
 import numpy as np
 import xarray as xr
 
-from cmr.checks import is_integer
+from cmr.checks import integer, is_integer, seed_of
+from cmr.deprecation import keyword_only, renamed_keywords
 from cmr.errors import ParameterError, SchemaError
 from cmr.schema import provenance_attrs, require_dims, require_variables, validate
 
 from ..memory.llm_recall import MEASURES, model_recall, recall_measures
 from ...adapters.head_ranking import top_heads
 
-from .ablation import random_head_sets
+from .ablation import check_heads, head_sets as ablation_sets, random_head_sets
 from .statistics import NULL_FAMILIES, paired_statistics, rank_pvalue, set_z
+from ...adapters.lm import recall_task as task_module
 
 __all__ = ["KIND", "STATS", "validate_llm_recall_ablation", "head_sets", "rank_test_sets", "set_family", "set_statistics",
            "recall_ablation", "ablation_table", "rank_lines"]
@@ -55,30 +57,35 @@ def set_family(name: str) -> str:
     return "target"
 
 
+@renamed_keywords(seed="rng")
 def head_sets(heads: xr.Dataset, fits: xr.Dataset, *, fraction: float = 0.1, n_heads: int | None = None,
-              n_random: int = 5, n_layer_matched: int = 2, seed: int = 0) -> dict:
+              n_random: int = 5, n_layer_matched: int = 2, rng=0) -> dict:
     """Named head sets of equal size: top CMR-like, top induction, random, layer-matched random.
 
     ``fits`` is a ``profile_fit`` dataset of the model's heads (ranked by ``distance``, smallest
     first) and ``heads`` its ``lag_profile`` dataset (ranked by ``induction_score``). Random sets
     avoid the top CMR-like set; layer-matched sets have its count of heads in every layer. The
-    set size is ``n_heads``, or ``fraction`` of all heads.
+    set size is ``n_heads``, or ``fraction`` of all heads. The random sets use seed ``seed``, the
+    layer-matched ones ``seed + 1``; ``rng``: an int is ``seed``; a Generator draws one
+    (``int(rng.integers(2**63))``); None draws one from fresh entropy.
     """
+    seed = seed_of(rng)
     top = top_heads(fits, fraction=fraction, n_heads=n_heads)
     induction = top_heads(heads, variable="induction_score", n_heads=len(top), largest=True)
     n_layers, n_heads = int(heads.sizes["layer"]), int(heads.sizes["head"])
     sets = {"top_cmr": top, "top_induction": induction}
-    for i, chosen in enumerate(random_head_sets(n_layers, n_heads, top, n_random, seed)):
+    for i, chosen in enumerate(random_head_sets(n_layers, n_heads, top, n_sets=n_random, rng=seed)):
         sets[f"random_{i}"] = chosen
     if n_layer_matched:
-        for i, chosen in enumerate(random_head_sets(n_layers, n_heads, top, n_layer_matched, seed + 1,
+        for i, chosen in enumerate(random_head_sets(n_layers, n_heads, top, n_sets=n_layer_matched, rng=seed + 1,
                                                     layer_matched=True)):
             sets[f"layer_matched_{i}"] = chosen
     return sets
 
 
+@renamed_keywords(seed="rng")
 def rank_test_sets(target, n_layers: int, n_heads: int, *, n_random: int = 19, layer_matched: bool = False,
-                   seed: int = 0) -> dict:
+                   rng=0) -> dict:
     """The target set and ``n_random`` random sets of its size, named for :func:`recall_ablation`.
 
     ``target`` is a list of (layer, head), e.g. the top set of a fits file
@@ -87,16 +94,12 @@ def rank_test_sets(target, n_layers: int, n_heads: int, *, n_random: int = 19, l
     heads, each set independently (the target's own heads included, so the rank p is exact when
     the target is one more random set), or, with ``layer_matched``, with the target's count of
     heads in every layer. Names: ``top<size>`` for the target, ``random<i>`` or
-    ``layer_matched<i>`` for the random sets.
+    ``layer_matched<i>`` for the random sets. ``rng`` as in that function.
     """
-    from cmr.checks import integer
-
-    from .ablation import check_heads, head_sets as ablation_sets
-
     n_random = integer(n_random, "n_random (the rank test needs random sets)", minimum=1)
     target = check_heads(target, n_layers, n_heads)
     sets, _, families = ablation_sets(n_layers, n_heads, target, n_random=0 if layer_matched else n_random,
-                                      n_matched=n_random if layer_matched else 0, seed=seed)
+                                      n_matched=n_random if layer_matched else 0, rng=rng)
     named = {f"top{len(target)}": list(target)}  # the target in its ranked order, as chosen
     family = "layer_matched" if layer_matched else "random"
     for i, chosen in enumerate(s for s, f in zip(sets, families) if f != "top"):
@@ -176,8 +179,9 @@ def set_statistics(effect, names, families) -> tuple[list[str], np.ndarray, np.n
     return comparisons, statistic, means
 
 
+@renamed_keywords(seed="rng")
 def recall_ablation(model, sets: dict, *, pool="psifr:peers_notask", n_lists: int = 20, list_length: int = 16,
-                    task: str = "free", seed: int = 0, batch_size: int = 16, baseline=None, families=None,
+                    task: str = "free", rng=0, batch_size: int = 16, baseline=None, families=None,
                     max_new_tokens: int | None = None, progress=None, keep_events: bool = False, info=None):
     """Recall of the same lists with each head set zero-ablated; each target set ranked among random sets.
 
@@ -188,12 +192,12 @@ def recall_ablation(model, sets: dict, *, pool="psifr:peers_notask", n_lists: in
         Named head sets (:func:`head_sets`, :func:`rank_test_sets`). Names starting with
         ``random`` or ``layer_matched`` form the two random families (:func:`set_family`); the
         others are target sets.
-    pool, n_lists, list_length, task, seed, batch_size, max_new_tokens
+    pool, n_lists, list_length, task, rng, batch_size, max_new_tokens
         As :func:`~icl_cmr.analyses.memory.llm_recall.model_recall` (greedy decoding, so differences
         come from the ablation alone). ``pool`` is a bundled data set's name or a sequence of words.
     baseline : xarray.Dataset, optional
         Events of the intact model on the same lists (from :func:`~icl_cmr.analyses.memory.llm_recall.model_recall`
-        with the same pool, ``n_lists``, ``list_length``, ``task`` and ``seed``), so they are not generated twice.
+        with the same pool, ``n_lists``, ``list_length``, ``task`` and ``rng``), so they are not generated twice.
     families : mapping of str to str, optional
         The family of a set (``target``, ``random`` or ``layer_matched``) where its name does not say it.
     progress : callable, optional
@@ -220,8 +224,7 @@ def recall_ablation(model, sets: dict, *, pool="psifr:peers_notask", n_lists: in
         Random sets whose mean effect is undefined (the measure undefined on every list) leave
         the family's null (``n_null`` counts those left).
     """
-    from ...adapters.lm import recall_task as task_module
-
+    seed = seed_of(rng)
     if not sets:
         raise ParameterError("need at least one head set to ablate")
     families = dict(families or {})
@@ -303,7 +306,8 @@ def ablation_table(result: xr.Dataset):
     return frame[[str(s) for s in result["stat"].values]].reset_index()
 
 
-def rank_lines(result: xr.Dataset, measures=None) -> list[str]:
+@keyword_only
+def rank_lines(result: xr.Dataset, *, measures=None) -> list[str]:
     """One line per (target set vs random family, measure): the rank test (primary) and the paired t (secondary)."""
     validate(result, kind=KIND)
     lines = []

@@ -8,9 +8,19 @@ classical standard errors and t tests.
 """
 from __future__ import annotations
 
-import numpy as np
+import json
 
-from cmr.errors import ParameterError
+import numpy as np
+from scipy import stats
+import xarray as xr
+
+from cmr.checks import as_generator, seed_of
+from cmr.deprecation import keyword_only, renamed_keywords
+from cmr.errors import ParameterError, SchemaError
+from cmr.schema import provenance_attrs
+
+from .dissociation_io import HOLM_FAMILIES, KIND
+from .statistics import holm
 
 __all__ = ["design_matrix", "fit_rss", "nested_regression", "ols_table", "head_regression", "NESTED_STATS",
            "BASELINE_FEATURES", "CMR_FEATURES"]
@@ -20,7 +30,8 @@ NESTED_STATS = ("n_rows", "r2_base", "r2_full", "delta_r2", "partial_r2", "parti
                 "f_statistic", "f_pvalue", "permutation_pvalue")
 
 
-def design_matrix(columns, categorical=None) -> np.ndarray:
+@keyword_only
+def design_matrix(columns, *, categorical=None) -> np.ndarray:
     """An intercept, the ``columns`` (n_row each) and one dummy per level of ``categorical`` but the first."""
     parts = [np.ones(len(columns[0]) if columns else len(categorical))]
     parts += [np.asarray(c, dtype=np.float64) for c in columns]
@@ -63,7 +74,8 @@ def _stats(base, extra, y, q_base=None):
                 rss_base=rss_base, rss_full=rss_full)
 
 
-def nested_regression(base, extra, y, *, n_boot: int = 2000, n_perm: int = 2000, seed: int = 0,
+@renamed_keywords(seed="rng")
+def nested_regression(base, extra, y, *, n_boot: int = 2000, n_perm: int = 2000, rng=0,
                       level: float = 0.95) -> dict:
     """What the ``extra`` columns explain of ``y`` beyond the ``base`` design matrix.
 
@@ -79,8 +91,8 @@ def nested_regression(base, extra, y, *, n_boot: int = 2000, n_perm: int = 2000,
     n_perm : int
         Permutations of the rows of ``extra`` (jointly, so the block keeps its own correlations)
         for ``permutation_pvalue`` of ``partial_r2``: ``(1 + #{permuted >= observed}) / (1 + n_perm)``.
-    seed : int
-        ``numpy.random.default_rng(seed)`` for both.
+    rng : int, numpy.random.Generator or None
+        ``numpy.random.default_rng(rng)`` for both (default 0; a Generator is used as is).
 
     Returns
     -------
@@ -91,8 +103,6 @@ def nested_regression(base, extra, y, *, n_boot: int = 2000, n_perm: int = 2000,
     the block (``f_statistic``, ``f_pvalue``) and the permutation p. Rows with a non-finite value
     are left out (``n_rows`` counts those kept).
     """
-    from scipy import stats
-
     base, extra, y = (np.asarray(a, dtype=np.float64) for a in (base, extra, y))
     if extra.ndim == 1:
         extra = extra[:, None]
@@ -112,7 +122,7 @@ def nested_regression(base, extra, y, *, n_boot: int = 2000, n_perm: int = 2000,
         f = ((observed["rss_base"] - observed["rss_full"]) / observed["df_extra"]) / (observed["rss_full"] /
                                                                                      observed["df_full"])
         out.update(f_statistic=float(f), f_pvalue=float(stats.f.sf(f, observed["df_extra"], observed["df_full"])))
-    rng = np.random.default_rng(int(seed))
+    rng = as_generator(rng)
     if n_perm > 0 and np.isfinite(observed["partial_r2"]):
         q_base = _basis(base)
         null = np.array([_stats(base, extra[rng.permutation(y.size)], y, q_base)["partial_r2"]
@@ -139,8 +149,6 @@ def ols_table(x, y, names) -> dict:
     ``n - rank``); a column without variation gets NaN throughout, and collinear columns get
     estimates without standard errors. Rows with a non-finite value are left out; ``n_rows`` and ``r2`` besides.
     """
-    from scipy import stats
-
     x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
     if x.ndim != 2 or x.shape[0] != y.size or x.shape[1] != len(names):
         raise ParameterError(f"ols_table needs x (n, p), y (n,) and p names; got {x.shape}, {y.shape}, {len(names)}")
@@ -175,8 +183,9 @@ BASELINE_FEATURES = ("induction_score", "previous_token_score", "duplicate_token
 CMR_FEATURES = ("distance", "forward_effect", "beta_enc")
 
 
+@renamed_keywords(seed="rng")
 def head_regression(effects, table, *, layer_terms: str = "factor", n_boot: int = 2000, n_perm: int = 2000,
-                    seed: int = 0, primary_measure: str = "bigram"):
+                    rng=0, primary_measure: str = "bigram"):
     """Experiment ``heads``: what the CMR features explain of single-head effects beyond the baseline.
 
     Parameters
@@ -188,9 +197,10 @@ def head_regression(effects, table, *, layer_terms: str = "factor", n_boot: int 
         The head table (:func:`~.dissociation.head_table`).
     layer_terms : {"factor", "linear"}
         Layer in the baseline as a factor (one dummy per layer but the first) or as one number.
-    n_boot, n_perm, seed
+    n_boot, n_perm, rng
         As for :func:`nested_regression` (bootstrap over heads; permutation of the CMR
-        features' rows across heads, jointly).
+        features' rows across heads, jointly); every (measure, mode) uses the same seed (a
+        Generator ``rng`` draws one, ``int(rng.integers(2**63))``).
 
     Returns
     -------
@@ -200,16 +210,7 @@ def head_regression(effects, table, *, layer_terms: str = "factor", n_boot: int 
     ``head_cmr_coefficient`` (measure, mode, feature): the full model's coefficients per sd of each
     CMR feature.
     """
-    import json
-
-    import xarray as xr
-
-    from cmr.errors import SchemaError
-    from cmr.schema import provenance_attrs
-
-    from .dissociation_io import HOLM_FAMILIES, KIND
-    from .statistics import holm
-
+    seed = seed_of(rng)
     if layer_terms not in ("factor", "linear"):
         raise ParameterError(f"layer_terms must be 'factor' or 'linear'; got {layer_terms!r}")
     if "head_mean_effect" not in effects:
@@ -228,10 +229,10 @@ def head_regression(effects, table, *, layer_terms: str = "factor", n_boot: int 
             y = mean.values[m, d].ravel()
             keep = np.isfinite(y) & np.isfinite(np.column_stack(base_cols)).all(axis=1) & np.isfinite(extra).all(1)
             if layer_terms == "factor":
-                base = design_matrix([c[keep] for c in base_cols], layers[keep])
+                base = design_matrix([c[keep] for c in base_cols], categorical=layers[keep])
             else:
                 base = design_matrix([c[keep] for c in base_cols] + [layers[keep].astype(np.float64)])
-            result = nested_regression(base, extra[keep], y[keep], n_boot=n_boot, n_perm=n_perm, seed=seed)
+            result = nested_regression(base, extra[keep], y[keep], n_boot=n_boot, n_perm=n_perm, rng=seed)
             stats[m, d] = [result[k] for k in NESTED_STATS]
             if keep.sum() > base.shape[1] + extra.shape[1]:
                 spread = extra[keep].std(axis=0)

@@ -16,7 +16,10 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+from scipy import stats
 
+from cmr.checks import as_generator, seed_of
+from cmr.deprecation import keyword_only, renamed_keywords
 from cmr.errors import ParameterError
 
 __all__ = ["paired_statistics", "rank_pvalue", "set_z", "crossed_contrast", "unit_means", "holm",
@@ -34,8 +37,6 @@ def paired_statistics(differences) -> dict:
     wilcoxon_pvalue (two-sided signed-rank) and cohens_dz = mean / sd (ddof 1). Degenerate
     samples (fewer than 2 passages, zero spread, all differences 0) give NaN where undefined.
     """
-    from scipy import stats
-
     d = np.asarray(differences, dtype=np.float64)
     result = dict(mean_difference=float(d.mean()) if d.size else np.nan, t_statistic=np.nan, t_pvalue=np.nan,
                   wilcoxon_pvalue=np.nan, cohens_dz=np.nan)
@@ -96,7 +97,8 @@ def unit_means(values, units) -> tuple[np.ndarray, np.ndarray]:
     return labels, (sums / counts).reshape(values.shape[:-1] + (labels.size,))
 
 
-def crossed_contrast(effects, null, level: float = 0.95) -> dict:
+@keyword_only
+def crossed_contrast(effects, null, *, level: float = 0.95) -> dict:
     """A set's mean effect against a family of random sets, with set and unit as crossed random effects.
 
     Model (two-way random effects, one observation per set and unit): the effect of set ``s``
@@ -127,8 +129,6 @@ def crossed_contrast(effects, null, level: float = 0.95) -> dict:
     between_set_sd (``sigma_set``), residual_sd (``sqrt(MS_residual)``) and set_residual_sd
     (``sqrt(v_x)``); NaN where undefined (fewer than 2 sets or units, no spread).
     """
-    from scipy import stats
-
     x = np.asarray(effects, dtype=np.float64)
     y = np.asarray(null, dtype=np.float64)
     if y.ndim != 2 or x.shape != y.shape[1:]:
@@ -181,17 +181,18 @@ def holm(pvalues) -> np.ndarray:
 MIN_BOOTSTRAP_PASSAGES = 10
 
 
-def effect_intervals(differences, n_boot: int = 2000, seed: int = 0, level: float = 0.95) -> dict:
+@keyword_only
+@renamed_keywords(seed="rng")
+def effect_intervals(differences, *, n_boot: int = 2000, rng=0, level: float = 0.95) -> dict:
     """Intervals of paired differences: a t interval of the mean and a bootstrap interval of d_z.
 
     ``differences`` are per unit: passages, or article means (then the bootstrap resamples
     articles, a cluster bootstrap). The d_z interval is the percentile interval of
-    ``mean / sd`` over ``n_boot`` resamples of the units (``numpy.random.default_rng(seed)``).
+    ``mean / sd`` over ``n_boot`` resamples of the units (``numpy.random.default_rng(rng)``; a
+    Generator ``rng`` is used as is).
     The t interval needs 3 units; the d_z interval needs :data:`MIN_BOOTSTRAP_PASSAGES` (resamples
     of a few units have tiny spreads and give unbounded ratios); NaN below.
     """
-    from scipy import stats
-
     d = np.asarray(differences, dtype=np.float64)
     out = dict(ci_low=np.nan, ci_high=np.nan, dz_ci_low=np.nan, dz_ci_high=np.nan)
     if d.size < 3:
@@ -200,7 +201,7 @@ def effect_intervals(differences, n_boot: int = 2000, seed: int = 0, level: floa
     out.update(ci_low=float(d.mean() - half), ci_high=float(d.mean() + half))
     if d.size < MIN_BOOTSTRAP_PASSAGES:
         return out
-    draws = d[np.random.default_rng(seed).integers(0, d.size, size=(int(n_boot), d.size))]
+    draws = d[as_generator(rng).integers(0, d.size, size=(int(n_boot), d.size))]
     sd = draws.std(axis=1, ddof=1)
     dz = np.divide(draws.mean(axis=1), sd, out=np.full(sd.shape, np.nan), where=sd > 0)
     dz = dz[np.isfinite(dz)]
@@ -234,7 +235,9 @@ def comparisons_of(families) -> list[tuple[str, str, str]]:
     return [c for c in COMPARISONS if c[1] in present and (c[2] == "none" or c[2] in present)]
 
 
-def comparison_statistics(effects: np.ndarray, families, seed: int, n_boot: int,
+@keyword_only
+@renamed_keywords(seed="rng")
+def comparison_statistics(effects: np.ndarray, families, *, rng, n_boot: int,
                           articles=None) -> tuple[list[str], np.ndarray]:
     """Statistics of every comparison: a (mode, comparison, stat) table over :data:`STAT_NAMES`.
 
@@ -242,8 +245,11 @@ def comparison_statistics(effects: np.ndarray, families, seed: int, n_boot: int,
     ----------
     effects : ndarray, shape (mode, head_set, passage)
     families : sequence of str, one per head set (``top``, ``induction``, :data:`NULL_FAMILIES`)
-    seed, n_boot : int
-        Seed and resamples of the bootstrap interval of d_z.
+    rng : int, numpy.random.Generator or None
+        Seed of the bootstrap interval of d_z: every interval uses this one seed (a Generator
+        draws one, ``int(rng.integers(2**63))``; None draws one from fresh entropy).
+    n_boot : int
+        Resamples of the bootstrap interval of d_z.
     articles : sequence, optional
         The article of each passage. Contrasts and intervals then use article means as their
         unit (``n_units`` articles); without it every passage is its own unit.
@@ -255,6 +261,7 @@ def comparison_statistics(effects: np.ndarray, families, seed: int, n_boot: int,
     ablation or against another fixed set: paired tests over units (:func:`paired_statistics`,
     :func:`effect_intervals`).
     """
+    seed = seed_of(rng)
     families = np.asarray(families)
     comparisons = comparisons_of(families)
     table = np.full((effects.shape[0], len(comparisons), len(STAT_NAMES)), np.nan)
@@ -273,14 +280,15 @@ def comparison_statistics(effects: np.ndarray, families, seed: int, n_boot: int,
                            rank_pvalue=rank_pvalue(mean, null), z=z, null_mean=centre, null_sd=spread)
             else:
                 d = mine if against == "none" else mine - per_unit[against][0]
-                row = paired_statistics(d) | effect_intervals(d, n_boot, seed)
+                row = paired_statistics(d) | effect_intervals(d, n_boot=n_boot, rng=seed)
                 row["df"] = float(d.size - 1)
             row["n_units"] = float(mine.size)
             table[m, c] = [row.get(k, np.nan) for k in STAT_NAMES]
     return [c[0] for c in comparisons], table
 
 
-def format_interval(low: float, high: float, digits: int, needs: int, units: str = "passages") -> str:
+@keyword_only
+def format_interval(low: float, high: float, *, digits: int, needs: int, units: str = "passages") -> str:
     """``[low, high]``, or why there is none (too few ``units`` for it)."""
     if np.isfinite(low) and np.isfinite(high):
         return f"[{low:+.{digits}f}, {high:+.{digits}f}]"
@@ -292,7 +300,8 @@ def unit_name(result) -> str:
     return "articles" if result.attrs.get("article_source", "").startswith("source") else "passages"
 
 
-def comparison_text(v: dict, family: str, units: str = "passages") -> str:
+@keyword_only
+def comparison_text(v: dict, family: str, *, units: str = "passages") -> str:
     """A comparison's statistics in words: for a null family the rank test first (primary), then
     the crossed contrast; for fixed sets the paired tests. ``v`` maps stat names to floats."""
     holm = lambda key: f"Holm {v.get(key, np.nan):.3g}, family: {family}"  # noqa: E731
@@ -303,11 +312,11 @@ def comparison_text(v: dict, family: str, units: str = "passages") -> str:
                 f"({holm('holm_rank_pvalue')}), "
                 f"z {v.get('z', np.nan):+.2f} (random sets {v.get('null_mean', np.nan):+.3f} +- "
                 f"{v.get('null_sd', np.nan):.3f}); contrast {v['mean_difference']:+.3f} nats "
-                f"{format_interval(v['ci_low'], v['ci_high'], 3, 3, units)}{over}, crossed sets x {units} t p "
+                f"{format_interval(v['ci_low'], v['ci_high'], digits=3, needs=3, units=units)}{over}, crossed sets x {units} t p "
                 f"{v['t_pvalue']:.2g} ({holm('holm_t_pvalue')}), between-set sd {v.get('between_set_sd', np.nan):.3f}")
-    text = (f"{v['mean_difference']:+.3f} nats {format_interval(v['ci_low'], v['ci_high'], 3, 3, units)}{over}, "
+    text = (f"{v['mean_difference']:+.3f} nats {format_interval(v['ci_low'], v['ci_high'], digits=3, needs=3, units=units)}{over}, "
             f"d_z {v['cohens_dz']:+.2f} "
-            f"{format_interval(v['dz_ci_low'], v['dz_ci_high'], 2, MIN_BOOTSTRAP_PASSAGES, units)}, "
+            f"{format_interval(v['dz_ci_low'], v['dz_ci_high'], digits=2, needs=MIN_BOOTSTRAP_PASSAGES, units=units)}, "
             f"paired t p {v['t_pvalue']:.2g} ({holm('holm_t_pvalue')})")
     if np.isfinite(v.get("wilcoxon_pvalue", np.nan)):
         text += f", Wilcoxon p {v['wilcoxon_pvalue']:.2g}"

@@ -256,12 +256,12 @@ def run(args) -> int:
                   "not held out, so the test also measures how the set was chosen: rank on profiles of another seed "
                   "(icl-cmr heads --seed 1, then icl-cmr fit)", flush=True)
     modes = design.modes
-    family = (design.n_matched, len(modes), control is not None, len(measures))
-    floor = ablation.holm_rank_floor(design.n_random, *family)
+    family = dict(n_matched=design.n_matched, n_modes=len(modes), control=control is not None, n_measures=len(measures))
+    floor = ablation.holm_rank_floor(design.n_random, **family)
     if floor >= 0.05:
         print(f"note: with {design.n_random} random and {design.n_matched} layer-matched sets, no rank test can reach "
               f"p < 0.05 after Holm's correction over {len(measures)} measures x {len(modes)} modes "
-              f"(smallest adjusted p {floor:.3f}); --n-random {20 * ablation.rank_family_size(*family)} or more lifts it",
+              f"(smallest adjusted p {floor:.3f}); --n-random {20 * ablation.rank_family_size(**family)} or more lifts it",
               flush=True)
     model = load_model(args.model, device=args.device, dtype=design.dtype)
     measures, later = design.fitted_measures(n_ctx=getattr(model.bridge.cfg, "n_ctx", None))
@@ -277,7 +277,7 @@ def run(args) -> int:
                     control_heads_source=f"{args.control_from}: largest induction_score")
     with measure_peak_memory(model.device) as memory:
         result = ablation.run_ablation(
-            model.bridge, passages, top, design.replace(measures=measures), control_heads=control, seed=args.seed,
+            model.bridge, passages, top, design=design.replace(measures=measures), control_heads=control, rng=args.seed,
             info=info, time_budget_s=None if args.time_budget is None else 60.0 * args.time_budget, articles=articles)
     result = with_run_record(result, **memory)
     path = write_result(result, args.output)

@@ -174,7 +174,7 @@ def run(args) -> int:
     threshold = dis.INDUCTION_THRESHOLD if args.induction_threshold is None else args.induction_threshold
     null = load_dataset(args.null_from, "profile_null") if args.null_from else None
     table = dis.head_table(load_dataset(args.heads_from, "lag_profile"), load_dataset(args.fits_from, "profile_fit"),
-                           null, args.definition, threshold)
+                           null=null, definition=args.definition, induction_threshold=threshold)
     targets = dis.target_sets(table)
     print(f"CMR-like: {table.attrs['cmr_like_rule']}; induction heads: induction score >= {threshold:g}", flush=True)
     for name, members in targets.items():
@@ -197,7 +197,7 @@ def run(args) -> int:
                                            max_per_document=args.max_per_article or None, return_articles=True)
         info = model.provenance()
         info.update(text_source=str(args.text), design=str(args.design or "none"), n_tokens=int(args.n_tokens))
-        common = dict(measures=measures, seed=args.seed, batch_size=args.batch_size, repeat_length=args.repeat_length)
+        common = dict(measures=measures, rng=args.seed, batch_size=args.batch_size, repeat_length=args.repeat_length)
         with measure_peak_memory(model.device) as memory:
             if "heads" in experiments and not args.effects_from:
                 share = None
@@ -205,7 +205,7 @@ def run(args) -> int:
                     share = time.monotonic() + (deadline - time.monotonic()) / (2 if "sets" in experiments else 1)
                 effects = dis_effects(model, passages, layers, head_modes, share, info, articles, common)
                 parts.append(head_regression(effects, table, layer_terms=args.layer_terms, n_boot=args.n_boot,
-                                             n_perm=args.n_perm, seed=args.seed, primary_measure=args.primary_measure))
+                                             n_perm=args.n_perm, rng=args.seed, primary_measure=args.primary_measure))
             if "sets" in experiments:
                 from ..causal.head_effects import BudgetSpent
 
@@ -224,9 +224,9 @@ def run(args) -> int:
     if "heads" in experiments and args.effects_from:
         earlier = experiment_view(load_dataset(args.effects_from, dis.KIND), "heads")
         parts.append(head_regression(earlier, table, layer_terms=args.layer_terms, n_boot=args.n_boot,
-                                     n_perm=args.n_perm, seed=args.seed, primary_measure=args.primary_measure))
+                                     n_perm=args.n_perm, rng=args.seed, primary_measure=args.primary_measure))
     if "random_sets" in experiments:
-        parts.append(dis.random_set_regression(load_dataset(args.ablation_from, "ablation"), table, named[0],
+        parts.append(dis.random_set_regression(load_dataset(args.ablation_from, "ablation"), table, named_head=named[0],
                                                primary_measure=args.primary_measure))
     order = {name: k for k, name in enumerate(_EXPERIMENTS)}
     result = combine(sorted(parts, key=lambda p: order[p.attrs["experiments"]]))

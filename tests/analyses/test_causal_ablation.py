@@ -141,7 +141,7 @@ def test_run_ablation_dataset_round_trip(tiny, tmp_path):
     bridge, _, passages = tiny
     articles = [7, 7, 2, 9, 9]  # passages 0-1 and 3-4 are windows of one article each
     ds = ablation.run_ablation(bridge, passages, [(1, 0), (1, 3)], n_random=3, n_matched=2, control_heads=[(0, 1), (1, 2)],
-                               seed=4, early=EARLY, late=LATE, window=WINDOW, batch_size=3, n_boot=200, measures="icl",
+                               rng=4, early=EARLY, late=LATE, window=WINDOW, batch_size=3, n_boot=200, measures="icl",
                                progress=False,
                                info={"model": "tiny"}, articles=articles)
     assert ds.sizes == {"mode": 2, "head_set": 7, "passage": 5, "member": 2, "comparison": 6}
@@ -221,8 +221,8 @@ def test_parse_heads():
 @given(seed=st.integers(0, 2**32 - 1), layer_matched=st.booleans(),
        target=st.lists(st.tuples(st.integers(0, 5), st.integers(0, 7)), min_size=1, max_size=8, unique=True))
 def test_random_sets_are_seeded_disjoint_or_layer_matched(seed, layer_matched, target):
-    sets = ablation.random_head_sets(6, 8, target, 5, seed, layer_matched=layer_matched)
-    assert sets == ablation.random_head_sets(6, 8, target, 5, seed, layer_matched=layer_matched)
+    sets = ablation.random_head_sets(6, 8, target, n_sets=5, rng=seed, layer_matched=layer_matched)
+    assert sets == ablation.random_head_sets(6, 8, target, n_sets=5, rng=seed, layer_matched=layer_matched)
     for heads in sets:
         assert len(heads) == len(set(heads)) == len(target)
         if layer_matched:  # same heads per layer, drawn among all of the layer's heads
@@ -233,13 +233,13 @@ def test_random_sets_are_seeded_disjoint_or_layer_matched(seed, layer_matched, t
 
 def test_random_sets_depend_on_the_seed_and_refuse_heads_outside_the_model():
     target = [(0, 0), (3, 1)]
-    assert ablation.random_head_sets(30, 9, target, 20, 0) != ablation.random_head_sets(30, 9, target, 20, 1)
+    assert ablation.random_head_sets(30, 9, target, n_sets=20, rng=0) != ablation.random_head_sets(30, 9, target, n_sets=20, rng=1)
     # a layer holding more top heads than others still gets layer-matched sets
-    matched = ablation.random_head_sets(4, 3, [(2, 0), (2, 1)], 40, 0, layer_matched=True)
+    matched = ablation.random_head_sets(4, 3, [(2, 0), (2, 1)], n_sets=40, rng=0, layer_matched=True)
     assert {tuple(s) for s in matched} <= {((2, 0), (2, 1)), ((2, 0), (2, 2)), ((2, 1), (2, 2))}
     assert len({tuple(s) for s in matched}) == 3
     with pytest.raises(ParameterError, match="outside the model"):
-        ablation.random_head_sets(4, 3, [(4, 0)], 2, 0)
+        ablation.random_head_sets(4, 3, [(4, 0)], n_sets=2, rng=0)
     with pytest.raises(ParameterError, match="control set"):
         ablation.head_sets(4, 3, [(0, 0)], control_heads=[(1, 0), (1, 1)])
 
@@ -260,7 +260,7 @@ def test_top_heads_picks_smallest_finite_distance():
     with pytest.raises(SchemaError, match="no variable"):
         top_heads(fits, variable="cmr_distance")
     with pytest.warns(DeprecationWarning, match="top_heads_from_fits is deprecated .*head_ranking.top_heads"):
-        assert ablation.top_heads_from_fits(fits, 0.5, "distance", largest=True) == top_heads(
+        assert ablation.top_heads_from_fits(fits, fraction=0.5, variable="distance", largest=True) == top_heads(
             fits, fraction=0.5, largest=True)
 
 
@@ -328,8 +328,8 @@ def test_holm_rank_floor_is_the_best_case_of_the_design(n_random, n_matched, n_m
     # every rank test at its smallest possible p: 1 / (n + 1) for its own null family
     best = [1 / (n_random + 1)] + ([1 / (n_matched + 1)] if n_matched else []) + ([1 / (n_random + 1)] if control else [])
     family = np.array(best * n_modes)
-    assert family.size == ablation.rank_family_size(n_matched, n_modes, control)
-    floor = ablation.holm_rank_floor(n_random, n_matched, n_modes, control)
+    assert family.size == ablation.rank_family_size(n_matched=n_matched, n_modes=n_modes, control=control)
+    floor = ablation.holm_rank_floor(n_random, n_matched=n_matched, n_modes=n_modes, control=control)
     assert np.nanmin(ablation.holm(family)) == pytest.approx(floor)
     assert (floor < 0.05) == (n_random >= 20 * family.size or n_matched >= 20 * family.size)
 
@@ -338,12 +338,12 @@ def test_effect_intervals_match_scipy_and_cover_dz():
     from scipy import stats
 
     d = np.random.default_rng(2).normal(0.4, 1.0, 60)
-    out = ablation.effect_intervals(d, n_boot=2000, seed=0)
+    out = ablation.effect_intervals(d, n_boot=2000, rng=0)
     ci = stats.ttest_1samp(d, 0.0).confidence_interval(0.95)
     assert out["ci_low"] == pytest.approx(ci.low, rel=1e-12) and out["ci_high"] == pytest.approx(ci.high, rel=1e-12)
     dz = d.mean() / d.std(ddof=1)
     assert out["dz_ci_low"] < dz < out["dz_ci_high"]
-    assert out == ablation.effect_intervals(d, n_boot=2000, seed=0)  # seeded
+    assert out == ablation.effect_intervals(d, n_boot=2000, rng=0)  # seeded
     assert np.isnan(ablation.effect_intervals(d[:2])["ci_low"])
     few = ablation.effect_intervals(d[:ablation.MIN_BOOTSTRAP_PASSAGES - 1])
     assert np.isfinite(few["ci_low"]) and np.isnan(few["dz_ci_low"])

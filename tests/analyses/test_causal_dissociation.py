@@ -70,8 +70,8 @@ def test_head_table_flags_and_peaks(table):
 @given(seed=st.integers(0, 10_000), n_bins=st.integers(2, 5))
 def test_stratified_sets_match_the_layer_and_induction_composition_exactly(table, seed, n_bins):
     targets = dis.target_sets(table)
-    nulls = dis.null_sets(table, targets, 25, seed, n_bins)
-    bins, edges = dis.induction_bins(table["induction_score"].values.ravel(), 0.1, n_bins)
+    nulls = dis.null_sets(table, targets, n_sets=25, rng=seed, n_bins=n_bins)
+    bins, edges = dis.induction_bins(table["induction_score"].values.ravel(), threshold=0.1, n_bins=n_bins)
     assert 0.1 in edges  # induction heads never share a bin with others
     bin_of = dict(zip(((int(l), int(h)) for l in table["layer"].values for h in table["head"].values), bins))
     induction = table["induction"].to_series().to_dict()
@@ -90,7 +90,7 @@ def test_stratified_sets_match_the_layer_and_induction_composition_exactly(table
 
 def test_the_target_is_one_possible_draw():
     strata = {(0, h): 0 for h in range(3)} | {(1, h): 1 for h in range(3)}
-    sets, log_count = dis.stratified_sets([(0, 1), (1, 2)], strata, 400, 0)
+    sets, log_count = dis.stratified_sets([(0, 1), (1, 2)], strata, n_sets=400, rng=0)
     assert np.isclose(log_count, np.log10(9))
     assert set(map(tuple, sets)) == {((0, a), (1, b)) for a in range(3) for b in range(3)}
 
@@ -105,7 +105,7 @@ def test_the_regression_recovers_a_cmr_effect_beyond_induction(table):
     rng = np.random.default_rng(1)
     noise = rng.normal(0, 0.05, table["distance"].shape)
     y = 0.8 * table["induction_score"].values - 0.1 * table["distance"].values + noise
-    out = head_regression(_effects(table, y), table, n_boot=200, n_perm=200, seed=0).isel(measure=0, mode=0)
+    out = head_regression(_effects(table, y), table, n_boot=200, n_perm=200, rng=0).isel(measure=0, mode=0)
     # the population partial R^2: var(0.1 U(0, 1)) / (var(0.1 U(0, 1)) + 0.05^2) = 0.25
     assert float(out["head_partial_r2_adjusted"]) == pytest.approx(0.25, abs=0.07) and float(out["head_ci_low"]) > 0.1
     assert float(out["head_permutation_pvalue"]) == pytest.approx(1 / 201)
@@ -119,7 +119,7 @@ def test_effects_of_induction_alone_leave_nothing_to_the_cmr_features(table):
     rng = np.random.default_rng(2)
     y = (0.8 * table["induction_score"].values + 0.02 * table["layer"].values[:, None]
          + rng.normal(0, 0.05, table["distance"].shape))
-    out = head_regression(_effects(table, y), table, n_boot=200, n_perm=200, seed=0).isel(measure=0, mode=0)
+    out = head_regression(_effects(table, y), table, n_boot=200, n_perm=200, rng=0).isel(measure=0, mode=0)
     assert float(out["head_r2_base"]) > 0.5
     assert float(out["head_ci_low"]) < 0 < float(out["head_ci_high"])
     assert abs(float(out["head_partial_r2_adjusted"])) < 0.02
@@ -133,7 +133,7 @@ def test_nested_regression_is_calibrated_under_the_null():
         base = np.column_stack([np.ones(60), rng.normal(size=60)])
         extra = rng.normal(size=(60, 2)) + base[:, 1:] * 0.5  # correlated with the baseline
         y = base[:, 1] + rng.normal(size=60)
-        pvalues.append(nested_regression(base, extra, y, n_boot=0, n_perm=99, seed=1)["permutation_pvalue"])
+        pvalues.append(nested_regression(base, extra, y, n_boot=0, n_perm=99, rng=1)["permutation_pvalue"])
     assert 0.02 < np.mean(np.asarray(pvalues) <= 0.1) < 0.3  # 40 draws: rate 0.1 expected
     with pytest.raises(ParameterError, match="needs base"):
         nested_regression(np.ones((5, 1)), np.ones((4, 1)), np.ones(5))
@@ -163,7 +163,7 @@ def test_random_set_regression_recovers_a_planted_member_effect(table):
     none = dis.random_set_regression(_ablation(table, effect=0.0, seed=5), table).isel(measure=0, mode=0)
     assert float(none["random_t_pvalue"].sel(predictor="has_named_head")) > 0.01
     with pytest.raises(ParameterError, match="L29.H9 is not in the head table"):
-        dis.random_set_regression(_ablation(table), table, (29, 9))
+        dis.random_set_regression(_ablation(table), table, named_head=(29, 9))
 
 
 def test_set_statistics_rank_a_planted_set_first_and_combine(table):
@@ -241,10 +241,10 @@ def test_set_effects_refuse_a_budget_spent_before_the_first_passage(tiny):
 
     passages = np.random.default_rng(0).integers(3, 40, size=(2, 24))
     with pytest.raises(ParameterError, match="time budget ran out before the first passage"):
-        set_effects(tiny.bridge, passages, [[(0, 1)]], ("zero",), ("bigram",), deadline=time.monotonic() - 1,
+        set_effects(tiny.bridge, passages, [[(0, 1)]], modes=("zero",), measures=("bigram",), deadline=time.monotonic() - 1,
                     progress=False)
-    effects, done = set_effects(tiny.bridge, passages, [[(0, 1)], [(1, 0), (1, 2)]], ("zero", "resample"),
-                                ("repeated_tokens",), repeat_length=8, progress=False)
+    effects, done = set_effects(tiny.bridge, passages, [[(0, 1)], [(1, 0), (1, 2)]], modes=("zero", "resample"),
+                                measures=("repeated_tokens",), repeat_length=8, progress=False)
     assert effects.shape == (1, 2, 2, 2) and done == 2 and np.isfinite(effects).all()
     with pytest.raises(ParameterError, match="measures must be among bigram, repeated_tokens"):
         set_effects(tiny.bridge, passages, [[(0, 1)]], measures=("icl",))

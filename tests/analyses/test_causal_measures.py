@@ -118,11 +118,11 @@ def test_bigram_completions_by_hand():
 
 
 def test_repeated_token_passages():
-    rep = ablation_measures.repeated_token_passages(20, [0, 3], 50, repeat_length=6, seed=2)
+    rep = ablation_measures.repeated_token_passages(20, [0, 3], n_passages=50, repeat_length=6, rng=2)
     assert rep.shape == (50, 12) and rep.dtype == np.int64
     np.testing.assert_array_equal(rep[:, :6], rep[:, 6:])
     assert not np.isin(rep, [0, 3]).any() and rep.max() < 20
-    np.testing.assert_array_equal(rep, ablation_measures.repeated_token_passages(20, [0, 3], 50, 6, seed=2))
+    np.testing.assert_array_equal(rep, ablation_measures.repeated_token_passages(20, [0, 3], n_passages=50, repeat_length=6, rng=2))
 
 
 def test_repeated_tokens_score_is_second_copy_minus_first_copy():
@@ -133,7 +133,7 @@ def test_repeated_tokens_score_is_second_copy_minus_first_copy():
                        [9.0, 9.0, 9.0, 9.0, 9.0, 9.0]])  # damage without copying: the same loss on both copies
     score = ablation_measures.measure_scores("repeated_tokens", losses, positions, repeat_length=4)
     assert score.tolist() == [2.0 - 7.0, 0.0]
-    first, second = ablation_measures.copy_losses(losses, positions, 4)
+    first, second = ablation_measures.copy_losses(losses, positions, repeat_length=4)
     assert first.tolist() == [7.0, 9.0] and second.tolist() == [2.0, 9.0]
     # a uniform rise of the loss (non-specific damage) leaves the score as it was
     np.testing.assert_array_equal(
@@ -151,7 +151,7 @@ def test_wide_icl_scores():
 
 def test_run_ablation_measures_keep_the_icl_score(tiny, passages, tmp_path):
     kw = dict(n_random=3, n_matched=2, control_heads=[(0, 0), (0, 1)], early=EARLY, late=LATE, window=WINDOW,
-              seed=1, n_boot=50, progress=False)
+              rng=1, n_boot=50, progress=False)
     plain = ablation.run_ablation(tiny.bridge, passages, [(1, 0), (1, 3)], modes=("zero", "mean"), measures="icl",
                                   **kw)
     assert "measure" not in plain.dims
@@ -219,8 +219,8 @@ def test_power_of_the_paired_t_test():
     # G*Power's classic: d_z 0.5 at alpha 0.05 two-sided needs 34 pairs for 80%
     assert ablation_power.passages_for_power(0.5, 1.0) == 34
     n = ablation_power.passages_for_power(0.18, 0.1, alpha=0.05, m=12)
-    assert ablation_power.paired_t_power(n, 0.18, 0.1, 0.05 / 12) >= 0.8 > ablation_power.paired_t_power(
-        n - 1, 0.18, 0.1, 0.05 / 12)
+    assert ablation_power.paired_t_power(n, 0.18, 0.1, alpha=0.05 / 12) >= 0.8 > ablation_power.paired_t_power(
+        n - 1, 0.18, 0.1, alpha=0.05 / 12)
     # a simulation agrees with the noncentral t
     rng = np.random.default_rng(0)
     draws = rng.normal(0.3, 1.0, size=(4000, 25))
@@ -232,7 +232,7 @@ def test_random_sets_for_the_holm_floor():
     for m in (1, 3, 6, 24):
         n = ablation_power.random_sets_for_holm(m)
         assert ablation_power.holm_rank_floor(n, n_measures=m) < 0.05 <= ablation_power.holm_rank_floor(n - 1, n_measures=m)
-    assert ablation_power.rank_family_size(0, 1, True, 3) == 6 and ablation_power.random_sets_for_holm(6) == 120
+    assert ablation_power.rank_family_size(n_matched=0, n_modes=1, control=True, n_measures=3) == 6 and ablation_power.random_sets_for_holm(6) == 120
 
 
 def test_design_presets_are_the_documented_ones():

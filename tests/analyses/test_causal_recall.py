@@ -54,11 +54,11 @@ def test_rank_test_sets_are_those_of_ablate():
     from icl_cmr.analyses.causal.recall import rank_test_sets
 
     target = [(3, 1), (2, 0), (3, 4)]
-    sets = rank_test_sets(target, 5, 6, n_random=7, seed=3)
-    expected, _, families = ablation.head_sets(5, 6, target, n_random=7, n_matched=0, seed=3)
+    sets = rank_test_sets(target, 5, 6, n_random=7, rng=3)
+    expected, _, families = ablation.head_sets(5, 6, target, n_random=7, n_matched=0, rng=3)
     assert list(sets) == ["top3"] + [f"random{i}" for i in range(7)]
     assert sets["top3"] == target and list(sets.values())[1:] == expected[1:]
-    matched = rank_test_sets(target, 5, 6, n_random=4, layer_matched=True, seed=3)
+    matched = rank_test_sets(target, 5, 6, n_random=4, layer_matched=True, rng=3)
     assert list(matched)[1:] == [f"layer_matched{i}" for i in range(4)]
     assert all(sorted(l for l, _ in s) == [2, 3, 3] for s in list(matched.values())[1:])
     with pytest.raises(ParameterError, match="n_random"):

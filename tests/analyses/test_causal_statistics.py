@@ -87,20 +87,20 @@ def test_comparison_statistics_use_article_means_for_paired_tests():
     rng = np.random.default_rng(5)
     articles = np.repeat(np.arange(8), 3)  # 8 articles of 3 windows each
     effects = rng.normal(size=(1, 4, 24)) + rng.normal(size=(1, 1, 8)).repeat(3, axis=2)
-    names, table = ablation_stats.comparison_statistics(effects, ["top", "induction", "random", "random"], 0, 100,
+    names, table = ablation_stats.comparison_statistics(effects, ["top", "induction", "random", "random"], rng=0, n_boot=100,
                                                         articles=articles)
     row = dict(zip(ablation_stats.STAT_NAMES, table[0, names.index("top_vs_induction")]))
     d = (effects[0, 0] - effects[0, 1]).reshape(8, 3).mean(axis=1)
     assert row["n_units"] == 8 and row["t_pvalue"] == pytest.approx(stats.ttest_1samp(d, 0.0).pvalue)
     per_passage = dict(zip(ablation_stats.STAT_NAMES,
-                           ablation_stats.comparison_statistics(effects, ["top", "induction", "random", "random"], 0,
-                                                                100)[1][0, names.index("top_vs_induction")]))
+                           ablation_stats.comparison_statistics(effects, ["top", "induction", "random", "random"], rng=0,
+                                                                n_boot=100)[1][0, names.index("top_vs_induction")]))
     assert per_passage["n_units"] == 24
 
 
 def test_random_sets_from_all_heads_make_the_top_set_exchangeable():
     # sets drawn uniformly among all 12 heads: every head equally often, the top set's heads included
-    sets, _, families = ablation.head_sets(3, 4, [(0, 0), (0, 1)], n_random=3000, n_matched=0, seed=2)
+    sets, _, families = ablation.head_sets(3, 4, [(0, 0), (0, 1)], n_random=3000, n_matched=0, rng=2)
     drawn = [head for s, f in zip(sets, families) if f == "random" for head in s]
     counts = np.array([drawn.count((l, h)) for l in range(3) for h in range(4)])
     assert counts.sum() == 6000 and abs(counts / 6000 - 1 / 12).max() < 0.015
@@ -122,10 +122,10 @@ def test_rank_test_power_agrees_with_a_simulation():
     null = rng.normal(size=(4000, n))
     top = z + 0.5 * rng.normal(size=4000)
     p = (1 + np.sum(null >= top[:, None], axis=1)) / (n + 1)
-    assert abs(np.mean(p <= level) - ablation_power.rank_test_power(z, n, level, z_sd=0.5)) < 0.03
+    assert abs(np.mean(p <= level) - ablation_power.rank_test_power(z, n, alpha=level, z_sd=0.5)) < 0.03
     # a fixed value: exact binomial; 19 sets at level 0.05: only c = 0 passes, i.e. Phi(z)^19
-    assert ablation_power.rank_test_power(1.0, 19, 0.05) == pytest.approx(stats.norm.cdf(1.0) ** 19)
-    assert ablation_power.rank_test_power(3.0, 10, 0.05) == 0.0  # 1 / 11 > 0.05: unreachable
+    assert ablation_power.rank_test_power(1.0, 19, alpha=0.05) == pytest.approx(stats.norm.cdf(1.0) ** 19)
+    assert ablation_power.rank_test_power(3.0, 10, alpha=0.05) == 0.0  # 1 / 11 > 0.05: unreachable
     with pytest.raises(ParameterError):
         ablation_power.rank_test_power(1.0, 0)
 
@@ -135,7 +135,7 @@ def test_rank_power_is_bounded_by_the_between_set_spread():
     few, many, limit = (ablation_power.rank_design_power(**small, n_units=u, n_random=1000, m=6)
                         for u in (30, 3000, np.inf))
     # z tends to 0.1 / 0.06 = 1.67 whatever the units: below Holm's 0.05 / 6 level, so the limit is ~0
-    assert limit == pytest.approx(ablation_power.rank_test_power(0.1 / 0.06, 1000, 0.05, 6))
+    assert limit == pytest.approx(ablation_power.rank_test_power(0.1 / 0.06, 1000, alpha=0.05, m=6))
     assert many == pytest.approx(limit, abs=1e-3) and limit < 0.01 < few < 0.1  # few units: only luck
     large = dict(effect=0.3, between_set_sd=0.06, residual_sd=0.34)
     few, many, limit = (ablation_power.rank_design_power(**large, n_units=u, n_random=1000, m=6)

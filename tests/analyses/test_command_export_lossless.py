@@ -69,7 +69,7 @@ def _memory_battery():
     from icl_cmr.analyses.memory import battery as mb
 
     pool = [f"word{k:03d}" for k in range(60)]
-    trials = [("serial_position", x, x, "") for x in mb.serial_lists(pool, 3, 8, seed=4)]
+    trials = [("serial_position", x, x, "") for x in mb.serial_lists(pool, n_lists=3, list_length=8, rng=4)]
     words = mb.drm_lists()
     lure = next(iter(words))
     trials.append(("drm", words[lure][:8], words[lure][:8], lure))
@@ -98,8 +98,8 @@ def _dissociation():
                           "head_mean_effect": (("measure", "mode", "layer", "head"), per_passage.mean(-1))},
                          coords={"measure": ["bigram"], "mode": ["zero"], "layer": np.arange(4), "head": np.arange(5),
                                  "passage": np.arange(3)})
-    heads = head_regression(effects, table, n_boot=20, n_perm=20, seed=0)
-    randoms = dis.random_set_regression(_ablation(table, n_sets=12, size=3), table, (1, 0))
+    heads = head_regression(effects, table, n_boot=20, n_perm=20, rng=0)
+    randoms = dis.random_set_regression(_ablation(table, n_sets=12, size=3), table, named_head=(1, 0))
     set_effects = {"cmr_not_induction": (rng.normal(1.0, 0.1, (1, 1, 3)), rng.normal(0, 0.1, (1, 1, 9, 3))),
                    "induction_only": (rng.normal(0, 0.1, (1, 1, 3)), rng.normal(0, 0.1, (1, 1, 9, 3)))}
     sets = dis.set_statistics(set_effects, {"cmr_not_induction": 2, "induction_only": 1},
@@ -169,7 +169,7 @@ def model_results():
         "path_ablation": path_ablation(model, [(1, 0), (1, 1)], n_words=12, n_prompts=1, composition=scores),
         "ablation": run_ablation(model.bridge, passages, [(1, 0)], n_random=3, early=4, late=25, window=2,
                                  modes=("zero",), measures="icl", progress=False),
-        "llm_recall_ablation": recall_ablation(model, sets, n_lists=2, list_length=4, seed=5),
+        "llm_recall_ablation": recall_ablation(model, sets, n_lists=2, list_length=4, rng=5),
     }
 
 
