@@ -95,8 +95,8 @@ def run(args) -> int:
         sizes = dict(effects=effects, n_lists=args.n_lists, list_length=args.list_length, lengths=lengths,
                      n_length_lists=args.n_length_lists, strength_length=args.strength_length,
                      n_strength_lists=args.n_strength_lists, drm_orders=args.drm_orders,
-                     n_semantic_lists=args.n_semantic_lists, seed=args.seed)
-        memory_battery.check_design(**{k: v for k, v in sizes.items() if k != "seed"})
+                     n_semantic_lists=args.n_semantic_lists, rng=args.seed)
+        memory_battery.check_design(**{k: v for k, v in sizes.items() if k != "rng"})
         set_threads(args.threads)
         model = load_model(args.model, device=args.device, dtype=args.dtype)
 
@@ -107,7 +107,7 @@ def run(args) -> int:
         battery = memory_battery.run_battery(model, batch_size=args.batch_size, max_new_tokens=args.max_new_tokens,
                                              progress=progress, **sizes)
     print("scoring ...", file=sys.stderr, flush=True)
-    result = memory_effects.battery_effects(battery, n_perm=args.n_perm, fit=not args.no_fit, seed=args.seed)
+    result = memory_effects.battery_effects(battery, n_perm=args.n_perm, fit=not args.no_fit, rng=args.seed)
     path = save_dataset(result, args.output)
     print(f"wrote {path} in {time.perf_counter() - started:.0f} s: {result.sizes['trial']} lists of "
           f"{result.attrs.get('model', 'the model')}")

@@ -141,7 +141,7 @@ def run(args) -> int:
     check_heads(heads, model.n_layers, model.n_heads)  # as ablate: a head the model lacks is refused before generating
     events, table = model_recall(model, pool=pool, n_lists=args.n_lists, list_length=args.list_length,
                                  task=args.task, decoding=args.decoding, seeds=seeds, temperature=args.temperature,
-                                 seed=args.seed, batch_size=args.batch_size, heads=heads,
+                                 rng=args.seed, batch_size=args.batch_size, heads=heads,
                                  max_new_tokens=args.max_new_tokens)
     path = save_dataset(events, args.output) if suffix == ".nc" else write_table(table, args.output)
     lists = table.drop_duplicates(["subject", "list"])
@@ -189,7 +189,7 @@ def run_sets(args) -> int:
     started = time.perf_counter()
     model = load_model(args.model, device=args.device, dtype=args.dtype)
     sets = recall.rank_test_sets(target, model.n_layers, model.n_heads, n_random=args.n_random,
-                                 layer_matched=args.layer_matched, seed=args.seed)
+                                 layer_matched=args.layer_matched, rng=args.seed)
     name = next(iter(sets))
     for note in notes:
         print(f"note: {note}", flush=True)
@@ -207,7 +207,7 @@ def run_sets(args) -> int:
               f"{time.perf_counter() - started:.0f} s)", flush=True)
 
     result, events = recall.recall_ablation(
-        model, sets, pool=pool, n_lists=args.n_lists, list_length=args.list_length, task=args.task, seed=args.seed,
+        model, sets, pool=pool, n_lists=args.n_lists, list_length=args.list_length, task=args.task, rng=args.seed,
         batch_size=args.batch_size, max_new_tokens=args.max_new_tokens, keep_events=True, info=source,
         progress=progress)
     path = save_dataset(result, args.output)

@@ -45,7 +45,7 @@ def register(sub):
 def run(args) -> int:
     from cmr.errors import ParameterError
     from cmr.io import result_format, write_table
-    from ..reproduce.human_comparison import markdown
+    from cmr.markdown import markdown_table
     from ..heads.top_heads import top_heads_fits, top_heads_table
 
     if args.output is not None and result_format(args.output) == ".nc":
@@ -56,8 +56,9 @@ def run(args) -> int:
 
     for name in PUBLISHED_FILES:  # profiles, induction scores and grid: a folder lacking one fails here, not mid-way
         published_file(name, reference=args.reference)
-    fits = top_heads_fits(args.reference, tuple(args.models), max(args.sizes))
-    print(markdown(top_heads_table(fits, sorted(args.sizes))))
+    fits = top_heads_fits(reference=args.reference, models=tuple(args.models), n=max(args.sizes))
+    table = top_heads_table(fits, sizes=sorted(args.sizes))
+    print(markdown_table(table.columns, table.itertuples(index=False)))
     if args.output is not None:
         print(f"wrote {write_table(fits, args.output)}")
     return 0

@@ -119,7 +119,7 @@ def run(args) -> int:
         return 0
     words = toy_model.prompt_words(out, args.n_words)
     profiles = dynamics.scan_checkpoints(toy_model.list_checkpoints(out), words=words, n_prompts=args.n_prompts,
-                                         seed=args.seed, model_name="toy")
+                                         rng=args.seed, model_name="toy")
     save_dataset(profiles, out / "profiles.nc")
     try:
         grid, grid_name = load_grid(args.grid)
@@ -127,10 +127,10 @@ def run(args) -> int:
         print(f"no CMR fits ({exc}); profiles are in {out / 'profiles.nc'}")
         fits = None
     else:
-        fits = dynamics.fit_series(profiles, grid, args.objective)
+        fits = dynamics.fit_series(profiles, grid, objective=args.objective)
         save_dataset(fits, out / "fits.nc")
     if fits is not None:
-        table = dynamics.layer_summary(fits, profiles)
+        table = dynamics.layer_summary(fits, profiles=profiles)
         write_table(table, out / "dynamics.csv")
         from ..plots import save_figure, training_dynamics
 

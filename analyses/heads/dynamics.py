@@ -17,23 +17,35 @@ the layer's most CMR-like head. See docs/training-dynamics.md.
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+import warnings
 
 import numpy as np
 import xarray as xr
+from tqdm.auto import tqdm
+import pandas as pd
 
 if TYPE_CHECKING:
     import pandas
 
+from cmr.checks import seed_of
 from cmr.constants import CMR_LIKE_DISTANCE
+from cmr.deprecation import keyword_only, renamed_keywords
 from cmr.errors import ParameterError
 from cmr.schema import provenance_attrs, validate
+from cmr.files import check_input_file
+from cmr.profile_fit import ProfileWarning, fit_profiles
+
+from ...adapters.lm.extraction import extract_heads
+from ...adapters.lm.loading import load_model
+from ...adapters.published import read_published_profiles
 
 __all__ = ["scan_checkpoints", "fit_series", "fit_published_series", "published_dynamics", "pythia_step",
            "layer_summary", "CMR_LIKE_DISTANCE"]
 
 
 
-def scan_checkpoints(checkpoints, *, words, n_prompts: int = 4, seed: int = 0, lags=8,
+@renamed_keywords(seed="rng")
+def scan_checkpoints(checkpoints, *, words, n_prompts: int = 4, rng=0, lags=8,
                      model_name: str = "toy", progress: bool = True) -> xr.Dataset:
     """Head lag profiles of every checkpoint in one ``lag_profile`` dataset.
 
@@ -43,8 +55,11 @@ def scan_checkpoints(checkpoints, *, words, n_prompts: int = 4, seed: int = 0, l
         E.g. :func:`icl_cmr.adapters.lm.toy_model.list_checkpoints`.
     words : list of str
         Prompt words (leading space, one token each), the same at every checkpoint.
-    n_prompts, seed : int
-        Prompts per checkpoint and their seed.
+    n_prompts : int
+        Prompts per checkpoint.
+    rng : int, numpy.random.Generator or None
+        Seed of the prompts, the same at every checkpoint (default 0; a Generator draws one,
+        ``int(rng.integers(2**63))``; None draws one from fresh entropy). Kept as ``seed``.
     lags : int or sequence of int
         Lag window (:func:`cmr.lag_window`), within the number of words.
     model_name : str
@@ -54,11 +69,7 @@ def scan_checkpoints(checkpoints, *, words, n_prompts: int = 4, seed: int = 0, l
     -------
     xarray.Dataset, dims (model, checkpoint, layer, head, lag); ``checkpoint`` = training step
     """
-    from tqdm.auto import tqdm
-
-    from ...adapters.lm.loading import load_model
-    from ...adapters.lm.extraction import extract_heads
-
+    seed = seed_of(rng)
     parts = []
     for step, directory in tqdm(list(checkpoints), desc="scanning checkpoints", unit="checkpoint",
                                 disable=not progress):
@@ -75,12 +86,9 @@ def scan_checkpoints(checkpoints, *, words, n_prompts: int = 4, seed: int = 0, l
     return validate(combined, "lag_profile")
 
 
-def fit_series(profiles: xr.Dataset, grid: xr.Dataset, objective: str = "paper") -> xr.Dataset:
+@keyword_only
+def fit_series(profiles: xr.Dataset, grid: xr.Dataset, *, objective: str = "paper") -> xr.Dataset:
     """CMR fits of every head at every checkpoint (NaN for unfittable, e.g. flat, profiles)."""
-    import warnings
-
-    from cmr.profile_fit import ProfileWarning, fit_profiles
-
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ProfileWarning)  # flat heads at initialisation are expected
         return fit_profiles(profiles, grid, objective=objective, invalid="nan")
@@ -92,7 +100,8 @@ def pythia_step(checkpoint) -> np.ndarray:
     return np.where(checkpoint >= 142, 143000, 1000 * (checkpoint + 1))
 
 
-def fit_published_series(profiles_path, grid: xr.Dataset, models=None, objective: str = "paper") -> dict:
+@keyword_only
+def fit_published_series(profiles_path, grid: xr.Dataset, *, models=None, objective: str = "paper") -> dict:
     """CMR fits of every checkpoint of the published Pythia profiles, one dataset per model.
 
     Parameters
@@ -106,36 +115,31 @@ def fit_published_series(profiles_path, grid: xr.Dataset, models=None, objective
     -------
     dict model name -> ``profile_fit`` dataset with dims (model, checkpoint, layer, head)
     """
-    from ...adapters.published import read_published_profiles
-
     names = list(models) if models is not None else None
     if names is None:
-        import pandas as pd
-
-        from cmr.files import check_input_file
-
         table = pd.read_csv(check_input_file(profiles_path, "published profiles", kind="text"), usecols=["model"])
         names = sorted(m for m in table["model"].unique() if str(m).startswith("pythia"))
     if not names:
         raise ParameterError(f"no Pythia models in {profiles_path}")
-    return {name: fit_series(read_published_profiles(profiles_path, model=name), grid, objective) for name in names}
+    return {name: fit_series(read_published_profiles(profiles_path, model=name), grid, objective=objective)
+            for name in names}
 
 
-def published_dynamics(profiles_path, grid: xr.Dataset, models=None, objective: str = "paper"):
+@keyword_only
+def published_dynamics(profiles_path, grid: xr.Dataset, *, models=None, objective: str = "paper"):
     """Fitted CMR parameters and inverse temperature against training step, per layer, for Pythia.
 
     Returns the :func:`layer_summary` table of every published Pythia checkpoint with a ``step``
     column (:func:`pythia_step`).
     """
-    import pandas as pd
-
-    fits = fit_published_series(profiles_path, grid, models, objective)
+    fits = fit_published_series(profiles_path, grid, models=models, objective=objective)
     table = pd.concat([layer_summary(f) for f in fits.values()], ignore_index=True)
     table.insert(2, "step", pythia_step(table["checkpoint"].to_numpy()))
     return table
 
 
-def layer_summary(fits: xr.Dataset, profiles: xr.Dataset | None = None) -> "pandas.DataFrame":
+@keyword_only
+def layer_summary(fits: xr.Dataset, *, profiles: xr.Dataset | None = None) -> "pandas.DataFrame":
     """Per (model, checkpoint, layer): the curves of the training-dynamics figures.
 
     Columns: ``model, checkpoint, layer, relative_depth, best_distance, share_cmr_like``
@@ -144,8 +148,6 @@ def layer_summary(fits: xr.Dataset, profiles: xr.Dataset | None = None) -> "pand
     layer's ``max_induction_score`` (and ``max_previous_token_score`` /
     ``max_duplicate_token_score`` when the profiles have them).
     """
-    import pandas as pd
-
     rows = []
     distance = fits["distance"]
     n_layers = fits.sizes["layer"]

@@ -18,9 +18,21 @@ sets differ from the study's. ``icl-cmr top-heads`` prints the table.
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import xarray as xr
+from scipy import stats
+
+from cmr.deprecation import keyword_only
+from cmr.errors import ParameterError
+from cmr.profile_fit import fit_profiles
+from cmr.schema import provenance_attrs, validate
+
+from ...adapters.head_ranking import rank_heads
+from ...adapters.published import published_file, read_published_profiles
+from ...adapters.published_grid import load_published_grid
 
 __all__ = ["PYTHIA_MODELS", "TOP_SIZES", "top_induction_heads", "top_heads_fits", "top_heads_table"]
 
@@ -28,17 +40,13 @@ PYTHIA_MODELS = ("pythia-70m-deduped-v0", "pythia-410m-deduped-v0", "pythia-2.8b
 TOP_SIZES = (20, 50, 100, 200)
 
 
-def top_induction_heads(reference=None, models=PYTHIA_MODELS, n: int = 200) -> xr.Dataset:
+@keyword_only
+def top_induction_heads(*, reference=None, models=PYTHIA_MODELS, n: int = 200) -> xr.Dataset:
     """The ``n`` heads with the highest induction score pooled over ``models`` (final checkpoints).
 
     Returns a ``lag_profile`` dataset with one dim ``unit`` (rank order, best first) and
     coords ``model``, ``layer``, ``head``, ``induction_score``; heads without a score are skipped.
     """
-    from cmr.errors import ParameterError
-    from cmr.schema import provenance_attrs, validate
-    from ...adapters.head_ranking import rank_heads
-    from ...adapters.published import published_file, read_published_profiles
-
     path = published_file("head_profiles.csv.gz", reference=reference)
     parts = []
     for model in models:
@@ -62,13 +70,10 @@ def top_induction_heads(reference=None, models=PYTHIA_MODELS, n: int = 200) -> x
     return validate(out, "lag_profile")
 
 
-def top_heads_fits(reference=None, models=PYTHIA_MODELS, n: int = max(TOP_SIZES)) -> pd.DataFrame:
+@keyword_only
+def top_heads_fits(*, reference=None, models=PYTHIA_MODELS, n: int = max(TOP_SIZES)) -> pd.DataFrame:
     """Per head (rank order): CMR ``paper`` and ``lsq`` distances, study and fair Gaussian distances."""
-    from cmr.profile_fit import fit_profiles
-    from ...adapters.published import published_file
-    from ...adapters.published_grid import load_published_grid
-
-    heads = top_induction_heads(reference, models, n)
+    heads = top_induction_heads(reference=reference, models=models, n=n)
     grid = load_published_grid(published_file("cmr_crp_grid.npz", reference=reference))
     study = fit_profiles(heads, grid, objective="paper", gaussian="study")
     fair = fit_profiles(heads, grid, objective="lsq", gaussian="fair")
@@ -82,12 +87,9 @@ def top_heads_fits(reference=None, models=PYTHIA_MODELS, n: int = max(TOP_SIZES)
     })
 
 
-def top_heads_table(fits: pd.DataFrame, sizes=TOP_SIZES) -> pd.DataFrame:
+@keyword_only
+def top_heads_table(fits: pd.DataFrame, *, sizes=TOP_SIZES) -> pd.DataFrame:
     """Means and tests of the top ``N`` rows of :func:`top_heads_fits` for each ``N`` in ``sizes``."""
-    import warnings
-
-    from scipy import stats
-
     def p_text(result):
         return f"{result.pvalue:.2g}"
 

@@ -22,12 +22,23 @@ Conditions (the ``condition`` of each trial):
 from __future__ import annotations
 
 import time
+from importlib import resources
+import csv
+import json
 
 import numpy as np
 import xarray as xr
+import pandas as pd
 
+from cmr.checks import as_generator, seed_of
+from cmr.deprecation import keyword_only, renamed_keywords
 from cmr.errors import DataSourceError, ParameterError, SchemaError
-from cmr.schema import provenance_attrs, register_kind
+from cmr.schema import provenance_attrs, register_kind, require_dims, require_variables
+from cmr.events import from_table
+
+from ...adapters.lm.recall_task import generate_answers, generate_answers_with_repeats, study_lists, word_pool
+from ...adapters.recall_data import read_recall_table
+from ...adapters.recall_text import COUNT_NAMES, normalise, parse_recall
 
 __all__ = ["KIND", "EFFECTS", "STRENGTH_CONDITIONS", "drm_lists", "serial_lists", "strength_lists", "semantic_lists",
            "check_design", "battery_design", "run_battery", "battery_from_answers", "battery_trials", "rescore",
@@ -43,9 +54,6 @@ _TRIAL_TEXT = ("condition", "answer", "presented", "lure")
 
 def drm_lists() -> dict[str, list[str]]:
     """The DRM lists of Roediger & McDermott (1995): critical lure -> its 15 associates, in order."""
-    import csv
-    from importlib import resources
-
     try:
         text = resources.files("icl_cmr.data").joinpath("drm_lists.csv").read_text(encoding="utf-8")
     except (FileNotFoundError, ModuleNotFoundError) as exc:
@@ -61,11 +69,12 @@ def _sub(seed, *keys) -> int:
     return int(np.random.SeedSequence([int(seed), *map(int, keys)]).generate_state(1)[0])
 
 
-def serial_lists(pool, n_lists: int, list_length: int, seed: int) -> list[list[str]]:
-    """``n_lists`` lists of ``list_length`` distinct words of ``pool`` (as ``recall_task.study_lists``)."""
-    from ...adapters.lm.recall_task import study_lists
-
-    return study_lists(pool, n_lists=n_lists, list_length=list_length, rng=seed)
+@keyword_only
+@renamed_keywords(seed="rng")
+def serial_lists(pool, *, n_lists: int, list_length: int, rng) -> list[list[str]]:
+    """``n_lists`` lists of ``list_length`` distinct words of ``pool`` (as ``recall_task.study_lists``,
+    ``rng`` as there)."""
+    return study_lists(pool, n_lists=n_lists, list_length=list_length, rng=rng)
 
 
 def _spaced(items, twice, rng, tries: int = 200):
@@ -81,18 +90,22 @@ def _spaced(items, twice, rng, tries: int = 200):
     raise ParameterError(f"could not space the repetitions of {len(twice)} of {len(items)} items")
 
 
-def strength_lists(pool, n_lists: int, list_length: int, seed: int) -> dict[str, list[tuple[list[str], list[str]]]]:
+@keyword_only
+@renamed_keywords(seed="rng")
+def strength_lists(pool, *, n_lists: int, list_length: int, rng) -> dict[str, list[tuple[list[str], list[str]]]]:
     """The list-strength conditions: each condition -> ``n_lists`` (studied items, presentation order).
 
     The same words in the same order of first presentation in every condition; in the mixed
     condition a seeded half of them (the strong items) is presented twice, in the pure strong
-    condition all of them.
+    condition all of them. ``rng``: an int is the seed; a Generator draws one
+    (``int(rng.integers(2**63))``); None draws one from fresh entropy.
     """
+    seed = seed_of(rng)
     if int(list_length) < 2:
         raise ParameterError(f"list-strength lists need at least 2 items; got {list_length}")
     rng = np.random.default_rng(_sub(seed, 1))
     out = {name: [] for name in STRENGTH_CONDITIONS}
-    for items in serial_lists(pool, n_lists, list_length, seed):
+    for items in serial_lists(pool, n_lists=n_lists, list_length=list_length, rng=seed):
         strong = set(rng.choice(items, size=len(items) // 2, replace=False).tolist())
         out["strength_pure_weak"].append((items, list(items)))
         out["strength_mixed"].append((items, _spaced(items, strong, rng)))
@@ -100,17 +113,18 @@ def strength_lists(pool, n_lists: int, list_length: int, seed: int) -> dict[str,
     return out
 
 
-def semantic_lists(n_lists: int, seed: int, source: str = "psifr:Morton2013") -> list[list[str]]:
-    """``n_lists`` study lists of ``source`` (distinct lists drawn at random), items lower-cased."""
-    from ...adapters.recall_data import read_recall_table
-
+@keyword_only
+@renamed_keywords(seed="rng")
+def semantic_lists(*, n_lists: int, rng, source: str = "psifr:Morton2013") -> list[list[str]]:
+    """``n_lists`` study lists of ``source`` (distinct lists drawn at random with
+    ``numpy.random.default_rng(rng)``; a Generator ``rng`` is used as is), items lower-cased."""
     table = read_recall_table(source)
     study = table[table["trial_type"] == "study"].sort_values(["subject", "list", "position"])
     lists = [[str(w).lower() for w in group["item"]] for _, group in study.groupby(["subject", "list"], sort=True)]
     distinct = list({tuple(items): None for items in lists})
     if int(n_lists) > len(distinct):
         raise ParameterError(f"{source} has {len(distinct)} distinct lists; asked for {n_lists}")
-    rng = np.random.default_rng(int(seed))
+    rng = as_generator(rng)
     return [list(distinct[i]) for i in sorted(rng.choice(len(distinct), size=int(n_lists), replace=False))]
 
 
@@ -128,15 +142,17 @@ def check_design(*, effects=EFFECTS, lengths=(10, 20, 30, 40), **sizes) -> None:
                              f"{list(lengths)}")
 
 
+@renamed_keywords(seed="rng")
 def battery_design(*, effects=EFFECTS, pool: str = "psifr:peers_notask", n_lists: int = 20, list_length: int = 16,
                    lengths=(10, 20, 30, 40), n_length_lists: int = 10, strength_length: int = 12,
-                   n_strength_lists: int = 10, drm_orders: int = 3, n_semantic_lists: int = 10, seed: int = 0):
+                   n_strength_lists: int = 10, drm_orders: int = 3, n_semantic_lists: int = 10, rng=0):
     """The trials of the battery: a list of ``(condition, studied items, presentation order, lure)``.
 
     Sizes as :func:`run_battery`. Every condition draws its lists with its own seed derived from
-    ``seed``, so adding or removing an effect leaves the other effects' lists unchanged.
+    the seed ``rng`` (an int; a Generator draws one, ``int(rng.integers(2**63))``), so adding or
+    removing an effect leaves the other effects' lists unchanged.
     """
-    from ...adapters.lm.recall_task import word_pool
+    seed = seed_of(rng)
 
     check_design(effects=effects, n_lists=n_lists, list_length=list_length, lengths=lengths,
                  n_length_lists=n_length_lists, strength_length=strength_length, n_strength_lists=n_strength_lists,
@@ -144,13 +160,16 @@ def battery_design(*, effects=EFFECTS, pool: str = "psifr:peers_notask", n_lists
     words = word_pool(pool) if isinstance(pool, str) else list(pool)
     trials = []
     if "serial_position" in effects:
-        trials += [("serial_position", items, items, "") for items in serial_lists(words, n_lists, list_length, seed)]
+        trials += [("serial_position", items, items, "")
+                   for items in serial_lists(words, n_lists=n_lists, list_length=list_length, rng=seed)]
     if "list_length" in effects:
         for k, length in enumerate(sorted(int(n) for n in lengths)):
             trials += [(f"length_{length}", items, items, "")
-                       for items in serial_lists(words, n_length_lists, length, _sub(seed, 2, k))]
+                       for items in serial_lists(words, n_lists=n_length_lists, list_length=length,
+                                                 rng=_sub(seed, 2, k))]
     if "list_strength" in effects:
-        for condition, pairs in strength_lists(words, n_strength_lists, strength_length, _sub(seed, 3)).items():
+        for condition, pairs in strength_lists(words, n_lists=n_strength_lists, list_length=strength_length,
+                                                 rng=_sub(seed, 3)).items():
             trials += [(condition, items, shown, "") for items, shown in pairs]
     if "drm" in effects:
         rng = np.random.default_rng(_sub(seed, 4))
@@ -159,10 +178,12 @@ def battery_design(*, effects=EFFECTS, pool: str = "psifr:peers_notask", n_lists
                 shown = list(items) if order == 0 else [items[i] for i in rng.permutation(len(items))]
                 trials.append(("drm", shown, shown, lure))
     if "semantic" in effects:
-        trials += [("semantic", items, items, "") for items in semantic_lists(n_semantic_lists, _sub(seed, 5))]
+        trials += [("semantic", items, items, "")
+                   for items in semantic_lists(n_lists=n_semantic_lists, rng=_sub(seed, 5))]
     return trials
 
 
+@renamed_keywords(seed="rng")
 def run_battery(model, *, batch_size: int = 16, max_new_tokens: int | None = None, progress=None, **sizes):
     """The model's free recall of every condition of the battery: a ``memory_battery`` dataset.
 
@@ -185,15 +206,16 @@ def run_battery(model, *, batch_size: int = 16, max_new_tokens: int | None = Non
         Presentations of every DRM list: the published order, then shuffled orders (default 3).
     n_semantic_lists : int
         Morton2013 study lists of 24 items for semantic clustering (default 10).
-    seed : int
-        Seed of every list draw (default 0).
+    rng : int, numpy.random.Generator or None
+        Seed of every list draw (default 0; a Generator draws one, ``int(rng.integers(2**63))``).
+        The seed used is kept in the provenance's settings as ``seed``.
     batch_size, max_new_tokens :
         As :func:`icl_cmr.adapters.lm.recall_task.generate_answers` (greedy decoding).
     progress : callable, optional
         Called as ``progress(condition, n_trials, seconds)`` after each condition.
     """
-    from ...adapters.lm.recall_task import generate_answers, generate_answers_with_repeats
-
+    if "rng" in sizes:
+        sizes["rng"] = seed_of(sizes["rng"])
     trials = battery_design(**sizes)
     answers: list[str] = [""] * len(trials)
     conditions = list(dict.fromkeys(t[0] for t in trials))
@@ -212,20 +234,17 @@ def run_battery(model, *, batch_size: int = 16, max_new_tokens: int | None = Non
             answers[k] = text
         if progress is not None:
             progress(condition, len(rows), time.perf_counter() - started)
-    settings = {key: (list(value) if isinstance(value, (tuple, list)) else value) for key, value in sizes.items()}
+    settings = {("seed" if key == "rng" else key): (list(value) if isinstance(value, (tuple, list)) else value)
+                for key, value in sizes.items()}
     return battery_from_answers(trials, answers, model=model.name, settings=settings)
 
 
 def _longest_item(trials) -> int:
-    from ...adapters.recall_text import normalise
-
     return max(len(normalise(w).split()) for t in trials for w in t[1]) or 1
 
 
 def battery_from_answers(trials, answers, *, model: str = "model", settings=None) -> xr.Dataset:
     """The ``memory_battery`` dataset of parsed answers to the trials of :func:`battery_design`."""
-    from ...adapters.recall_text import COUNT_NAMES, normalise, parse_recall
-
     if len(trials) != len(answers) or not trials:
         raise ParameterError(f"need one answer per trial (and at least one trial); got {len(answers)} answers for "
                              f"{len(trials)} trials")
@@ -290,8 +309,6 @@ def battery_trials(ds: xr.Dataset):
 
 def rescore(ds: xr.Dataset) -> xr.Dataset:
     """The dataset's answers parsed again (by the installed :func:`~icl_cmr.adapters.recall_text.parse_recall`)."""
-    import json
-
     settings = json.loads(ds.attrs.get("provenance", "{}")).get("settings", {})
     return battery_from_answers(battery_trials(ds), [str(a) for a in ds["answer"].values],
                                 model=ds.attrs.get("model", "model"), settings=settings)
@@ -307,7 +324,6 @@ def combine(datasets) -> xr.Dataset:
         raise ParameterError(f"the datasets come from different models: {', '.join(sorted(map(str, models)))}")
     trials = [t for d in datasets for t in battery_trials(d)]
     answers = [str(a) for d in datasets for a in d["answer"].values]
-    import json
 
     parts = [json.loads(d.attrs.get("provenance", "{}")).get("settings", {}) for d in datasets]
     return battery_from_answers(trials, answers, model=models.pop(), settings={"parts": parts})
@@ -318,10 +334,6 @@ def condition_events(ds: xr.Dataset, conditions) -> xr.Dataset:
 
     Trials keep their order within each condition; intrusions keep their text.
     """
-    import pandas as pd
-
-    from cmr.events import from_table
-
     conditions = [conditions] if isinstance(conditions, str) else list(conditions)
     names = ds["condition"].values
     missing = [c for c in conditions if c not in set(names)]
@@ -342,8 +354,6 @@ def condition_events(ds: xr.Dataset, conditions) -> xr.Dataset:
 
 def validate_memory_battery(ds: xr.Dataset) -> None:
     """Check a ``memory_battery`` dataset (see docs/schema.md)."""
-    from cmr.schema import require_dims, require_variables
-
     require_variables(ds, ["condition", "list", "list_length", "study_item", "presentations", "recalls",
                            "recall_item", "answer", "lure", "lure_recalled"], KIND)
     require_dims(ds["recalls"], ["trial", "output_position"], KIND, "recalls")

@@ -24,8 +24,19 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import xarray as xr
+from scipy.stats import binomtest, wasserstein_distance
 
+from cmr.checks import as_generator, seed_of
+from cmr.deprecation import keyword_only, renamed_keywords
 from cmr.errors import ParameterError
+from cmr.crp import lag_crp
+import cmr
+
+from ...adapters.item_pools import load_item_patterns
+from ...adapters.recall_data import load_recall_data
+from ...adapters.recall_text import normalise
+from .battery import condition_events, validate_memory_battery
+from .llm_recall import recall_measures
 
 __all__ = ["FLOOR", "LIKENESS_MEASURES", "REFERENCES", "hits", "position_scores", "semantic_ranks", "bootstrap_ci",
            "verdict", "human_semantic_scores",
@@ -123,13 +134,15 @@ def _nanmean(values, axis=None):
     return np.where(n > 0, total / np.maximum(n, 1), np.nan)
 
 
-def bootstrap_ci(values, *, n_boot: int = 2000, seed: int = 0, level: float = 0.95):
-    """(mean, low, high) of ``values`` (NaNs dropped), a percentile bootstrap over them."""
+@renamed_keywords(seed="rng")
+def bootstrap_ci(values, *, n_boot: int = 2000, rng=0, level: float = 0.95):
+    """(mean, low, high) of ``values`` (NaNs dropped), a percentile bootstrap over them, drawn with
+    ``numpy.random.default_rng(rng)`` (a Generator ``rng`` is used as is)."""
     x = np.asarray(values, dtype=float)
     x = x[np.isfinite(x)]
     if x.size == 0:
         return np.nan, np.nan, np.nan
-    draws = np.random.default_rng(seed).choice(x, size=(int(n_boot), x.size)).mean(axis=1)
+    draws = as_generator(rng).choice(x, size=(int(n_boot), x.size)).mean(axis=1)
     a = (1 - level) / 2
     return float(x.mean()), float(np.quantile(draws, a)), float(np.quantile(draws, 1 - a))
 
@@ -144,7 +157,7 @@ def verdict(estimate, low, high, *, direction: int = 1, margin: float = 0.0) -> 
 
 
 def _row(effect, statistic, values_or_ci, *, direction=1, margin=0.05, p=np.nan, n=None, human=np.nan, seed=0):
-    est, low, high = (bootstrap_ci(values_or_ci, seed=seed) if not isinstance(values_or_ci, tuple)
+    est, low, high = (bootstrap_ci(values_or_ci, rng=seed) if not isinstance(values_or_ci, tuple)
                       else values_or_ci)
     n = int(np.isfinite(np.asarray(values_or_ci, dtype=float)).sum()) if n is None else int(n)
     return dict(effect=effect, statistic=statistic, estimate=est, ci_low=low, ci_high=high, p_value=float(p), n=n,
@@ -156,7 +169,8 @@ def _trials(ds, condition):
     return np.flatnonzero(ds["condition"].values == condition)
 
 
-def serial_position_rows(ds, human: pd.DataFrame | None = None) -> list[dict]:
+@keyword_only
+def serial_position_rows(ds, *, human: pd.DataFrame | None = None) -> list[dict]:
     """Primacy, recency and the first recall (end minus start) of the ``serial_position`` lists."""
     rows = _trials(ds, "serial_position")
     scores = position_scores(ds["recalls"].values[rows], ds["list_length"].values[rows])
@@ -186,8 +200,12 @@ def list_length_rows(ds) -> list[dict]:
                  n=rows.size)]
 
 
-def list_strength_rows(ds, *, n_boot: int = 2000, seed: int = 0) -> list[dict]:
-    """Strong minus weak in mixed lists, mixed weak minus pure weak (the same items), log ratio of ratios."""
+@renamed_keywords(seed="rng")
+def list_strength_rows(ds, *, n_boot: int = 2000, rng=0) -> list[dict]:
+    """Strong minus weak in mixed lists, mixed weak minus pure weak (the same items), log ratio of ratios.
+
+    ``rng``: an int is the seed of every bootstrap; a Generator draws one (``int(rng.integers(2**63))``)."""
+    seed = seed_of(rng)
     parts = {}
     for condition in STRENGTH:
         rows = _trials(ds, condition)
@@ -221,11 +239,11 @@ def list_strength_rows(ds, *, n_boot: int = 2000, seed: int = 0) -> list[dict]:
             _row("list_strength", "log_ratio_of_ratios", tuple(map(float, ror)), margin=np.log(1.1), n=n)]
 
 
-def drm_rows(ds, *, seed: int = 0) -> list[dict]:
-    """False recall of the critical lure against the other lists' lures (a sign test over lists)."""
-    from scipy.stats import binomtest
-
-    from ...adapters.recall_text import normalise
+@renamed_keywords(seed="rng")
+def drm_rows(ds, *, rng=0) -> list[dict]:
+    """False recall of the critical lure against the other lists' lures (a sign test over lists);
+    ``rng`` as in :func:`list_strength_rows`."""
+    seed = seed_of(rng)
 
     rows = _trials(ds, "drm")
     lures = [normalise(x) for x in ds["lure"].values[rows]]
@@ -244,18 +262,20 @@ def drm_rows(ds, *, seed: int = 0) -> list[dict]:
 
 
 def _similarity(source: str = "psifr:Morton2013"):
-    from ...adapters.item_pools import load_item_patterns
-
     pool = load_item_patterns(source, categories=False)
     return pool.similarity, {str(w).casefold(): k for k, w in enumerate(pool.items)}
 
 
-def semantic_rows(ds, human: pd.Series | None = None, *, n_perm: int = 1000, seed: int = 0,
+@keyword_only
+@renamed_keywords(seed="rng")
+def semantic_rows(ds, *, human: pd.Series | None = None, n_perm: int = 1000, rng=0,
                   similarity=None) -> tuple[list[dict], np.ndarray]:
     """The semantic rank of the ``semantic`` lists against a null that shuffles each list's recall order.
 
-    Returns the rows and the per-list ranks (for human-likeness).
+    Returns the rows and the per-list ranks (for human-likeness). ``rng`` as in
+    :func:`list_strength_rows` (the null and the bootstraps share its seed).
     """
+    seed = seed_of(rng)
     similarity, index_of = similarity or _similarity()
     rows = _trials(ds, "semantic")
     recalls, items = ds["recalls"].values[rows], ds["study_item"].values[rows]
@@ -277,13 +297,9 @@ def semantic_rows(ds, human: pd.Series | None = None, *, n_perm: int = 1000, see
              _row("semantic", "semantic_rank", observed, direction=0, human=ref, seed=seed)], observed)
 
 
-def human_scores(source: str = "psifr:peers_notask") -> tuple[pd.DataFrame, pd.DataFrame]:
+@keyword_only
+def human_scores(*, source: str = "psifr:peers_notask") -> tuple[pd.DataFrame, pd.DataFrame]:
     """People's scores of :data:`LIKENESS_MEASURES` (but the semantic rank): per subject and per list."""
-    from cmr.crp import lag_crp
-
-    from ...adapters.recall_data import load_recall_data
-    from .llm_recall import recall_measures
-
     events = load_recall_data(source)
     per_list = position_scores(events["recalls"].values, events["list_length"].values)
     crp = recall_measures(events)
@@ -297,10 +313,9 @@ def human_scores(source: str = "psifr:peers_notask") -> tuple[pd.DataFrame, pd.D
     return per_subject, per_list.drop(columns="subject")
 
 
-def human_semantic_scores(source: str = "psifr:Morton2013", similarity=None) -> tuple[pd.Series, np.ndarray]:
+@keyword_only
+def human_semantic_scores(*, source: str = "psifr:Morton2013", similarity=None) -> tuple[pd.Series, np.ndarray]:
     """People's semantic rank per subject (transitions pooled over lists) and per list."""
-    from ...adapters.recall_data import load_recall_data
-
     similarity, index_of = similarity or _similarity()
     events = load_recall_data(source)
     means, counts = semantic_ranks(events["recalls"].values, events["study_item"].values, similarity, index_of)
@@ -309,15 +324,15 @@ def human_semantic_scores(source: str = "psifr:Morton2013", similarity=None) -> 
     return (sums["total"] / sums["n"].where(sums["n"] > 0)).dropna(), means[counts > 0]
 
 
-def human_likeness(model_values, subject_values, human_list_values, *, n_draws: int = 500, seed: int = 0) -> dict:
+@renamed_keywords(seed="rng")
+def human_likeness(model_values, subject_values, human_list_values, *, n_draws: int = 500, rng=0) -> dict:
     """1 - W1 of the model's per-list scores to people's per-subject scores, beside people's own lists.
 
     The baseline draws as many of people's single lists as the model has (``n_draws`` times) and
     scores them the same way; below its 2.5th percentile the model ``goes against
-    human-likeness``, otherwise it is ``within people's range``.
+    human-likeness``, otherwise it is ``within people's range``. The draws use
+    ``numpy.random.default_rng(rng)`` (a Generator ``rng`` is used as is).
     """
-    from scipy.stats import wasserstein_distance
-
     model = np.asarray(model_values, float)
     model = model[np.isfinite(model)]
     subjects = np.asarray(subject_values, float)
@@ -328,7 +343,7 @@ def human_likeness(model_values, subject_values, human_list_values, *, n_draws: 
         return dict(one_minus_w1=np.nan, baseline_median=np.nan, baseline_low=np.nan, n_model=int(model.size),
                     likeness="not detected")
     score = 1 - wasserstein_distance(model, subjects)
-    rng = np.random.default_rng(seed)
+    rng = as_generator(rng)
     base = np.array([1 - wasserstein_distance(rng.choice(lists, size=model.size), subjects) for _ in range(n_draws)])
     low = float(np.quantile(base, 0.025))
     return dict(one_minus_w1=float(score), baseline_median=float(np.median(base)), baseline_low=low,
@@ -337,9 +352,6 @@ def human_likeness(model_values, subject_values, human_list_values, *, n_draws: 
 
 
 def _model_list_scores(ds) -> pd.DataFrame:
-    from .llm_recall import recall_measures
-    from .battery import condition_events
-
     rows = _trials(ds, "serial_position")
     scores = position_scores(ds["recalls"].values[rows], ds["list_length"].values[rows])
     events = condition_events(ds, "serial_position")  # trials in list order, as rows are
@@ -349,9 +361,6 @@ def _model_list_scores(ds) -> pd.DataFrame:
 
 
 def _cmr_fit(ds, *, seed: int = 0, n_restarts="auto"):
-    import cmr
-    from .battery import condition_events
-
     fit = cmr.fit_recall(condition_events(ds, "serial_position"), by=None, n_restarts=n_restarts, rng=seed,
                          progress=False)
     return fit
@@ -366,8 +375,9 @@ def _floors(ds) -> dict:
     return {name: float(recall[effect == name].mean()) for name in set(effect)}
 
 
+@renamed_keywords(seed="rng")
 def battery_effects(ds: xr.Dataset, *, human: str = "psifr:peers_notask", semantic_human: str = "psifr:Morton2013",
-                    n_perm: int = 1000, fit: bool = True, seed: int = 0, human_data=None) -> xr.Dataset:
+                    n_perm: int = 1000, fit: bool = True, rng=0, human_data=None) -> xr.Dataset:
     """``ds`` with the statistics, human-likeness and CMR fit of every effect it holds (a new dataset).
 
     The CMR fit (``fit``) is skipped when the serial-position lists recall under :data:`FLOOR`.
@@ -376,32 +386,36 @@ def battery_effects(ds: xr.Dataset, *, human: str = "psifr:peers_notask", semant
     ``(per_subject, per_list, semantic_per_subject, semantic_per_list)`` as returned by
     :func:`human_scores` and :func:`human_semantic_scores`; ``similarity`` is then read only
     when the dataset has semantic lists.
+
+    ``rng`` seeds every bootstrap, null and fit (default 0): an int is the seed; a Generator
+    draws one (``int(rng.integers(2**63))``); None draws one from fresh entropy. The seed used is
+    the attribute ``effects_seed``.
     """
-    from .battery import validate_memory_battery
+    seed = seed_of(rng)
 
     validate_memory_battery(ds)
     names = set(ds["condition"].values)
     if human_data is None:
-        subjects, lists = human_scores(human) if "serial_position" in names else (None, None)
-        sem_subjects, sem_lists = human_semantic_scores(semantic_human) if "semantic" in names else (None, None)
+        subjects, lists = human_scores(source=human) if "serial_position" in names else (None, None)
+        sem_subjects, sem_lists = human_semantic_scores(source=semantic_human) if "semantic" in names else (None, None)
     else:
         subjects, lists, sem_subjects, sem_lists = human_data
     rows, likeness = [], {}
     if "serial_position" in names:
-        rows += serial_position_rows(ds, subjects)
+        rows += serial_position_rows(ds, human=subjects)
         scores = _model_list_scores(ds)
         for name in LIKENESS_MEASURES[:-1]:
-            likeness[name] = human_likeness(scores[name], subjects[name], lists[name], seed=seed)
+            likeness[name] = human_likeness(scores[name], subjects[name], lists[name], rng=seed)
     if sum(str(c).startswith("length_") for c in names) >= 2:
         rows += list_length_rows(ds)
     if set(STRENGTH) <= names:
-        rows += list_strength_rows(ds, seed=seed)
+        rows += list_strength_rows(ds, rng=seed)
     if "drm" in names:
-        rows += drm_rows(ds, seed=seed)
+        rows += drm_rows(ds, rng=seed)
     if "semantic" in names:
-        sem, observed = semantic_rows(ds, sem_subjects, n_perm=n_perm, seed=seed)
+        sem, observed = semantic_rows(ds, human=sem_subjects, n_perm=n_perm, rng=seed)
         rows += sem
-        likeness["semantic_rank"] = human_likeness(observed, sem_subjects, sem_lists, seed=seed)
+        likeness["semantic_rank"] = human_likeness(observed, sem_subjects, sem_lists, rng=seed)
     if not rows:
         raise ParameterError("the dataset holds no complete effect: it needs serial_position, two length_ "
                              "conditions, the three strength_ conditions, drm or semantic lists")

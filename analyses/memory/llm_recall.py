@@ -21,11 +21,18 @@ intact model becomes ``model|greedy|0|ablate:top5`` (``head_set`` of :func:`mode
 """
 from __future__ import annotations
 
+import importlib
+
 import numpy as np
 import xarray as xr
 
+from cmr.checks import seed_of
 from cmr.crp import lag_crp
-from cmr.recall_stats import lag_rank
+from cmr.deprecation import keyword_only, renamed_keywords, warn
+from cmr.recall_stats import lag_rank, pfr, spc
+
+from ...adapters.lm import recall_task as task_module
+from ...adapters.recall_text import normalise
 
 __all__ = ["MEASURES", "model_recall", "recall_measures", "recall_summary", "report_section"]
 
@@ -34,14 +41,17 @@ MEASURES = ("crp_forward", "crp_backward", "forward_asymmetry", "forward_share",
             "recall_late", "temporal_factor")
 
 
+@renamed_keywords(seed="rng")
 def model_recall(model, *, pool: str = "psifr:peers_notask", n_lists: int = 20, list_length: int = 16,
-                 task: str = "free", decoding: str = "greedy", seeds=(0,), temperature: float = 0.7, seed: int = 0,
+                 task: str = "free", decoding: str = "greedy", seeds=(0,), temperature: float = 0.7, rng=0,
                  batch_size: int = 16, heads=(), lists=None, max_new_tokens: int | None = None,
                  head_set: str | None = None):
     """The model's recall of ``n_lists`` lists of ``list_length`` words from ``pool``.
 
     ``pool`` is a bundled recall data set whose studied items are the word pool (lower-cased),
-    or a sequence of words; ``lists`` gives the study lists instead. ``seed`` draws the lists;
+    or a sequence of words; ``lists`` gives the study lists instead. ``rng`` draws the lists
+    (default 0; an int is the seed, kept as the attribute ``list_seed``; a Generator draws one,
+    ``int(rng.integers(2**63))``);
     ``seeds`` seed the sampled decoding; the other arguments are those of
     :func:`icl_cmr.adapters.lm.recall_task.generate_answers`.
     Answers are scored with the pool's longest item (in words) as the longest intrusion
@@ -52,9 +62,7 @@ def model_recall(model, *, pool: str = "psifr:peers_notask", n_lists: int = 20, 
     intact model's label.
     Returns ``(events, table)`` as :func:`icl_cmr.adapters.lm.recall_task.recall_events`.
     """
-    from ...adapters.lm import recall_task as task_module
-    from ...adapters.recall_text import normalise
-
+    seed = seed_of(rng)
     words = None
     if lists is None or not isinstance(pool, str):
         words = task_module.word_pool(pool) if isinstance(pool, str) else list(pool)
@@ -119,10 +127,9 @@ _SUMMARY_STATS = ("set_effect", "rank", "n_null", "rank_pvalue", "z", "mean_diff
                   "cohens_dz", "n_lists")
 
 
-def recall_summary(events, ablation: xr.Dataset | None = None) -> dict:
+@keyword_only
+def recall_summary(events, *, ablation: xr.Dataset | None = None) -> dict:
     """JSON-safe summary of the model's recall (and of an ablation result, if given)."""
-    from cmr.recall_stats import pfr, spc
-
     crp = lag_crp(events, by=None, lags=3)
     pooled = crp["actual"] / crp["possible"].where(crp["possible"] > 0)
     out = {
@@ -205,10 +212,6 @@ _MOVED = ("KIND", "validate_llm_recall_ablation", "head_sets", "recall_ablation"
 def __getattr__(name: str):
     """The recall-ablation names under their former home, for one release."""
     if name in _MOVED:
-        import importlib
-
-        from cmr.deprecation import warn
-
         warn(f"icl_cmr.analyses.memory.llm_recall.{name} is deprecated and will be removed in the next release; "
              f"use icl_cmr.analyses.causal.recall.{name}", skip=1)
         return getattr(importlib.import_module("icl_cmr.analyses.causal.recall"), name)

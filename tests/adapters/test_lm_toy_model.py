@@ -154,7 +154,7 @@ def test_scan_checkpoints_gives_profiles_per_step_and_layer_summary(trained):
                       coords={"width": widths, "lag": lags})
     grid.attrs.update(provenance_attrs("lag_profile", "test"), profile_kind="synthetic", unit_kind="cmr_parameters")
     fits = dynamics.fit_series(profiles, grid, objective="lsq")
-    table = dynamics.layer_summary(fits, profiles)
+    table = dynamics.layer_summary(fits, profiles=profiles)
     assert len(table) == 3 * 2
     assert {"checkpoint", "layer", "best_distance", "inverse_temperature", "width", "max_induction_score"} <= set(table)
     row = table.iloc[-1]

@@ -26,7 +26,7 @@ def test_verdict_words():
 
 
 def test_planted_primacy_without_recency():
-    lists = mb.serial_lists(POOL, 12, 16, seed=1)
+    lists = mb.serial_lists(POOL, n_lists=12, list_length=16, rng=1)
     rng = np.random.default_rng(0)
     # positions 1-3 always, the middle half the time, the last three never; first recall always position 1
     answers = [", ".join(items[:3] + [w for w in items[3:13] if rng.random() < 0.5]) for items in lists]
@@ -40,7 +40,7 @@ def test_planted_primacy_without_recency():
 
 
 def test_a_subject_at_floor_gets_no_verdict():
-    lists = mb.serial_lists(POOL, 10, 16, seed=2)
+    lists = mb.serial_lists(POOL, n_lists=10, list_length=16, rng=2)
     ds = mb.battery_from_answers([("serial_position", x, x, "") for x in lists], ["Sure!"] * 9 + [lists[9][0]])
     people = pd.DataFrame(dict(p_recall=[0.6, 0.7], primacy=[0.1, 0.2], recency=[0.2, 0.3], crp_forward=[0.4, 0.5],
                                crp_backward=[0.2, 0.3]))
@@ -53,7 +53,7 @@ def test_a_subject_at_floor_gets_no_verdict():
 def test_planted_list_length_effect():
     trials, answers = [], []
     for length, n in ((10, 6), (20, 8), (30, 10), (40, 12)):
-        for items in mb.serial_lists(POOL, 5, length, seed=length):
+        for items in mb.serial_lists(POOL, n_lists=5, list_length=length, rng=length):
             trials.append((f"length_{length}", items, items, ""))
             answers.append(", ".join(items[:n]))
     rows = _rows(me.list_length_rows(mb.battery_from_answers(trials, answers)))
@@ -66,7 +66,7 @@ def test_planted_list_length_effect():
 
 
 def test_planted_list_strength_effect():
-    design = mb.strength_lists(POOL, 8, 12, seed=3)
+    design = mb.strength_lists(POOL, n_lists=8, list_length=12, rng=3)
     trials, answers = [], []
     for condition, pairs in design.items():
         for items, shown in pairs:
@@ -139,7 +139,7 @@ def test_human_likeness_is_one_minus_w1_beside_people_lists():
 def test_battery_file_round_trip_rescore_and_combine(tmp_path):
     from cmr.io import load_dataset, save_dataset
 
-    lists = mb.serial_lists(POOL, 3, 16, seed=4)
+    lists = mb.serial_lists(POOL, n_lists=3, list_length=16, rng=4)
     trials = [("serial_position", x, x, "") for x in lists]
     ds = mb.battery_from_answers(trials, ["Here are the words: " + ", ".join(x[:4]) + ", zebra" for x in lists],
                                  model="m")

@@ -204,8 +204,8 @@ def test_recall_ablation_on_tiny_model(tiny):
     from icl_cmr.analyses.causal import recall
 
     sets = {"top_cmr": [(1, 0)], "top_induction": [(1, 1)], "random_0": [(0, 2)], "random_1": [(0, 3)]}
-    base, _ = llm_recall.model_recall(tiny, n_lists=3, list_length=4, seed=5, max_new_tokens=8)
-    result = recall.recall_ablation(tiny, sets, n_lists=3, list_length=4, seed=5, baseline=base)
+    base, _ = llm_recall.model_recall(tiny, n_lists=3, list_length=4, rng=5, max_new_tokens=8)
+    result = recall.recall_ablation(tiny, sets, n_lists=3, list_length=4, rng=5, baseline=base)
     cmr.validate(result)
     assert list(result["head_set"].values) == ["none", *sets]
     assert "top_cmr_vs_random" in result["comparison"].values
@@ -213,8 +213,8 @@ def test_recall_ablation_on_tiny_model(tiny):
     table = recall.ablation_table(result)
     assert {"comparison", "measure", "t_pvalue", "n_lists"} <= set(table.columns)
     with pytest.raises(ParameterError):
-        recall.recall_ablation(tiny, sets, n_lists=3, list_length=4, seed=6, baseline=base)
-    summary = llm_recall.recall_summary(base, result)
+        recall.recall_ablation(tiny, sets, n_lists=3, list_length=4, rng=6, baseline=base)
+    summary = llm_recall.recall_summary(base, ablation=result)
     assert summary["lists"] == 3 and "top_cmr_vs_random" in summary["ablation"]["comparisons"]
     assert llm_recall.report_section(summary)[0].startswith("## The language model")
 

@@ -20,7 +20,7 @@ def smollm2_recall():
     threads = set_threads(None)
     set_threads(1)  # one thread: two spin-waiting threads on a busy 2-core machine are many times slower
     try:
-        return model_recall(model, n_lists=3, list_length=8, seed=3, max_new_tokens=40, batch_size=3)
+        return model_recall(model, n_lists=3, list_length=8, rng=3, max_new_tokens=40, batch_size=3)
     finally:
         set_threads(threads)
 
