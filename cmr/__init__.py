@@ -26,6 +26,7 @@ transformer_lens or matplotlib). Where things live (for reading the source):
 * one fit for any lag profile (heads or humans): :mod:`cmr.profile_fit`; AIC and BIC of any
   fit: :mod:`cmr.criteria`;
 * CMR built as a two-layer attention circuit: :mod:`cmr.circuit`;
+* adjusted p-values of a family of tests (Holm, Benjamini-Hochberg): :mod:`cmr.multiple_comparisons`;
 * property testing of any CMR model or port: :mod:`cmr.testing` (imported on its own, not
   by ``import cmr``; its strategies need hypothesis).
 """
@@ -83,6 +84,8 @@ from .profile_fit import ProfileWarning as ProfileWarning
 from .profile_fit import fit_profiles as fit_profiles
 from .profile_fit import fitting_lags as fitting_lags
 from .null_models import cmr_like_null as cmr_like_null
+from .multiple_comparisons import benjamini_hochberg as benjamini_hochberg
+from .multiple_comparisons import holm as holm
 from .beta_scales import context_decay as context_decay
 from .beta_scales import textbook_beta as textbook_beta
 from .beta_scales import paper_beta as paper_beta
@@ -262,6 +265,9 @@ __all__ = [
     # AIC and BIC of any fit (likelihood or least squares)
     "aic_bic",
     "least_squares_logl",
+    # adjusted p-values of a family of tests
+    "holm",
+    "benjamini_hochberg",
     # nulls for "CMR-like"
     "cmr_like_null",
     "profile_roughness",
