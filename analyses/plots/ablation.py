@@ -2,6 +2,9 @@
 against random head sets."""
 from __future__ import annotations
 
+import numpy as np
+
+from cmr.deprecation import keyword_only
 from cmr.errors import ParameterError
 from cmr.schema import require_variables
 
@@ -20,7 +23,8 @@ MEASURE_LABELS = {
 }
 
 
-def ablation_result(ablation, measures=None):
+@keyword_only
+def ablation_result(ablation, *, measures=None):
     """Mean effect of the top head set against the random sets: the ICL score and the measures beside it.
 
     Parameters
@@ -42,8 +46,6 @@ def ablation_result(ablation, measures=None):
         (the primary test, exact permutation p) and the top set's z among the random sets.
         Effect = ablated - intact score in nats (> 0: ablation hurts in-context learning).
     """
-    import numpy as np
-
     ablation = checked(ablation, "ablation", "icl_cmr.analyses.causal.ablation.run_ablation")
     require_variables(ablation, ["mean_effect", "empirical_pvalue"], "ablation")
     present = [str(m) for m in ablation["measure"].values] if "measure" in ablation.dims else ["icl"]
@@ -60,10 +62,10 @@ def ablation_result(ablation, measures=None):
     random_sets = [str(s) for s, f in zip(ablation["head_set"].values, families) if str(s) != "top" and f == "random"]
     by_measure = "measure" in ablation.dims
     if by_measure:
-        fig, axes = new_figure(len(measures), len(modes), width=2.8, height=2.2, squeeze=False)
+        fig, axes = new_figure(ncols=len(measures), nrows=len(modes), width=2.8, height=2.2, squeeze=False)
         panels = [(axes[r][c], mode, measure) for r, mode in enumerate(modes) for c, measure in enumerate(measures)]
     else:
-        fig, axes = new_figure(len(modes), width=2.8, height=2.2, squeeze=False)
+        fig, axes = new_figure(ncols=len(modes), width=2.8, height=2.2, squeeze=False)
         panels = [(ax, mode, "icl") for ax, mode in zip(axes[0], modes)]
     with house_style():
         for ax, mode, measure in panels:

@@ -38,7 +38,7 @@ def composition_matrix(scores):
     from matplotlib import colormaps
 
     magma = colormaps["magma"].with_extremes(bad="0.9")  # undefined scores in grey
-    fig, axes = new_figure(len(kinds), width=2.6, height=2.6, squeeze=False)
+    fig, axes = new_figure(ncols=len(kinds), width=2.6, height=2.6, squeeze=False)
     with house_style():
         for ax, kind, values in zip(axes[0], kinds, excess):
             image = ax.imshow(values.reshape(n_layers * n_heads, -1), cmap=magma, vmin=0.0, vmax=top,

@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 from cmr.constants import CMR_LIKE_DISTANCE
+from cmr.deprecation import keyword_only
 from cmr.errors import SchemaError
 
 from .style import LINESTYLES, MARKERS, PALETTE, REFERENCE_GREY, house_style, new_figure
@@ -15,8 +17,6 @@ _LOSSES = ("step", "eval_loss_text", "eval_loss_repeat_first", "eval_loss_repeat
 
 
 def _check(table, training_log) -> None:
-    import pandas as pd
-
     if not isinstance(table, pd.DataFrame):
         raise SchemaError(f"training_dynamics needs the layer_summary DataFrame; got {type(table).__name__}")
     missing = [c for c in _COLUMNS if c not in table.columns]
@@ -30,7 +30,8 @@ def _check(table, training_log) -> None:
                               f"records with {', '.join(_LOSSES)}")
 
 
-def training_dynamics(table, training_log=None):
+@keyword_only
+def training_dynamics(table, *, training_log=None):
     """Head scores, CMR distance, fitted parameters and losses against training step.
 
     Panels: (a) per layer, the largest induction score (solid) and previous-token score
@@ -56,7 +57,7 @@ def training_dynamics(table, training_log=None):
     _check(table, training_log)
     has_beta = {"beta_enc", "beta_rec"} <= set(table.columns)
     panels = 2 + has_beta + (training_log is not None)
-    fig, axes = new_figure(panels, width=2.6, height=2.3)
+    fig, axes = new_figure(ncols=panels, width=2.6, height=2.3)
     axes = np.atleast_1d(axes)
     with house_style():
         for index, (layer, rows) in enumerate(table.groupby("layer")):

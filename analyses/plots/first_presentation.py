@@ -12,6 +12,7 @@ from cmr.checks import integer
 
 from ._common import checked, legend_above
 from .style import PALETTE, REFERENCE_GREY, house_style, new_figure
+from ..heads.first_presentation import head_preferences
 
 __all__ = ["first_presentation_heads"]
 
@@ -32,15 +33,13 @@ def first_presentation_heads(heads, *, n_heads: int = 3, alpha: float = 0.05):
     -------
     matplotlib.figure.Figure
     """
-    from ..heads.first_presentation import head_preferences
-
     heads = checked(heads, "repetition_heads", "icl_cmr.adapters.lm.repetition.extract_repetition_heads")
     n_heads = integer(n_heads, "n_heads", minimum=1)
     ds = head_preferences(heads, alpha=alpha).isel(model=0, checkpoint=0)
     crp = ds["repcrp"]
     strength = crp.sel(presentation=[1, 2], lag=1).mean("presentation").values
     order = np.argsort(-np.nan_to_num(strength, nan=-np.inf), axis=None)[:min(n_heads, strength.size)]
-    fig, (left, right) = new_figure(2, width=3.0, height=2.4)
+    fig, (left, right) = new_figure(ncols=2, width=3.0, height=2.4)
     lags = crp["lag"].values
     with house_style():
         for n, flat in enumerate(order):

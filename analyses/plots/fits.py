@@ -1,11 +1,17 @@
 """Fitted CMR parameters: heads against humans, recall fits across subjects and their parameter recovery."""
 from __future__ import annotations
 
+import numpy as np
+import pandas as pd
+
 from cmr.checks import integer, is_integer
+from cmr.deprecation import keyword_only
 from cmr.errors import ParameterError, SchemaError
+from cmr.beta_scales import paper_beta
 
 from ._common import checked, choose_heads, heads_2d, labelled, legend_above, target_axes
 from .style import PALETTE, REFERENCE_GREY, house_style, new_figure
+from ...adapters.published import published_human_fits
 
 __all__ = ["parameters_heads_vs_humans", "parameter_recovery", "subject_parameters"]
 
@@ -21,7 +27,8 @@ def _betas(ds, label: str):
     return ds["parameters"].sel(parameter="beta_enc"), ds["parameters"].sel(parameter="beta_rec")
 
 
-def parameters_heads_vs_humans(head_fits, human_fits, top_heads, published=None, *, ax=None):
+@keyword_only
+def parameters_heads_vs_humans(head_fits, human_fits, top_heads, *, published=None, ax=None):
     """Fitted (beta_enc, beta_rec) of chosen heads, of human subjects and of published human fits.
 
     Heads and subjects are fitted by the same call on the same grid (:func:`cmr.fit_profiles`),
@@ -47,13 +54,9 @@ def parameters_heads_vs_humans(head_fits, human_fits, top_heads, published=None,
     -------
     matplotlib.figure.Figure
     """
-    import pandas as pd
-
     head_fits = checked(head_fits, "profile_fit", "cmr.fit_profiles")
     humans = labelled(human_fits, "profile_fit", "cmr.fit_profiles", default_label="human")
     if published is None:
-        from ...adapters.published import published_human_fits
-
         published = published_human_fits()
     if not isinstance(published, pd.DataFrame) or not set(_BETAS) <= set(published.columns):
         raise SchemaError("published must be a DataFrame with columns beta_enc and beta_rec; got "
@@ -73,10 +76,8 @@ def parameters_heads_vs_humans(head_fits, human_fits, top_heads, published=None,
                    s=22, marker="^", color=PALETTE[0], zorder=2,
                    label=f"{'top CMR-like ' if is_integer(top_heads) else ''}heads ({len(chosen)})")
         if len(published):
-            from cmr.beta_scales import paper_beta
-
-            ax.scatter(paper_beta(published["beta_enc"].to_numpy(dtype=float), "enc"),
-                       paper_beta(published["beta_rec"].to_numpy(dtype=float), "rec"), s=45, marker="*",
+            ax.scatter(paper_beta(published["beta_enc"].to_numpy(dtype=float), phase="enc"),
+                       paper_beta(published["beta_rec"].to_numpy(dtype=float), phase="rec"), s=45, marker="*",
                        color=PALETTE[1], edgecolors="k", linewidths=0.3,
                        label=f"published fits, decay-matched ({len(published)})", zorder=3)
         ax.set_xlabel(r"$\beta_{enc}$ (context drift at encoding)")
@@ -111,7 +112,7 @@ def parameter_recovery(fits, *, ncols: int = 5):
         raise SchemaError("the recall_fit dataset has no free parameter")
     ncols = min(integer(ncols, "ncols"), len(free))
     nrows = -(-len(free) // ncols)
-    fig, axes = new_figure(ncols, nrows, width=1.7, height=1.7, squeeze=False)
+    fig, axes = new_figure(ncols=ncols, nrows=nrows, width=1.7, height=1.7, squeeze=False)
     with house_style():
         for ax in axes.flat[len(free):]:
             ax.set_visible(False)
@@ -148,7 +149,6 @@ def subject_parameters(fits, *, ncols: int = 5):
     -------
     matplotlib.figure.Figure
     """
-    import numpy as np
     from matplotlib.lines import Line2D
 
     fits = checked(fits, "recall_fit", "cmr.fit_recall")
@@ -166,7 +166,7 @@ def subject_parameters(fits, *, ncols: int = 5):
            else np.zeros(n_units, dtype=bool))
     ncols = min(integer(ncols, "ncols"), len(free))
     nrows = -(-len(free) // ncols)
-    fig, axes = new_figure(ncols, nrows, width=1.45, height=1.8, squeeze=False)
+    fig, axes = new_figure(ncols=ncols, nrows=nrows, width=1.45, height=1.8, squeeze=False)
     rng = np.random.default_rng(0)  # fixed jitter, so a figure is reproducible
     jitter = rng.uniform(-0.18, 0.18, n_units) if n_units > 1 else np.zeros(1)
     with house_style():

@@ -59,7 +59,7 @@ def grid_profiles(grid, *, n_values: int = 5, ncols: int = 3):
     varied = [name for name in axes_names if profile.sizes[name] > 1] or axes_names[:1]
     ncols = min(integer(ncols, "ncols"), max(len(varied), 1))
     nrows = -(-max(len(varied), 1) // ncols)
-    fig, axes = new_figure(ncols, nrows, width=2.5, height=2.5, squeeze=False, sharey=True)
+    fig, axes = new_figure(ncols=ncols, nrows=nrows, width=2.5, height=2.5, squeeze=False, sharey=True)
     colours = colormaps["viridis"]
     with house_style():
         for ax in axes.flat[len(varied):]:

@@ -14,10 +14,14 @@ import xarray as xr
 
 from cmr.checks import integer
 from cmr.constants import CMR_LIKE_DISTANCE
-from cmr.errors import ParameterError, SchemaError
+from cmr.deprecation import keyword_only
+from cmr.errors import ParameterError, ProfileError, SchemaError
+from cmr import lag_window
 
 from ._common import checked, choose_heads, draw_profile, head_label, heads_2d, labelled, legend_above, target_axes
 from .style import PALETTE, REFERENCE_GREY, house_style, new_figure
+from ...adapters.head_profiles import select_profile
+from .recall import lag_crp
 
 __all__ = [
     "head_profiles",
@@ -46,7 +50,8 @@ def _objectives(fits) -> dict:
     return {str(ds.attrs["objective"]): ds}
 
 
-def head_profiles(heads, fits=None, units=None, *, ncols: int | None = None):
+@keyword_only
+def head_profiles(heads, *, fits=None, units=None, ncols: int | None = None):
     """Lag profiles of chosen heads (mean +- SEM) with their CMR fit and fair Gaussian fit.
 
     Parameters
@@ -86,7 +91,7 @@ def head_profiles(heads, fits=None, units=None, *, ncols: int | None = None):
     sem = heads_2d(heads[sem_name]).sel(lag=lags) if sem_name and sem_name in heads else None
     ncols = min(int(ncols), len(chosen))
     nrows = -(-len(chosen) // ncols)
-    fig, axes = new_figure(ncols, nrows, width=2.3, height=2.0, squeeze=False)
+    fig, axes = new_figure(ncols=ncols, nrows=nrows, width=2.3, height=2.0, squeeze=False)
     with house_style():
         for ax, (layer, head) in zip(axes.flat, chosen):
             unit = {"layer": layer, "head": head}
@@ -119,7 +124,7 @@ def _profiles_alone(heads, units, ncols):
     induction, profile = heads_2d(heads["induction_score"]), heads_2d(heads["profile"])
     sem = heads_2d(heads["sem"]) if "sem" in heads else None
     lags = heads["lag"].values
-    fig, axes = new_figure(ncols, nrows, width=2.3, height=2.0, squeeze=False)
+    fig, axes = new_figure(ncols=ncols, nrows=nrows, width=2.3, height=2.0, squeeze=False)
     with house_style():
         for k, (ax, (layer, head)) in enumerate(zip(axes.flat, chosen)):
             unit = {"layer": layer, "head": head}
@@ -229,7 +234,7 @@ def distance_vs_induction(heads, fits_by_objective, *, threshold: float = CMR_LI
         raise SchemaError(f"head dataset needs 'induction_score' (from {_HEADS_FROM})")
     fits = _objectives(fits_by_objective)
     induction = heads_2d(heads["induction_score"])
-    fig, axes = new_figure(len(fits), width=2.6, height=2.4, squeeze=False, sharey=True)
+    fig, axes = new_figure(ncols=len(fits), width=2.6, height=2.4, squeeze=False, sharey=True)
     with house_style():
         for ax, (objective, ds) in zip(axes[0], fits.items()):
             x, y = xr.align(induction, heads_2d(ds["distance"]), join="inner")
@@ -258,7 +263,8 @@ def _depth_bins(distance: xr.DataArray, n_bins: int) -> np.ndarray:
     return np.broadcast_to(bins[:, None], distance.shape)
 
 
-def share_cmr_like_by_depth(fits_by_objective, threshold: float = CMR_LIKE_DISTANCE, *, n_bins: int = 5, ax=None):
+@keyword_only
+def share_cmr_like_by_depth(fits_by_objective, *, threshold: float = CMR_LIKE_DISTANCE, n_bins: int = 5, ax=None):
     """Share of heads with CMR distance below ``threshold``, by relative depth in the model.
 
     Relative depth of layer l of L is ``(l + 0.5) / L``, cut into ``n_bins`` equal bins; the
@@ -300,7 +306,8 @@ def share_cmr_like_by_depth(fits_by_objective, threshold: float = CMR_LIKE_DISTA
     return fig
 
 
-def soft_crp_vs_humans(humans, heads, units=None, *, lags=5):
+@keyword_only
+def soft_crp_vs_humans(humans, heads, *, units=None, lags=5):
     """Human lag-CRPs beside the soft lag-CRP of chosen heads, on one log-scaled CRP axis.
 
     Parameters
@@ -321,12 +328,6 @@ def soft_crp_vs_humans(humans, heads, units=None, *, lags=5):
     matplotlib.figure.Figure
         Two panels sharing the y axis (log scale: heads are far sharper than humans).
     """
-    from ...adapters.head_profiles import select_profile
-
-    from cmr import lag_window
-
-    from .recall import lag_crp
-
     heads = checked(heads, "lag_profile", _HEADS_FROM)
     if heads.attrs.get("profile_kind") != "soft_lag_crp":
         if "soft_crp" not in heads:
@@ -336,10 +337,8 @@ def soft_crp_vs_humans(humans, heads, units=None, *, lags=5):
     window = lag_window(lags) if lags is not None else heads["lag"].values
     missing = sorted(set(window.tolist()) - set(heads["lag"].values.tolist()))
     if missing:
-        from cmr.errors import ProfileError
-
         raise ProfileError(f"the head profiles lack lags {missing} of the requested window")
-    fig, axes = new_figure(2, width=2.6, height=2.4, sharey=True)
+    fig, axes = new_figure(ncols=2, width=2.6, height=2.4, sharey=True)
     lag_crp(humans, lags=window, ax=axes[0])
     profile = heads_2d(heads["profile"]).sel(lag=window)
     first = len(axes[0].get_legend_handles_labels()[0])  # heads continue the styles after the humans'

@@ -2,8 +2,15 @@
 from __future__ import annotations
 
 import numpy as np
+from scipy import stats
 
-from cmr.errors import SchemaError
+from cmr.errors import ParameterError, SchemaError
+from cmr.checks import integer
+import cmr
+
+from ._common import checked
+from .recall import lag_crp, pfr, spc
+from .style import PALETTE, REFERENCE_GREY, house_style, new_figure
 
 __all__ = ["recall_vs_humans", "lists_as_subjects", "recall_ablation_effects", "MEASURE_LABELS"]
 
@@ -34,14 +41,9 @@ def recall_vs_humans(model_events, human_events, *, labels=("model", "humans"), 
     -------
     matplotlib.figure.Figure
     """
-    import cmr
-
-    from .recall import lag_crp, pfr, spc
-    from .style import new_figure
-
     model = lists_as_subjects(model_events)
     human = cmr.events.as_events(human_events)
-    fig, axes = new_figure(3, 1, width=3.0, height=2.4)
+    fig, axes = new_figure(ncols=3, nrows=1, width=3.0, height=2.4)
     pairs = {labels[0]: model, labels[1]: human}
     lag_crp({k: cmr.lag_crp(v, lags=lags) for k, v in pairs.items()}, lags=lags, ax=axes[0])
     spc({k: cmr.spc(v) for k, v in pairs.items()}, ax=axes[1])
@@ -82,14 +84,6 @@ def recall_ablation_effects(result, *, level: float = 0.95, ncols: int = 4):
     -------
     matplotlib.figure.Figure
     """
-    from scipy import stats
-
-    from cmr.checks import integer
-    from cmr.errors import ParameterError
-
-    from ._common import checked
-    from .style import PALETTE, REFERENCE_GREY, house_style, new_figure
-
     result = checked(result, "llm_recall_ablation", "icl_cmr.analyses.causal.recall.recall_ablation")
     if isinstance(level, bool) or not isinstance(level, (int, float, np.number)) or not 0.0 < float(level) < 1.0:
         raise ParameterError(f"level must be a confidence level in (0, 1); got {level!r}")
@@ -99,7 +93,7 @@ def recall_ablation_effects(result, *, level: float = 0.95, ncols: int = 4):
     measures = [str(m) for m in result["measure"].values]
     ncols = min(integer(ncols, "ncols"), len(measures))
     nrows = -(-len(measures) // ncols)
-    fig, axes = new_figure(ncols, nrows, width=max(1.6, 0.8 + 0.22 * len(sets)), height=2.0, squeeze=False)
+    fig, axes = new_figure(ncols=ncols, nrows=nrows, width=max(1.6, 0.8 + 0.22 * len(sets)), height=2.0, squeeze=False)
     x = np.arange(len(sets))
     colours = [REFERENCE_GREY if s.startswith(("random", "layer_matched")) else PALETTE[k % len(PALETTE)]
                for k, s in enumerate(sets)]

@@ -17,9 +17,11 @@ import xarray as xr
 
 from cmr import lag_window
 from cmr.errors import ParameterError, ProfileError, SchemaError
+from cmr.checks import integer
+import cmr
 
 from ._common import draw_profile, labelled, legend_above, mean_sem, target_axes
-from .style import PALETTE
+from .style import PALETTE, house_style, new_figure
 
 __all__ = ["lag_crp", "spc", "pfr", "recall_curves"]
 
@@ -128,8 +130,6 @@ def lag_crp(crp, *, lags=STANDARD_LAGS, per_subject: bool = False, ax=None):
     """
     from matplotlib.ticker import MaxNLocator
 
-    from .style import house_style
-
     data = labelled(crp, "lag_profile", "cmr.lag_crp")
     for label, ds in data.items():
         if ds.attrs.get("profile_kind") != "lag_crp":
@@ -148,8 +148,6 @@ def lag_crp(crp, *, lags=STANDARD_LAGS, per_subject: bool = False, ax=None):
 
 def _stat_figure(stat, stat_kind: str, made_by: str, ylabel: str, per_subject: bool, ax):
     from matplotlib.ticker import MaxNLocator
-
-    from .style import house_style
 
     data = labelled(stat, "recall_stat", made_by)
     for label, ds in data.items():
@@ -210,15 +208,10 @@ def recall_curves(events, *, lags=5):
     -------
     matplotlib.figure.Figure
     """
-    import cmr
-    from cmr.checks import integer
-
-    from .style import new_figure
-
     events = cmr.events.as_events(events)  # a dataset of another kind: SchemaError
     longest = int(events["list_length"].max())
     window = min(integer(lags, "lags", minimum=1), max(longest - 1, 1))
-    fig, axes = new_figure(3, 1, width=2.4, height=2.2)
+    fig, axes = new_figure(ncols=3, nrows=1, width=2.4, height=2.2)
     lag_crp(cmr.lag_crp(events, lags=window), lags=window, ax=axes[0])
     spc(cmr.spc(events), ax=axes[1])
     pfr(cmr.pfr(events), ax=axes[2])

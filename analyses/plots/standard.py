@@ -2,15 +2,17 @@
 from __future__ import annotations
 
 import sys
+import json
 
 import xarray as xr
 
 from cmr.errors import ParameterError, SchemaError
 from cmr.schema import KIND_ATTR
+from cmr.analysis_set import analysis_of
 
 from . import (ablation, comparison, composition, first_presentation, fits, grids, heads, llm_recall, nulls, organisation,
                predictive, recall, repetition, states)
-from .style import plain_text
+from .style import house_style, new_figure, plain_text
 
 __all__ = ["STANDARD_FIGURES", "NO_STANDARD_FIGURE", "standard_figure", "figure_function"]
 
@@ -236,12 +238,6 @@ def analysis_set(result: xr.Dataset, *, chance=None, time_unit: str | None = Non
     time_unit : str, optional
         Unit of the inter-response-time panels.
     """
-    import json
-
-    from cmr.analysis_set import analysis_of
-
-    from .style import house_style, new_figure
-
     parts, left_out = [], []
     for name in json.loads(result.attrs.get("analyses", "[]")):
         part = analysis_of(result, name)
@@ -253,7 +249,7 @@ def analysis_set(result: xr.Dataset, *, chance=None, time_unit: str | None = Non
         raise SchemaError(f"the analysis set holds no analysis with a figure; it holds {', '.join(left_out)}")
     n_panels = sum(_PANELS.get(function, 1) for _, _, function in parts)
     ncols = min(3, n_panels)
-    fig, axes = new_figure(ncols, -(-n_panels // ncols), squeeze=False)
+    fig, axes = new_figure(ncols=ncols, nrows=-(-n_panels // ncols), squeeze=False)
     axes, used = axes.ravel(), 0
     for name, part, function in parts:
         options = {"chance": chance} if function == "category_crp" and chance is not None else \

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from cmr.checks import index
+
 from ._common import checked
 from .style import PALETTE, house_style, new_figure
 
@@ -46,8 +48,6 @@ def cmr_states(states, *, trial: int = 0):
     -------
     matplotlib.figure.Figure
     """
-    from cmr.checks import index
-
     states = checked(states, "cmr_states", "cmr.record_states")
     one = states.isel(trial=index(trial, "trial", states.sizes["trial"]))
     scored = np.flatnonzero(np.isfinite(np.asarray(one["stop_probability"].values, dtype=float)))
@@ -55,7 +55,7 @@ def cmr_states(states, *, trial: int = 0):
     units = [_short_unit(u) for u in one["unit"].values]
     positions = one["study_position"].values
     events = one["event"].values
-    fig, axes = new_figure(3, 1, width=2.3, height=2.3)
+    fig, axes = new_figure(ncols=3, nrows=1, width=2.3, height=2.3)
     with house_style():
         _heatmap(fig, axes[0], one["study_context"].transpose("study_position", "unit").values, positions, units,
                  xlabel="Context unit (item)", ylabel="After studying position", label="Context")
@@ -94,7 +94,7 @@ def circuit_trace(trace):
     positions = trace["study_position"].values
     cue = np.asarray(trace["cue_position"].values)
     rows = [f"{s} (cue {c})" if c > 0 else f"{s} (start)" for s, c in zip(steps, cue)]
-    fig, axes = new_figure(2, 1, width=2.4, height=2.3)
+    fig, axes = new_figure(ncols=2, nrows=1, width=2.4, height=2.3)
     with house_style():
         _heatmap(fig, axes[0], trace["context"].transpose("step", "unit").values, rows,
                  [_short_unit(u) for u in trace["unit"].values], xlabel="Context unit (item)", ylabel="Cue step",

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from cmr.checks import integer
+from cmr.deprecation import keyword_only
 from cmr.errors import ParameterError
 from cmr.io import atomic_write
 
@@ -96,7 +97,8 @@ def series_style(index: int) -> dict:
     }
 
 
-def new_figure(ncols: int = 1, nrows: int = 1, *, width: float = 3.0, height: float = 2.4, squeeze: bool = True,
+@keyword_only
+def new_figure(*, ncols: int = 1, nrows: int = 1, width: float = 3.0, height: float = 2.4, squeeze: bool = True,
                **subplot_kw):
     """A figure in the house style, made without pyplot (no GUI backend, nothing to close).
 
@@ -166,7 +168,8 @@ def literal_unparsable_text(fig) -> list[str]:
     return changed
 
 
-def save_figure(fig, path, pdf: bool = False) -> Path:
+@keyword_only
+def save_figure(fig, path, *, pdf: bool = False) -> Path:
     """Write ``fig`` as PNG to ``path`` (and as PDF beside it), atomically, in the house style.
 
     Both files are rendered to temporary files next to their targets and renamed into place

@@ -16,14 +16,13 @@ from .layout import (
     human_fit_files,
     slug,
 )
+from ...adapters.head_ranking import top_heads
 
 __all__ = ["make_all"]
 
 
 def make_all(ctx) -> list[str]:
     """Draw every figure the run's outputs allow (PNG + PDF); return their paths relative to the run dir."""
-    from ...adapters.head_ranking import top_heads
-
     made = []
 
     def save(fig, name):
@@ -37,7 +36,7 @@ def make_all(ctx) -> list[str]:
     heads = load_dataset(ctx.path(HEADS_FILE), kind="lag_profile")
     fits = {o: load_dataset(ctx.path(head_fit_file(o)), kind="profile_fit") for o in OBJECTIVES}
     top = top_heads(fits["lsq"], fraction=float(ctx.settings["ablation_fraction"]))
-    save(plots.head_profiles(heads, fits["lsq"]), "top_heads_fits.png")
+    save(plots.head_profiles(heads, fits=fits["lsq"]), "top_heads_fits.png")
     if ctx.path(ATTENTION_FILE).is_file():
         save(plots.attention_pattern(load_dataset(ctx.path(ATTENTION_FILE), kind="attention_pattern")),
              "attention_top_head.png")
@@ -46,7 +45,7 @@ def make_all(ctx) -> list[str]:
     human_fits = {slug(s): load_dataset(ctx.path(f), kind="profile_fit")
                   for (s, o), f in human_fit_files(ctx.settings).items() if o == "lsq"}
     save(plots.parameters_heads_vs_humans(fits["lsq"], human_fits, len(top)), "parameters_heads_vs_humans.png")
-    save(plots.soft_crp_vs_humans(human, heads, top[:4]), "human_vs_head_crp.png")
+    save(plots.soft_crp_vs_humans(human, heads, units=top[:4]), "human_vs_head_crp.png")
     if ctx.path(CAUSAL_COMPOSITION_FILE).is_file():
         causal = load_dataset(ctx.path(CAUSAL_COMPOSITION_FILE), kind="path_ablation")
         save(plots.composition_against_cmr(causal, fits["lsq"]), "composition_vs_cmr.png")

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from cmr.deprecation import keyword_only
 from cmr.errors import OutputError
 from cmr.io import atomic_write, check_output, file_digest
 
@@ -147,7 +148,8 @@ def _why_redo(stage: Stage, entry, own: dict, upstream: list[str], redone: list[
     return None
 
 
-def run_stages(stages, ctx: RunContext, resume: bool = False) -> dict:
+@keyword_only
+def run_stages(stages, ctx: RunContext, *, resume: bool = False) -> dict:
     """Run ``stages`` in order; return the manifest.
 
     With ``resume``, a stage finished by an earlier run in the same directory is reused unless

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
+from cmr.deprecation import keyword_only
 from cmr.io import atomic_write
 
 from ..memory.llm_recall import report_section
@@ -274,7 +275,8 @@ def _timings(ctx, manifest) -> list[str]:
     return lines + [""]
 
 
-def write_report(ctx, manifest=None) -> Path:
+@keyword_only
+def write_report(ctx, *, manifest=None) -> Path:
     """Write ``report.md`` and a self-contained ``report.html`` beside it."""
     lines = [
         "# icl-cmr study report",

@@ -26,8 +26,19 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+from tqdm.auto import tqdm
 
-from .pipeline import RunContext, Stage, StageSkipped, check_out_dir, run_stages
+from cmr.deprecation import keyword_only
+from cmr.checks import integer
+from cmr.crp import lag_crp
+from cmr.errors import DataSourceError, ParameterError
+from cmr.files import check_input_file
+from cmr.grids import paper_mc_grid
+from cmr.io import load_dataset, save_dataset
+from cmr.null_models import cmr_like_null
+from cmr.profile_fit import fit_profiles
+
+from .pipeline import RunContext, Stage, StageSkipped, check_out_dir, read_manifest, run_stages
 from .layout import (
     ABLATION_FILE,
     ATTENTION_FILE,
@@ -49,6 +60,29 @@ from .layout import (
     human_files,
     human_fit_files,
 )
+from . import figures as study_figures
+from ...adapters.errors import ModelOutputError
+from ...adapters.head_profiles import select_profile
+from ...adapters.head_ranking import composing_heads, rank_heads, top_heads
+from ...adapters.lm import causal_composition, composition
+from ...adapters.lm.extraction import attention_pattern, extract_heads
+from ...adapters.lm.loading import (
+    describe_peak_memory,
+    load_model,
+    measure_peak_memory,
+    refuse_missing_hub_model,
+    resolve_device,
+    resolve_dtype,
+    tiny_model,
+    with_run_record,
+)
+from ...adapters.recall_data import BUNDLED, load_recall_data
+from ...adapters.text_corpus import load_passages
+from ..causal import recall
+from ..causal.ablation import run_ablation
+from ..causal.design import AblationDesign
+from ..memory import llm_recall
+from .report import ablation_summary, composition_stage_summary, write_report
 
 __all__ = ["run_study", "build_stages", "load_study_model", "check_settings", "ablation_design", "STAGE_INPUTS",
            "recall_skip_note"]
@@ -61,10 +95,6 @@ NULL_PROFILES = 200
 
 
 def _human_crp(ctx: RunContext) -> dict:
-    from ...adapters.recall_data import load_recall_data
-    from cmr.io import save_dataset
-    from cmr.crp import lag_crp
-
     summary = {}
     for source, name in human_files(ctx.settings).items():
         events = load_recall_data(source, **ctx.settings.get("recall_options", {}))
@@ -81,9 +111,6 @@ def _human_crp(ctx: RunContext) -> dict:
 
 
 def _grid(ctx: RunContext) -> dict:
-    from cmr.io import load_dataset, save_dataset
-    from cmr.grids import paper_mc_grid
-
     if ctx.settings.get("grid"):
         grid = load_dataset(ctx.settings["grid"], kind="lag_profile")
         source = ctx.settings["grid"]
@@ -96,18 +123,12 @@ def _grid(ctx: RunContext) -> dict:
 
 
 def _heads(ctx: RunContext) -> dict:
-    from tqdm.auto import tqdm
-
-    from ...adapters.lm.extraction import attention_pattern, extract_heads
-    from cmr.io import save_dataset
-
     s = ctx.settings
     model = load_study_model(s["model"], device=s["device"], dtype=s["dtype"])
     with tqdm(total=int(s["n_prompts"]), desc=f"heads of {s['model']}", unit="prompt") as bar:
         heads = extract_heads(model, n_words=int(s["n_words"]), n_prompts=int(s["n_prompts"]), rng=int(s["seed"]),
                               progress=bar.update)
     save_dataset(heads, ctx.path(HEADS_FILE))
-    from ...adapters.head_ranking import top_heads
 
     induction = heads["induction_score"].squeeze(drop=True)
     top = [
@@ -132,10 +153,9 @@ def _heads(ctx: RunContext) -> dict:
 TINY_MODEL = "tiny-llama"
 
 
-def load_study_model(name: str, device="cpu", dtype="float32"):
+@keyword_only
+def load_study_model(name: str, *, device="cpu", dtype="float32"):
     """The study's model: ``tiny-llama`` is the random tiny model for smoke tests."""
-    from ...adapters.lm.loading import load_model, tiny_model
-
     if name == TINY_MODEL:
         return tiny_model(device=device, dtype=dtype)
     return load_model(name, device=device, dtype=dtype)
@@ -143,8 +163,6 @@ def load_study_model(name: str, device="cpu", dtype="float32"):
 
 def _run_record(ctx: RunContext, attrs) -> dict:
     """Device, dtype and peak memory of a stage's dataset, logged and kept in its summary."""
-    from ...adapters.lm.loading import describe_peak_memory
-
     ctx.log(f"on {attrs['device']} in {attrs['dtype']}; {describe_peak_memory(attrs)}")
     return {key: attrs[key] for key in ("device", "dtype", "peak_memory_bytes")}
 
@@ -173,11 +191,6 @@ def _fit_summary(fits, threshold=CMR_LIKE_DISTANCE, null=None) -> dict:
 
 
 def _fit_heads(ctx: RunContext) -> dict:
-    from ...adapters.head_profiles import select_profile
-    from cmr.io import load_dataset, save_dataset
-    from cmr.null_models import cmr_like_null
-    from cmr.profile_fit import fit_profiles
-
     heads = select_profile(load_dataset(ctx.path(HEADS_FILE), kind="lag_profile"), which="score")
     grid = load_dataset(ctx.path(GRID_FILE), kind="lag_profile")
     summary = {}
@@ -190,10 +203,6 @@ def _fit_heads(ctx: RunContext) -> dict:
 
 
 def _fit_humans(ctx: RunContext) -> dict:
-    from cmr.io import load_dataset, save_dataset
-    from cmr.null_models import cmr_like_null
-    from cmr.profile_fit import fit_profiles
-
     grid = load_dataset(ctx.path(GRID_FILE), kind="lag_profile")
     summary = {}
     for (source, objective), name in human_fit_files(ctx.settings).items():
@@ -210,11 +219,6 @@ COMPOSITION_TOP = 3
 
 
 def _composition(ctx: RunContext) -> dict:
-    from cmr.io import load_dataset, save_dataset
-    from ...adapters.lm import causal_composition, composition
-    from ...adapters.head_ranking import composing_heads, rank_heads
-    from .report import composition_stage_summary
-
     s = ctx.settings
     model = load_study_model(s["model"], device=s["device"], dtype=s["dtype"])
     scores = composition.composition_scores(model, n_baseline=50, rng=int(s["seed"]))
@@ -240,8 +244,6 @@ def ablation_design(settings: dict):
     """The design of the ablation stage: the ``demo`` preset of
     :class:`~icl_cmr.analyses.causal.design.AblationDesign`, with the run's ``ablation_*``
     settings (``--ablation-passages`` and the others) replacing its sizes."""
-    from ..causal.design import AblationDesign
-
     measures = settings.get("ablation_measures")
     return AblationDesign.preset(
         "demo", n_passages=settings.get("ablation_passages"), n_random=settings.get("ablation_random"),
@@ -251,12 +253,6 @@ def ablation_design(settings: dict):
 
 
 def _ablation(ctx: RunContext) -> dict:
-    from ...adapters.text_corpus import load_passages
-    from ...adapters.lm.loading import measure_peak_memory, with_run_record
-    from ...adapters.head_ranking import top_heads
-    from ..causal.ablation import run_ablation
-    from cmr.io import load_dataset, save_dataset
-
     s = ctx.settings
     design = ablation_design(s)
     model = load_study_model(s["model"], device=s["device"], dtype=s["dtype"])
@@ -267,13 +263,12 @@ def _ablation(ctx: RunContext) -> dict:
                                        n_tokens=design.n_tokens, rng=int(s["seed"]), return_articles=True)
     with measure_peak_memory(model.device) as memory:
         result = run_ablation(
-            model.bridge, passages, top, design, control_heads=control, seed=int(s["seed"]), articles=articles,
+            model.bridge, passages, top, design=design, control_heads=control, rng=int(s["seed"]), articles=articles,
             info={"model": s["model"], "text": "wikipedia (gensim test data)", "top_heads_from": "fits_heads_lsq.nc distance",
                   "control_heads_from": "heads.nc induction_score"},
         )
     result = with_run_record(result, device=model.device, dtype=model.dtype, **memory)
     save_dataset(result, ctx.path(ABLATION_FILE))
-    from .report import ablation_summary
 
     return {**ablation_summary(result, top), **_run_record(ctx, result.attrs)}
 
@@ -286,40 +281,30 @@ def recall_skip_note(model: str, error) -> str:
 
 
 def _llm_recall(ctx: RunContext) -> dict:
-    from ...adapters.errors import ModelOutputError
-    from ..memory import llm_recall
-    from ..causal import recall
-    from cmr.io import load_dataset, save_dataset
-
     s = ctx.settings
     model = load_study_model(s["model"], device=s["device"], dtype=s["dtype"])
     heads = load_dataset(ctx.path(HEADS_FILE), kind="lag_profile")
     fits = load_dataset(ctx.path(head_fit_file("lsq")), kind="profile_fit")
     size = min(int(s["recall_heads"]), heads.sizes["layer"] * heads.sizes["head"] // 2)  # random sets need room
     sets = recall.head_sets(heads, fits, n_heads=size, n_random=int(s["recall_random"]), n_layer_matched=0,
-                            seed=int(s["seed"]))
+                            rng=int(s["seed"]))
     try:
-        events, _ = llm_recall.model_recall(model, n_lists=int(s["recall_lists"]), seed=int(s["seed"]))
+        events, _ = llm_recall.model_recall(model, n_lists=int(s["recall_lists"]), rng=int(s["seed"]))
     except ModelOutputError as exc:  # a model that recalls nothing has no recall to score: the study goes on
         raise StageSkipped(recall_skip_note(s["model"], exc)) from None
-    result = recall.recall_ablation(model, sets, n_lists=int(s["recall_lists"]), seed=int(s["seed"]),
+    result = recall.recall_ablation(model, sets, n_lists=int(s["recall_lists"]), rng=int(s["seed"]),
                                     baseline=events, progress=lambda name: ctx.log(f"recall with {name} ablated"))
     save_dataset(events, ctx.path(LLM_RECALL_FILE))
     save_dataset(result, ctx.path(LLM_RECALL_ABLATION_FILE))
-    return llm_recall.recall_summary(events, result)
+    return llm_recall.recall_summary(events, ablation=result)
 
 
 def _figures(ctx: RunContext) -> dict:
-    from . import figures as study_figures
-
     return {"figures": study_figures.make_all(ctx)}
 
 
 def _report(ctx: RunContext) -> dict:
-    from .pipeline import read_manifest
-    from .report import write_report
-
-    write_report(ctx, read_manifest(ctx.out_dir))
+    write_report(ctx, manifest=read_manifest(ctx.out_dir))
     return {}
 
 
@@ -381,11 +366,6 @@ def check_settings(settings: dict) -> None:
     cmr.errors.ParameterError
         Two recall data sets whose results would share a file name (``a/data.csv``, ``b/data.csv``).
     """
-    from cmr.checks import integer
-    from cmr.errors import DataSourceError, ParameterError
-    from cmr.files import check_input_file
-    from ...adapters.recall_data import BUNDLED
-
     minimum = {"n_prompts": 1, "n_words": 2, "grid_trials": 1, "ablation_random": 1, "ablation_passages": 0,
                "ablation_matched": 0, "recall_lists": 0, "seed": 0}
     for name, low in minimum.items():
@@ -411,7 +391,8 @@ def check_settings(settings: dict) -> None:
         named[name] = source
 
 
-def run_study(out_dir, recall=DEFAULT_RECALL, model=DEFAULT_MODEL, resume=False, log=print, recall_options=None,
+@keyword_only
+def run_study(out_dir, *, recall=DEFAULT_RECALL, model=DEFAULT_MODEL, resume=False, log=print, recall_options=None,
               **overrides) -> dict:
     """Run the study into ``out_dir``; return the manifest (stage timings and summaries).
 
@@ -427,7 +408,6 @@ def run_study(out_dir, recall=DEFAULT_RECALL, model=DEFAULT_MODEL, resume=False,
     given = {k: v for k, v in (recall_options or {}).items() if v not in (None, False)}
     if given:  # kept in the settings, so a resumed run with other options redoes the stages that read them
         settings["recall_options"] = given
-    from ...adapters.lm.loading import refuse_missing_hub_model, resolve_device, resolve_dtype
 
     check_out_dir(out_dir)
     check_settings(settings)

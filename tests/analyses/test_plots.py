@@ -177,7 +177,7 @@ def test_predictive_check_draws_the_data_and_every_model(events):
 def test_head_profiles_draw_the_top_induction_heads_with_their_fits(tiny):
     _, heads, _, fits = tiny
     fit = fits["lsq"]
-    fig = _figure(plots.head_profiles(heads, fit, units=3))
+    fig = _figure(plots.head_profiles(heads, fits=fit, units=3))
     induction = heads["induction_score"].squeeze(drop=True).stack(unit=("layer", "head"))
     expected = [tuple(map(int, u)) for u in induction.sortby(-induction)["unit"].values[:3]]
     panels = [ax for ax in fig.axes if ax.get_visible()]
@@ -192,20 +192,20 @@ def test_head_profiles_draw_the_top_induction_heads_with_their_fits(tiny):
         np.testing.assert_array_equal(cmr_line.get_ydata(), fit["fitted"].sel(unit))
         np.testing.assert_array_equal(gaussian_line.get_ydata(), fit["gaussian_fitted"].sel(unit))
         assert f"{float(fit['distance'].sel(unit)):.3f}" in ax.get_title()
-    panels = plots.head_profiles(heads, fit, units="L1.H2,L0.H0").axes
+    panels = plots.head_profiles(heads, fits=fit, units="L1.H2,L0.H0").axes
     assert [ax.get_title().split(",")[0] for ax in panels if ax.get_visible()] == ["L1.H2", "L0.H0"]
 
 
 def test_head_figures_refuse_wrong_datasets_and_heads(tiny):
     _, heads, _, fits = tiny
     with pytest.raises(SchemaError, match="profile_fit"):
-        plots.head_profiles(heads, heads)
+        plots.head_profiles(heads, fits=heads)
     with pytest.raises(SchemaError, match="lag_profile"):
-        plots.head_profiles(fits["lsq"], fits["lsq"])
+        plots.head_profiles(fits["lsq"], fits=fits["lsq"])
     with pytest.raises(ParameterError, match="L7.H0"):
-        plots.head_profiles(heads, fits["lsq"], units=[(7, 0)])
+        plots.head_profiles(heads, fits=fits["lsq"], units=[(7, 0)])
     with pytest.raises(ParameterError):
-        plots.head_profiles(heads, fits["lsq"], units=0)
+        plots.head_profiles(heads, fits=fits["lsq"], units=0)
     with pytest.raises(SchemaError, match="one model"):
         plots.distance_vs_induction(xr.concat([heads, heads.assign_coords(checkpoint=[5])], "checkpoint"), fits)
     with pytest.raises(SchemaError, match="attention_pattern"):
@@ -302,7 +302,7 @@ def test_parameters_heads_vs_humans_draws_heads_subjects_and_published(tiny, eve
     np.testing.assert_array_equal(top, [[hp.sel(layer=l, head=h, parameter=n) for n in ("beta_enc", "beta_rec")]
                                         for l, h in best])
     # published textbook fits are drawn decay-matched on the variant's scale
-    np.testing.assert_allclose(stars, [[cmr.paper_beta(0.3, "enc"), cmr.paper_beta(0.6, "rec")]], rtol=1e-12)
+    np.testing.assert_allclose(stars, [[cmr.paper_beta(0.3, phase="enc"), cmr.paper_beta(0.6, phase="rec")]], rtol=1e-12)
     default = plots.parameters_heads_vs_humans(fits["lsq"], human, [(1, 0)]).axes[0]
     from icl_cmr.adapters.published import published_human_fits
 

@@ -57,7 +57,7 @@ def recall_ablation():
     from icl_cmr.analyses.causal import recall as causal_recall
 
     sets = {"top_cmr": [(1, 0)], "top_induction": [(1, 1)], "random_0": [(0, 2)], "random_1": [(0, 3)]}
-    return causal_recall.recall_ablation(tiny_model(), sets, n_lists=3, list_length=4, seed=5)
+    return causal_recall.recall_ablation(tiny_model(), sets, n_lists=3, list_length=4, rng=5)
 
 
 # one small real dataset per figure function this file tests
