@@ -12,6 +12,8 @@ import importlib
 import statistics
 import time
 
+from cmr.deprecation import keyword_only
+
 BENCHMARKS = {
     "likelihood": "icl_cmr.analyses.bench.cmr_fit:bench_likelihood",
     "fit-subject": "icl_cmr.analyses.bench.cmr_fit:bench_fit_subject",
@@ -47,7 +49,8 @@ BENCHMARKS = {
 }
 
 
-def median_time(func, repeats: int, warmup: int = 1) -> float:
+@keyword_only
+def median_time(func, repeats: int, *, warmup: int = 1) -> float:
     """Median wall time of ``func()`` in seconds over ``repeats`` calls after ``warmup`` calls."""
     for _ in range(warmup):
         func()

@@ -15,6 +15,14 @@ import time
 
 import numpy as np
 
+from cmr.deprecation import keyword_only
+
+from . import median_time
+from ...adapters.lm import ablation_engine, interventions
+from ...adapters.lm.loading import load_model, set_threads
+from ...adapters.text_corpus import load_passages
+from ..causal import ablation
+
 TOP = [(18, 6), (18, 7), (18, 8), (24, 2), (17, 4), (26, 5), (17, 5), (23, 2), (14, 3), (17, 3), (23, 7), (23, 8),
        (26, 3), (24, 0), (23, 1), (14, 5), (24, 1), (15, 6), (23, 3), (8, 0), (7, 7), (21, 3), (20, 8), (20, 6),
        (24, 4), (22, 7), (20, 7)]
@@ -23,20 +31,15 @@ N_RANDOM = 4
 N_MATCHED = 4
 
 
-def bench_ablation(repeats: int = 3) -> dict:
-    from ...adapters.lm import ablation_engine, interventions
-    from ...adapters.text_corpus import load_passages
-    from ...adapters.lm.loading import load_model, set_threads
-    from ..causal import ablation
-    from . import median_time
-
+@keyword_only
+def bench_ablation(*, repeats: int = 3) -> dict:
     start = time.perf_counter()
     model = load_model("smollm2-135m")
     interventions.plain_model(model.bridge)
     load_s = time.perf_counter() - start
     passages = load_passages("wikipedia", model.tokenizer, n_passages=N_PASSAGES, n_tokens=512, rng=0)
     targets = ablation.scored_positions(50, 500, 5, 512)
-    sets = ablation.head_sets(30, 9, TOP, n_random=N_RANDOM, n_matched=N_MATCHED, seed=0)[0]
+    sets = ablation.head_sets(30, 9, TOP, n_random=N_RANDOM, n_matched=N_MATCHED, rng=0)[0]
 
     def ours():
         base, losses, _ = ablation_engine.set_losses(model.bridge, passages, targets, sets, modes=("zero",))

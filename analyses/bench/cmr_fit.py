@@ -7,7 +7,14 @@ import sys
 import textwrap
 import time
 
+from cmr.deprecation import keyword_only
+from cmr.events import from_table, to_table
+from cmr.textbook.fit import STANDARD_FREE, fit_recall
+from cmr.textbook.likelihood import log_likelihood
+from cmr.textbook.spec import FitSpec
+
 from . import median_time
+from ...adapters.recall_data import load_recall_data
 
 MORTON_MIXED_PARAMS = dict(
     T=0.1, Lfc=0.15, Lcf=0.15, Afc=0.0, Acf=0.0, Dfc=0.85, Dcf=0.85,
@@ -39,11 +46,9 @@ def cymr_modules():
     return cymr_cmr, cymr_fit
 
 
-def bench_likelihood(repeats: int = 7) -> dict:
+@keyword_only
+def bench_likelihood(*, repeats: int = 7) -> dict:
     """Whole Morton2013_mixed likelihood: ours (public log_likelihood) vs cymr CMR().likelihood."""
-    from cmr.events import from_table
-    from cmr.textbook.likelihood import log_likelihood
-
     cymr_cmr, cymr_fit = cymr_modules()
     code = _FIRST_CALL.format(params=MORTON_MIXED_PARAMS)
     fresh = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -79,17 +84,13 @@ def bench_likelihood(repeats: int = 7) -> dict:
     }
 
 
-def bench_fit_subject(repeats: int = 1) -> dict:
+@keyword_only
+def bench_fit_subject(*, repeats: int = 1) -> dict:
     """10-free-parameter ML fit of Morton2013 subject 1: our wall time vs cymr's estimated cost.
 
     The reference is estimated, not run (cymr's default takes minutes): cymr's measured time
     per likelihood evaluation of this subject times the number of evaluations our fit used.
     """
-    from ...adapters.recall_data import load_recall_data
-    from cmr.textbook.fit import STANDARD_FREE, fit_recall
-    from cmr.textbook.spec import FitSpec
-    from cmr.textbook.likelihood import log_likelihood
-
     cymr_cmr, _ = cymr_modules()
     events = load_recall_data("psifr:Morton2013")
     subject = events["subject"].values[0]
@@ -103,8 +104,6 @@ def bench_fit_subject(repeats: int = 1) -> dict:
         times.append(time.perf_counter() - start)
     ours = sorted(times)[len(times) // 2]
     nfev = int(fits["nfev"].values[0])
-
-    from cmr.events import to_table
 
     table = to_table(one)
     table["item_index"] = table.groupby("item", sort=True).ngroup()

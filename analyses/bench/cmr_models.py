@@ -13,8 +13,14 @@ import time
 
 import numpy as np
 
+from cmr.deprecation import keyword_only
+from cmr.events import to_table
+import cmr
+
 from . import median_time
 from .cmr_fit import MORTON_MIXED_PARAMS, cymr_modules
+from ...adapters.item_pools import load_item_patterns
+from ...adapters.recall_data import load_recall_data, read_recall_table
 
 SEMANTIC_FREE = ("Lfc", "Lcf", "P1", "P2", "B_enc", "B_start", "B_rec", "T", "X1", "X2", "Scf", "Sff")
 SEMANTIC_PARAMS = dict(MORTON_MIXED_PARAMS, Scf=0.1, Sff=0.5)
@@ -27,18 +33,14 @@ def _cymr_per_eval(table, param, param_def, patterns, repeats=3) -> float:
 
 
 def _localist_table(events):
-    from cmr.events import to_table
-
     table = to_table(events)
     table["item_index"] = table.groupby("item", sort=True).ngroup()
     return table
 
 
-def bench_fit_peers(repeats: int = 1) -> dict:
+@keyword_only
+def bench_fit_peers(*, repeats: int = 1) -> dict:
     """Ten free parameters, every psifr:peers_notask subject (126), two threads, vs cymr."""
-    import cmr
-    from ...adapters.recall_data import load_recall_data
-
     cymr_cmr, _ = cymr_modules()
     events = load_recall_data("psifr:peers_notask")
     cmr.log_likelihood(events.isel(trial=[0]), MORTON_MIXED_PARAMS)  # compile outside the timing
@@ -73,12 +75,9 @@ def bench_fit_peers(repeats: int = 1) -> dict:
     }
 
 
-def bench_fit_semantic(repeats: int = 1) -> dict:
+@keyword_only
+def bench_fit_semantic(*, repeats: int = 1) -> dict:
     """Semantic CMR (12 free parameters: the ten, Scf, Sff) on one psifr:Morton2013 subject, vs cymr."""
-    import cmr
-    from ...adapters.item_pools import load_item_patterns
-    from ...adapters.recall_data import load_recall_data
-
     cymr_cmr, _ = cymr_modules()
     events = load_recall_data("psifr:Morton2013")
     subject = events["subject"].values[0]
@@ -114,8 +113,6 @@ def bench_fit_semantic(repeats: int = 1) -> dict:
 
 def _cymr_semantic(subject, patterns):
     """One Morton2013 subject's table, cymr's semantic configuration and patterns (docs/semantic-cmr.md)."""
-    from ...adapters.recall_data import read_recall_table
-
     cymr_cmr, _ = cymr_modules()
     table = read_recall_table("psifr:Morton2013")
     table = table[table["subject"] == subject].copy()
@@ -131,7 +128,8 @@ def _cymr_semantic(subject, patterns):
     return table, param_def, cymr_patterns
 
 
-def bench_likelihood_semantic(repeats: int = 21) -> dict:
+@keyword_only
+def bench_likelihood_semantic(*, repeats: int = 21) -> dict:
     """One public semantic CMR likelihood call (Morton2013 subject 1, 768-item pool) vs cymr's.
 
     Ours is ``cmr.log_likelihood(events, params, patterns=patterns)`` as a user calls it again
@@ -142,10 +140,6 @@ def bench_likelihood_semantic(repeats: int = 21) -> dict:
     ours (``ours_after_reference_s``: with the caches as cymr's call left them). Wall and
     process CPU seconds, both sides in the same process.
     """
-    import cmr
-    from ...adapters.item_pools import load_item_patterns
-    from ...adapters.recall_data import load_recall_data
-
     cymr_cmr, _ = cymr_modules()
     events = load_recall_data("psifr:Morton2013")
     subject = events["subject"].values[0]

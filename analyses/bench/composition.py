@@ -12,6 +12,13 @@ from __future__ import annotations
 import time
 
 import numpy as np
+from threadpoolctl import threadpool_limits
+
+from cmr.deprecation import keyword_only
+
+from . import median_time
+from ...adapters.lm import composition
+from ...adapters.lm.loading import load_model
 
 N_REFERENCE_PAIRS = 24
 N_BASELINE = 200
@@ -31,7 +38,8 @@ def _full_matrix_scores(weights: dict, pairs) -> np.ndarray:
     return out
 
 
-def bench_composition(repeats: int = 3) -> dict:
+@keyword_only
+def bench_composition(*, repeats: int = 3) -> dict:
     """All 35,235 (earlier head, later head) pairs of smollm2-135m, Q, K and V: ours vs the definition.
 
     ``ours_s``: ``composition_scores(model, n_baseline=200)`` after loading (wall time; median
@@ -40,12 +48,6 @@ def bench_composition(repeats: int = 3) -> dict:
     the number of pairs. ``max_rel_diff``: the largest relative difference of the two on those
     pairs (ours computes the large product in float32).
     """
-    from threadpoolctl import threadpool_limits
-
-    from ...adapters.lm import composition
-    from ...adapters.lm.loading import load_model
-    from . import median_time
-
     start = time.perf_counter()
     model = load_model("smollm2-135m", device="cpu")
     load_s = time.perf_counter() - start

@@ -13,9 +13,20 @@ from __future__ import annotations
 import time
 import warnings
 from importlib import resources
+from io import StringIO
 
 import numpy as np
 import pandas as pd
+
+from cmr.deprecation import keyword_only
+from cmr.constants import CONVERGENCE_TOLERANCE
+from cmr.errors import FitWarning
+from cmr.events import to_table
+from cmr.textbook.parameters import fit_bounds
+import cmr
+
+from ...adapters.recall_data import load_recall_data
+from .cmr_fit import cymr_modules
 
 REFERENCE_FILE = "fit_reference_morton2013.csv"
 FIXED = dict(Afc=0.0, Acf=0.0, Dfc=0.85, Dcf=0.85)  # FitSpec()'s fixed values (cmr.default_parameters)
@@ -24,7 +35,6 @@ FIXED = dict(Afc=0.0, Acf=0.0, Dfc=0.85, Dcf=0.85)  # FitSpec()'s fixed values (
 def load_reference() -> pd.DataFrame:
     """The best known maximum per Morton2013 subject: ``subject``, ``logl``, the ten free parameters."""
     text = resources.files("icl_cmr.data").joinpath(REFERENCE_FILE).read_text()
-    from io import StringIO
 
     return pd.read_csv(StringIO(text), comment="#")
 
@@ -34,9 +44,6 @@ def _cymr_fit(events, subjects, bounds, **options) -> pd.DataFrame:
 
     One row per subject: ``subject``, ``logl`` and ``seconds``.
     """
-    from .cmr_fit import cymr_modules
-    from cmr.events import to_table
-
     cymr_cmr, _ = cymr_modules()
     rows = []
     for subject in subjects:
@@ -54,18 +61,13 @@ def _cymr_fit(events, subjects, bounds, **options) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def bench_fit_quality(repeats: int = 1, subjects=None, cymr_subjects: int = 1, n_jobs: int = 1) -> dict:
+@keyword_only
+def bench_fit_quality(*, repeats: int = 1, subjects=None, cymr_subjects: int = 1, n_jobs: int = 1) -> dict:
     """Share of Morton2013 subjects the default fit brings within 0.1 log units of the best known; vs cymr.
 
     ``repeats`` is not used (one fit of every subject is the measurement). ``n_jobs=1``: one
     subject at a time on one thread, so ``seconds`` is a subject's own cost.
     """
-    import cmr
-    from cmr.constants import CONVERGENCE_TOLERANCE
-    from cmr.textbook.parameters import fit_bounds
-    from cmr.errors import FitWarning
-    from ...adapters.recall_data import load_recall_data
-
     reference = load_reference()
     reference["subject"] = reference["subject"].astype(str)
     events = load_recall_data("psifr:Morton2013")
@@ -105,7 +107,7 @@ def bench_fit_quality(repeats: int = 1, subjects=None, cymr_subjects: int = 1, n
     }
     if cymr_subjects:
         chosen = list(both["subject"][: int(cymr_subjects)])
-        bounds = dict(zip(spec.free, fit_bounds(spec.free, spec.bounds)))
+        bounds = dict(zip(spec.free, fit_bounds(spec.free, bounds=spec.bounds)))
         originals = np.asarray(events["subject"].values)
         texts = originals.astype(str)
         theirs = _cymr_fit(events, [originals[np.flatnonzero(texts == s)[0]] for s in chosen], bounds)

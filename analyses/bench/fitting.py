@@ -12,7 +12,13 @@ import time
 import numpy as np
 import xarray as xr
 
+from cmr.checks import seed_of
+from cmr.deprecation import keyword_only, renamed_keywords
+from cmr.profile_fit import fit_profiles
+from cmr.schema import provenance_attrs
+
 from . import median_time
+from ...adapters.published_grid import load_published_grid
 
 N_UNITS = 10_000
 N_REFERENCE_UNITS = 10
@@ -20,14 +26,15 @@ LAGS = np.arange(-5, 6)
 
 
 def _grid():
-    from ...adapters.published_grid import load_published_grid
-
     return load_published_grid()
 
 
-def synthetic_units(grid, n_units: int, seed: int = 0) -> xr.Dataset:
-    """Affine images of random grid profiles plus noise, as ``n_units`` 'subjects'."""
-    from cmr.schema import provenance_attrs
+@keyword_only
+@renamed_keywords(seed="rng")
+def synthetic_units(grid, *, n_units: int, rng=0) -> xr.Dataset:
+    """Affine images of random grid profiles plus noise, as ``n_units`` 'subjects'; ``rng`` an int seed
+    (kept as ``seed``) or a Generator (which draws one, ``int(rng.integers(2**63))``)."""
+    seed = seed_of(rng)
 
     rng = np.random.default_rng(seed)
     rows = grid["profile"].sel(lag=LAGS).stack(point=grid["profile"].dims[:-1]).transpose("point", "lag").values
@@ -55,11 +62,10 @@ def study_loop(profiles: np.ndarray, cube: np.ndarray) -> np.ndarray:
     return out
 
 
-def bench_fit_units(repeats: int = 3) -> dict:
-    from cmr.profile_fit import fit_profiles
-
+@keyword_only
+def bench_fit_units(*, repeats: int = 3) -> dict:
     grid = _grid()
-    units = synthetic_units(grid, N_UNITS)
+    units = synthetic_units(grid, n_units=N_UNITS)
 
     start = time.perf_counter()
     paper = fit_profiles(units, grid, objective="paper", gaussian=False)

@@ -9,14 +9,16 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
+
+from cmr.deprecation import keyword_only
+
+from . import median_time
+from ...adapters.lm import extraction, loading
 
 
 def _worker(repeats: int, n_words: int, n_prompts: int, threads: int) -> dict:
     import resource
-    import time
-
-    from ...adapters.lm import extraction, loading
-    from . import median_time
 
     loading.set_threads(threads)
 
@@ -43,8 +45,8 @@ def _worker(repeats: int, n_words: int, n_prompts: int, threads: int) -> dict:
         bare_times.append(median_time(bare, 1, warmup=0))
         extract_times.append(median_time(extract, 1, warmup=0))
     parts = {
-        "word_selection_s": median_time(lambda: extraction.make_prompts(model, n_words=n_words, n_prompts=n_prompts), 1, 0),
-        "copying_s": median_time(lambda: extraction.copying_scores(model), 1, 0),
+        "word_selection_s": median_time(lambda: extraction.make_prompts(model, n_words=n_words, n_prompts=n_prompts), 1, warmup=0),
+        "copying_s": median_time(lambda: extraction.copying_scores(model), 1, warmup=0),
     }
     ours = sorted(extract_times)[len(extract_times) // 2]
     ref = sorted(bare_times)[len(bare_times) // 2]
@@ -66,7 +68,8 @@ def _worker(repeats: int, n_words: int, n_prompts: int, threads: int) -> dict:
     }
 
 
-def bench_heads(repeats: int = 3, n_words: int = 100, n_prompts: int = 5, threads: int = 1) -> dict:
+@keyword_only
+def bench_heads(*, repeats: int = 3, n_words: int = 100, n_prompts: int = 5, threads: int = 1) -> dict:
     """All 270 heads of smollm2-135m over 5 prompts of 201 tokens vs 5 bare forward passes.
 
     ``ours_s``: :func:`icl_cmr.adapters.lm.extraction.extract_heads` end to end after loading (word

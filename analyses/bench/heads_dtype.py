@@ -13,6 +13,11 @@ import subprocess
 import sys
 import time
 
+from cmr.deprecation import keyword_only
+
+from ...adapters import head_profiles as hp
+from ...adapters.lm import extraction, loading
+
 CONFIGS = (("float32", "lean"), ("bfloat16", "lean"), ("float32", "full"))
 
 
@@ -23,9 +28,6 @@ def _resident_bytes() -> int:
 
 def _worker(dtype: str, path: str, n_words: int = 100, n_prompts: int = 5) -> dict:
     import resource
-
-    from ...adapters import head_profiles as hp
-    from ...adapters.lm import extraction, loading
 
     loading.set_threads(1)  # multi-threaded torch timings swing by 2x on a shared 2-core machine
     with_torch = _resident_bytes()
@@ -55,7 +57,8 @@ def _worker(dtype: str, path: str, n_words: int = 100, n_prompts: int = 5) -> di
             "extract_peak_gb": memory["peak_memory_bytes"] / 1e9}
 
 
-def bench_heads_dtype(repeats: int = 3) -> dict:
+@keyword_only
+def bench_heads_dtype(*, repeats: int = 3) -> dict:
     """All 270 heads of smollm2-135m (100 words x 5 prompts, 1 torch thread) in bfloat16 vs float32.
 
     ``ours_s``: :func:`extract_heads` in bfloat16; ``reference_s``: the same in float32 (after

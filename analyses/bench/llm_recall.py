@@ -11,23 +11,26 @@ from __future__ import annotations
 import os
 import time
 
+from cmr.deprecation import keyword_only
+
+from ...adapters.lm.loading import load_model, set_threads
+from ..memory.llm_recall import model_recall
+
 N_LISTS = 100
 LIST_LENGTH = 16
 N_REFERENCE = 8
 
 
-def bench_llm_recall(repeats: int = 1) -> dict:
-    from ...adapters.lm.loading import load_model, set_threads
-    from ..memory.llm_recall import model_recall
-
+@keyword_only
+def bench_llm_recall(*, repeats: int = 1) -> dict:
     threads = set_threads(1)  # one thread: two spin-waiting threads on a busy 2-core machine are far slower
     model = load_model("smollm2-135m")
     load_before = os.getloadavg()[0]
     start = time.perf_counter()
-    events, _ = model_recall(model, n_lists=N_LISTS, list_length=LIST_LENGTH, seed=0, batch_size=16)
+    events, _ = model_recall(model, n_lists=N_LISTS, list_length=LIST_LENGTH, rng=0, batch_size=16)
     ours_s = time.perf_counter() - start
     start = time.perf_counter()
-    single, _ = model_recall(model, n_lists=N_REFERENCE, list_length=LIST_LENGTH, seed=0, batch_size=1)
+    single, _ = model_recall(model, n_lists=N_REFERENCE, list_length=LIST_LENGTH, rng=0, batch_size=1)
     reference_s = time.perf_counter() - start
     same = int((events["recalls"].isel(trial=slice(0, N_REFERENCE)).values[:, :single.sizes["output_position"]]
                 == single["recalls"].values[:, :events.sizes["output_position"]]).all(axis=1).sum())

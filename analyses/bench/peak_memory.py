@@ -12,19 +12,20 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import gc
+import statistics
+import time
+
+import numpy as np
+
+from cmr.deprecation import keyword_only
+
+from ...adapters.lm import loading
 
 ALLOCATED_BYTES = 50_000_000
 
 
 def _worker(repeats: int) -> dict:
-    import gc
-    import statistics
-    import time
-
-    import numpy as np
-
-    from ...adapters.lm import loading
-
     with loading.measure_peak_memory("cpu"):
         pass  # the first block imports torch
     rows, empty_times, measures = [], [], set()
@@ -59,7 +60,8 @@ def _worker(repeats: int) -> dict:
     }
 
 
-def bench_peak_memory(repeats: int = 7) -> dict:
+@keyword_only
+def bench_peak_memory(*, repeats: int = 7) -> dict:
     """Peak resident memory of three measured blocks around a 50 MB allocation, CPU, fresh process.
 
     ``rise_mb``: peak of the allocating block minus peak of the empty block before it;

@@ -24,7 +24,10 @@ import time
 import numpy as np
 
 from cmr import deprecation
+from cmr.deprecation import keyword_only
 from cmr.testing.reference import teacher_forced_reference
+from cmr.constants import STUDY_N_TRIALS, STUDY_START_POSITIONS
+from cmr.grids import paper_grid_axes, paper_mc_grid, paper_teacher_forced_grid
 from . import median_time
 
 _QUICK_ENV = "ICL_CMR_BENCH_QUICK"
@@ -50,16 +53,16 @@ def _single_thread_reference(call: str, repeats: int) -> float:
     return float(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
-def numpy_teacher_forced_point(beta_enc, beta_rec, gamma, n=100, max_lag=8):
+@keyword_only
+def numpy_teacher_forced_point(beta_enc, beta_rec, gamma, *, n=100, max_lag=8):
     """Deprecated alias of :func:`cmr.testing.teacher_forced_reference` (``n`` is its ``list_length``)."""
     deprecation.warn("icl_cmr.analyses.bench.profiles.numpy_teacher_forced_point is deprecated and will be "
                     "removed in the next release; use cmr.testing.teacher_forced_reference")
     return teacher_forced_reference(beta_enc, beta_rec, gamma, list_length=n, max_lag=max_lag)
 
 
-def bench_tf_grid(repeats: int = 7) -> dict:
-    from cmr.grids import paper_grid_axes, paper_teacher_forced_grid
-
+@keyword_only
+def bench_tf_grid(*, repeats: int = 7) -> dict:
     start = time.perf_counter()
     paper_teacher_forced_grid(kind="prob")
     first = time.perf_counter() - start
@@ -88,7 +91,8 @@ def bench_tf_grid(repeats: int = 7) -> dict:
     }
 
 
-def study_recall_point(beta_enc, beta_rec, gamma, start, n_trials, rng, n=100, max_recalls=50, max_lag=8):
+@keyword_only
+def study_recall_point(beta_enc, beta_rec, gamma, start, n_trials, *, rng, n=100, max_recalls=50, max_lag=8):
     """One start position of the study's simulator, operation for operation in numpy.
 
     Per recall: support ``M^T t`` by a dense product, ``P = F / sum``, the first index with a
@@ -131,10 +135,8 @@ def study_recall_point(beta_enc, beta_rec, gamma, start, n_trials, rng, n=100, m
     return crp / crp.sum()
 
 
-def bench_mc_grid(repeats: int = 1) -> dict:
-    from cmr.constants import STUDY_N_TRIALS, STUDY_START_POSITIONS
-    from cmr.grids import paper_grid_axes, paper_mc_grid
-
+@keyword_only
+def bench_mc_grid(*, repeats: int = 1) -> dict:
     quick = os.environ.get(_QUICK_ENV, "") not in ("", "0")
     axes = paper_grid_axes()
     n_points = int(np.prod([a.size for a in axes.values()]))
@@ -152,7 +154,7 @@ def bench_mc_grid(repeats: int = 1) -> dict:
         ours_s = median_time(lambda: paper_mc_grid(n_trials=STUDY_N_TRIALS), 1, warmup=0)
     # reference: the study's algorithm for one point, timed on a slice of trials and scaled
     slice_trials = 20
-    call = f"study_recall_point(0.6, 0.75, 0.3, 5, {slice_trials}, np.random.default_rng(0))"
+    call = f"study_recall_point(0.6, 0.75, 0.3, 5, {slice_trials}, rng=np.random.default_rng(0))"
     ref_one = _single_thread_reference(call, max(1, min(repeats, 3)))
     reference_point_s = ref_one * (STUDY_N_TRIALS / slice_trials) * len(STUDY_START_POSITIONS)
     ours_point_s = ours_s / n_points

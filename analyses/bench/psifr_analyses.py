@@ -13,6 +13,14 @@ from __future__ import annotations
 
 import statistics
 import time
+import warnings
+
+import numpy as np
+
+from cmr.deprecation import keyword_only
+import cmr
+
+from ...adapters.recall_data import load_recall_data
 
 _SOURCE = "psifr:Morton2013"
 
@@ -35,9 +43,6 @@ def _prepared():
             f"these benchmarks compare against psifr, which is not importable ({exc}); install it with "
             "`pip install psifr` (it is in the test extra)"
         ) from exc
-    import numpy as np
-
-    from ...adapters.recall_data import load_recall_data
 
     raw = fr.sample_data("Morton2013")
     raw["item_index"] = raw["item_number"] - 1
@@ -49,8 +54,6 @@ def _prepared():
 
 
 def _cases(fr, events, merged, distances, edges, raw):
-    import cmr
-
     return {
         "from-table": (lambda: cmr.from_table(raw), lambda: fr.merge_free_recall(raw), "fr.merge_free_recall"),
         "spc": (lambda: cmr.spc(events), lambda: fr.spc(merged), "fr.spc"),
@@ -79,8 +82,6 @@ def _cases(fr, events, merged, distances, edges, raw):
 
 
 def _bench(name: str, repeats: int) -> dict:
-    import warnings
-
     state = _prepared()
     ours_fn, reference_fn, reference = _cases(*state)[name]
     reference_repeats = repeats if name in _FAST_REFERENCE else max(1, repeats // 3)
@@ -123,67 +124,80 @@ def _timed(func) -> tuple[float, float]:
     return time.perf_counter() - wall, time.process_time() - cpu
 
 
-def bench_from_table(repeats: int = 7) -> dict:
+@keyword_only
+def bench_from_table(*, repeats: int = 7) -> dict:
     """Loading the raw Morton2013 table: ``cmr.from_table`` (checked, matched, all columns kept) vs
     ``psifr.fr.merge_free_recall``."""
     return _bench("from-table", repeats)
 
 
-def bench_spc(repeats: int = 7) -> dict:
+@keyword_only
+def bench_spc(*, repeats: int = 7) -> dict:
     """Per-subject serial position curve: ours vs psifr ``fr.spc``."""
     return _bench("spc", repeats)
 
 
-def bench_pfr(repeats: int = 7) -> dict:
+@keyword_only
+def bench_pfr(*, repeats: int = 7) -> dict:
     """Per-subject probability of first recall: ours vs psifr ``fr.pnr`` at output 1."""
     return _bench("pfr", repeats)
 
 
-def bench_pnr(repeats: int = 7) -> dict:
+@keyword_only
+def bench_pnr(*, repeats: int = 7) -> dict:
     """Probability of nth recall, every output position: ours vs psifr."""
     return _bench("pnr", repeats)
 
 
-def bench_lag_crp_masked(repeats: int = 7) -> dict:
+@keyword_only
+def bench_lag_crp_masked(*, repeats: int = 7) -> dict:
     """Within-category lag-CRP (``test_key="category"``): ours vs psifr."""
     return _bench("lag-crp-masked", repeats)
 
 
-def bench_input_crp(repeats: int = 7) -> dict:
+@keyword_only
+def bench_input_crp(*, repeats: int = 7) -> dict:
     """Input-position CRP: ours vs psifr."""
     return _bench("input-crp", repeats)
 
 
-def bench_category_crp(repeats: int = 7) -> dict:
+@keyword_only
+def bench_category_crp(*, repeats: int = 7) -> dict:
     """Within-category transition probability: ours vs psifr."""
     return _bench("category-crp", repeats)
 
 
-def bench_category_clustering(repeats: int = 7) -> dict:
+@keyword_only
+def bench_category_clustering(*, repeats: int = 7) -> dict:
     """LBC and ARC: ours vs psifr."""
     return _bench("category-clustering", repeats)
 
 
-def bench_distance_crp(repeats: int = 7) -> dict:
+@keyword_only
+def bench_distance_crp(*, repeats: int = 7) -> dict:
     """Semantic CRP over ten distance bins: ours vs psifr."""
     return _bench("distance-crp", repeats)
 
 
-def bench_distance_rank(repeats: int = 7) -> dict:
+@keyword_only
+def bench_distance_rank(*, repeats: int = 7) -> dict:
     """Distance rank: ours vs psifr."""
     return _bench("distance-rank", repeats)
 
 
-def bench_distance_rank_shifted(repeats: int = 7) -> dict:
+@keyword_only
+def bench_distance_rank_shifted(*, repeats: int = 7) -> dict:
     """Distance rank shifted 1..3 recalls back: ours vs psifr."""
     return _bench("distance-rank-shifted", repeats)
 
 
-def bench_distance_rank_window(repeats: int = 7) -> dict:
+@keyword_only
+def bench_distance_rank_window(*, repeats: int = 7) -> dict:
     """Distance rank relative to the window -1..+1 of study positions: ours vs psifr."""
     return _bench("distance-rank-window", repeats)
 
 
-def bench_pli_list_lag(repeats: int = 7) -> dict:
+@keyword_only
+def bench_pli_list_lag(*, repeats: int = 7) -> dict:
     """Prior-list intrusions by list lag: ours vs psifr."""
     return _bench("pli-list-lag", repeats)

@@ -6,7 +6,14 @@ import subprocess
 import sys
 import textwrap
 
+import numpy as np
+
+from cmr.deprecation import keyword_only
+from cmr.crp import lag_counts, lag_crp
+from cmr.events import group_index
+
 from . import median_time
+from ...adapters.recall_data import load_recall_data
 
 _SOURCE = "psifr:Morton2013"
 
@@ -45,20 +52,14 @@ def _prepared():
             "install it with `pip install psifr` (it is in the test extra)"
         ) from exc
 
-    from ...adapters.recall_data import load_recall_data
-
     events = load_recall_data(_SOURCE)
     merged = fr.merge_free_recall(fr.sample_data("Morton2013"))
     return fr, events, merged
 
 
-def bench_lag_crp(repeats: int = 7) -> dict:
+@keyword_only
+def bench_lag_crp(*, repeats: int = 7) -> dict:
     """Per-subject lag-CRP of Morton2013: ours (labelled dataset) vs psifr ``fr.lag_crp``."""
-    import numpy as np
-
-    from cmr.crp import lag_counts, lag_crp
-    from cmr.events import group_index
-
     fresh = _first_call("crp", "lag_crp")  # before anything is compiled in this process
     fr, events, merged = _prepared()
     recalls = np.ascontiguousarray(events["recalls"].values, dtype=np.int64)

@@ -15,6 +15,8 @@ import subprocess
 import sys
 import tempfile
 
+from cmr.deprecation import keyword_only
+
 _IMPORT = (
     "import sys, time, json\n"
     "before = len(sys.modules)\n"
@@ -62,7 +64,8 @@ def _median(rows: list, key: str) -> float:
     return statistics.median(row[key] for row in rows)
 
 
-def bench_import_cmr(repeats: int = 7) -> dict:
+@keyword_only
+def bench_import_cmr(*, repeats: int = 7) -> dict:
     """Warm ``import cmr`` in a fresh interpreter vs ``from psifr import fr``.
 
     ``ours_s``: the time of the statement ``import cmr`` (numpy, numba, scipy, xarray and the
@@ -92,7 +95,8 @@ def bench_import_cmr(repeats: int = 7) -> dict:
     return result
 
 
-def bench_unknown_model(repeats: int = 3) -> dict:
+@keyword_only
+def bench_unknown_model(*, repeats: int = 3) -> dict:
     """Refusing a hub model that is not on disk vs loading the embedded default, fresh interpreters.
 
     ``ours_s``: ``load_model("nosuch-org/nosuch-model")`` until it raises
