@@ -50,10 +50,14 @@ def warn(message: str, *, skip: int = 0) -> None:
     warnings.warn(message, DeprecationWarning, stacklevel=_caller_level() + skip)
 
 
-def renamed(old: str, new, *, module: str = "cmr"):
-    """``new`` under its old name ``old``: same call, plus a DeprecationWarning naming the new one."""
+def renamed(old: str, new, *, module: str = "cmr", new_module: str | None = None):
+    """``new`` under its old name ``old``: same call, plus a DeprecationWarning naming the new one.
+
+    ``old`` lives in ``module``; ``new`` in ``new_module`` (``module`` when None), so a function that
+    moved to another module keeps its old home for one release.
+    """
     message = (f"{module}.{old} is deprecated and will be removed in the next release; "
-               f"use {module}.{new.__name__}")
+               f"use {new_module or module}.{new.__name__}")
 
     @functools.wraps(new)
     def alias(*args, **kwargs):
@@ -61,7 +65,7 @@ def renamed(old: str, new, *, module: str = "cmr"):
         return new(*args, **kwargs)
 
     alias.__name__ = alias.__qualname__ = old
-    alias.__doc__ = f"Deprecated alias of :func:`{module}.{new.__name__}`.\n\n" + (new.__doc__ or "")
+    alias.__doc__ = f"Deprecated alias of :func:`{new_module or module}.{new.__name__}`.\n\n" + (new.__doc__ or "")
     return alias
 
 

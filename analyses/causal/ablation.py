@@ -24,17 +24,20 @@ import re
 import time
 
 import numpy as np
-import xarray as xr
 from tqdm.auto import tqdm
+import xarray as xr
 
 from cmr.checks import as_generator, seed_of
 from cmr.deprecation import keyword_only, renamed_keywords, warn
 from cmr.errors import ParameterError, SchemaError
 from cmr.schema import provenance_attrs, require_dims, require_variables, validate
 
+from . import measures as am
 from ...adapters.head_ranking import top_heads
 from ...adapters.lm.ablation_engine import donor_passages, set_losses
 from ...adapters.lm.interventions import SET_MODES as MODES, geometry
+from .design import AblationDesign
+from .measures import describe
 from .power import holm_rank_floor, rank_family_size
 from .statistics import COMPARISONS as COMPARISONS
 from .statistics import MIN_BOOTSTRAP_PASSAGES as MIN_BOOTSTRAP_PASSAGES
@@ -44,9 +47,6 @@ from .statistics import effect_intervals as effect_intervals
 from .statistics import holm as holm
 from .statistics import paired_statistics as paired_statistics
 from .statistics import rank_pvalue as rank_pvalue
-from . import measures as am
-from .design import AblationDesign
-from .measures import describe
 
 __all__ = [
     "MODES",

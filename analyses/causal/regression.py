@@ -8,19 +8,11 @@ classical standard errors and t tests.
 """
 from __future__ import annotations
 
-import json
-
 import numpy as np
-from scipy import stats
-import xarray as xr
 
 from cmr.checks import as_generator, seed_of
 from cmr.deprecation import keyword_only, renamed_keywords
-from cmr.errors import ParameterError, SchemaError
-from cmr.schema import provenance_attrs
-
-from .dissociation_io import HOLM_FAMILIES, KIND
-from .statistics import holm
+from cmr.errors import ParameterError
 
 __all__ = ["design_matrix", "fit_rss", "nested_regression", "ols_table", "head_regression", "NESTED_STATS",
            "BASELINE_FEATURES", "CMR_FEATURES"]
@@ -103,6 +95,8 @@ def nested_regression(base, extra, y, *, n_boot: int = 2000, n_perm: int = 2000,
     the block (``f_statistic``, ``f_pvalue``) and the permutation p. Rows with a non-finite value
     are left out (``n_rows`` counts those kept).
     """
+    from scipy import stats
+
     base, extra, y = (np.asarray(a, dtype=np.float64) for a in (base, extra, y))
     if extra.ndim == 1:
         extra = extra[:, None]
@@ -149,6 +143,8 @@ def ols_table(x, y, names) -> dict:
     ``n - rank``); a column without variation gets NaN throughout, and collinear columns get
     estimates without standard errors. Rows with a non-finite value are left out; ``n_rows`` and ``r2`` besides.
     """
+    from scipy import stats
+
     x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
     if x.ndim != 2 or x.shape[0] != y.size or x.shape[1] != len(names):
         raise ParameterError(f"ols_table needs x (n, p), y (n,) and p names; got {x.shape}, {y.shape}, {len(names)}")
@@ -210,6 +206,16 @@ def head_regression(effects, table, *, layer_terms: str = "factor", n_boot: int 
     ``head_cmr_coefficient`` (measure, mode, feature): the full model's coefficients per sd of each
     CMR feature.
     """
+    import json
+
+    import xarray as xr
+
+    from cmr.errors import SchemaError
+    from cmr.schema import provenance_attrs
+
+    from .dissociation_io import HOLM_FAMILIES, KIND
+    from .statistics import holm
+
     seed = seed_of(rng)
     if layer_terms not in ("factor", "linear"):
         raise ParameterError(f"layer_terms must be 'factor' or 'linear'; got {layer_terms!r}")

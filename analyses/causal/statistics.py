@@ -16,7 +16,6 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-from scipy import stats
 
 from cmr.checks import as_generator, seed_of
 from cmr.deprecation import keyword_only, renamed_keywords
@@ -37,6 +36,8 @@ def paired_statistics(differences) -> dict:
     wilcoxon_pvalue (two-sided signed-rank) and cohens_dz = mean / sd (ddof 1). Degenerate
     samples (fewer than 2 passages, zero spread, all differences 0) give NaN where undefined.
     """
+    from scipy import stats
+
     d = np.asarray(differences, dtype=np.float64)
     result = dict(mean_difference=float(d.mean()) if d.size else np.nan, t_statistic=np.nan, t_pvalue=np.nan,
                   wilcoxon_pvalue=np.nan, cohens_dz=np.nan)
@@ -129,6 +130,8 @@ def crossed_contrast(effects, null, *, level: float = 0.95) -> dict:
     between_set_sd (``sigma_set``), residual_sd (``sqrt(MS_residual)``) and set_residual_sd
     (``sqrt(v_x)``); NaN where undefined (fewer than 2 sets or units, no spread).
     """
+    from scipy import stats
+
     x = np.asarray(effects, dtype=np.float64)
     y = np.asarray(null, dtype=np.float64)
     if y.ndim != 2 or x.shape != y.shape[1:]:
@@ -193,6 +196,8 @@ def effect_intervals(differences, *, n_boot: int = 2000, rng=0, level: float = 0
     The t interval needs 3 units; the d_z interval needs :data:`MIN_BOOTSTRAP_PASSAGES` (resamples
     of a few units have tiny spreads and give unbounded ratios); NaN below.
     """
+    from scipy import stats
+
     d = np.asarray(differences, dtype=np.float64)
     out = dict(ci_low=np.nan, ci_high=np.nan, dz_ci_low=np.nan, dz_ci_high=np.nan)
     if d.size < 3:

@@ -12,9 +12,9 @@ import numpy as np
 import xarray as xr
 
 from cmr.checks import probability
+from cmr.multiple_comparisons import holm
 from cmr.schema import validate
 
-from ..causal.statistics import holm
 
 __all__ = ["PREFERENCES", "head_preferences", "compare_with_people", "with_people"]
 

@@ -25,6 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
+from cmr import multiple_comparisons
+from cmr.deprecation import warn
 from .human_comparison import emit_markdown, markdown
 from .published_fits import HUMAN_DATA, MODELS
 from ..study.layout import DEFAULT_MODEL, HEAD_LAGS, HUMAN_LAGS
@@ -34,15 +36,13 @@ ALPHA = 0.05
 
 
 def benjamini_hochberg(p_values, q: float = ALPHA) -> np.ndarray:
-    """Boolean mask of the p-values rejected by the Benjamini-Hochberg step-up rule at level ``q``."""
-    p = np.asarray(p_values, dtype=np.float64)
-    order = np.argsort(p)
-    ranked = p[order]
-    below = ranked <= q * np.arange(1, p.size + 1) / p.size
-    keep = np.zeros(p.size, dtype=bool)
-    if below.any():
-        keep[order[: np.flatnonzero(below).max() + 1]] = True
-    return keep
+    """Deprecated: ``cmr.benjamini_hochberg(p_values) <= q`` (adjusted p-values, then the level).
+
+    Boolean mask of the p-values rejected by the Benjamini-Hochberg step-up rule at level ``q``.
+    """
+    warn("icl_cmr.analyses.reproduce.null_shares.benjamini_hochberg is deprecated and will be removed in the next "
+         "release; use cmr.benjamini_hochberg(p_values) <= q (it returns adjusted p-values)")
+    return multiple_comparisons.benjamini_hochberg(p_values) <= q
 
 
 def summarise(label: str, null, top=None) -> dict:
@@ -60,7 +60,7 @@ def summarise(label: str, null, top=None) -> dict:
                                              f"{100 * null.attrs['null_share_cmr_like_smooth']:.0f}%"),
         "calibrated threshold": f"{null.attrs['calibrated_threshold']:.3f}",
         "beyond chance (p <= 0.05)": f"{100 * np.mean(p <= ALPHA):.0f}%",
-        "after BH (FDR 0.05)": f"{100 * np.mean(benjamini_hochberg(p)):.0f}%",
+        "after BH (FDR 0.05)": f"{100 * np.mean(multiple_comparisons.benjamini_hochberg(p) <= ALPHA):.0f}%",
     }
     if top is not None:
         top = np.asarray(top).ravel()[finite]

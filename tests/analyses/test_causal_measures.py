@@ -14,6 +14,7 @@ import pytest
 
 from cmr.errors import ParameterError
 from cmr.io import load_dataset, save_dataset
+from cmr.multiple_comparisons import holm
 from icl_cmr.adapters.lm import ablation_engine, interventions
 from icl_cmr.analyses.causal import ablation
 from icl_cmr.analyses.causal import measures as ablation_measures
@@ -169,7 +170,7 @@ def test_run_ablation_measures_keep_the_icl_score(tiny, passages, tmp_path):
     # Holm over measures x modes x comparisons: 4 x 3 x (top, matched, control) rank tests
     ranks = full["measure_rank_pvalue"].values
     assert np.isfinite(ranks).sum() == 4 * 3 * 3
-    np.testing.assert_allclose(full["measure_holm_rank_pvalue"].values, ablation.holm(ranks), equal_nan=True)
+    np.testing.assert_allclose(full["measure_holm_rank_pvalue"].values, holm(ranks), equal_nan=True)
     effects = full["measure_score"] - full["baseline_measure_score"]
     np.testing.assert_allclose(full["measure_mean_effect"].values, effects.mean("passage").values)
     # the repeated-token score subtracts the first copy; both copies' losses are kept beside it

@@ -70,3 +70,27 @@ def test_set_losses_under_its_former_module_warns_and_is_the_engine():
     assert old is ablation_engine.set_losses
     with pytest.raises(AttributeError, match="no attribute 'no_such_name'"):
         interventions.no_such_name  # noqa: B018
+
+
+def test_holm_under_its_former_homes_warns_and_gives_cmr_holm():
+    import numpy as np
+
+    import cmr
+    from icl_cmr.analyses.causal import ablation, statistics
+
+    p = [0.01, 0.04, 0.03, 0.005, np.nan]
+    for old in (statistics.holm, ablation.holm):
+        with pytest.warns(DeprecationWarning, match=r"causal\.statistics\.holm is deprecated .*use cmr\.holm"):
+            np.testing.assert_array_equal(old(p), cmr.holm(p))
+
+
+def test_the_former_benjamini_hochberg_mask_warns_and_is_the_adjusted_p_at_its_level():
+    import numpy as np
+
+    import cmr
+    from icl_cmr.analyses.reproduce import null_shares
+
+    p = np.array([0.001, 0.02, 0.039, 0.04, 0.3])
+    with pytest.warns(DeprecationWarning, match=r"null_shares\.benjamini_hochberg is deprecated .*cmr\.benjamini_hochberg"):
+        mask = null_shares.benjamini_hochberg(p, q=0.05)
+    assert mask.tolist() == (cmr.benjamini_hochberg(p) <= 0.05).tolist() == [True, True, True, True, False]
