@@ -30,6 +30,7 @@ import xarray as xr
 from cmr.checks import as_generator, seed_of
 from cmr.deprecation import keyword_only, renamed_keywords, warn
 from cmr.errors import ParameterError, SchemaError
+from cmr import multiple_comparisons
 from cmr.schema import provenance_attrs, require_dims, require_variables, validate
 
 from . import measures as am
@@ -44,7 +45,7 @@ from .statistics import MIN_BOOTSTRAP_PASSAGES as MIN_BOOTSTRAP_PASSAGES
 from .statistics import HOLM_FAMILIES, NULL_FAMILIES, STAT_NAMES, comparison_statistics, unit_name
 from .statistics import comparison_text as comparison_text
 from .statistics import effect_intervals as effect_intervals
-from .statistics import holm as holm
+from .statistics import holm as holm  # deprecated, kept for one release: cmr.holm
 from .statistics import paired_statistics as paired_statistics
 from .statistics import rank_pvalue as rank_pvalue
 
@@ -347,8 +348,8 @@ def _assemble(scores, base, sets, names, families, modes, passages, articles, se
     ds = ds.assign_coords(comparison=comparisons)
     for k, name in enumerate(STAT_NAMES):
         ds[name] = (("mode", "comparison"), table[:, :, k])
-    ds["holm_rank_pvalue"] = (("mode", "comparison"), holm(ds["rank_pvalue"].values))
-    ds["holm_t_pvalue"] = (("mode", "comparison"), holm(ds["t_pvalue"].values))
+    ds["holm_rank_pvalue"] = (("mode", "comparison"), multiple_comparisons.holm(ds["rank_pvalue"].values))
+    ds["holm_t_pvalue"] = (("mode", "comparison"), multiple_comparisons.holm(ds["t_pvalue"].values))
     ds["empirical_pvalue"] = ds["rank_pvalue"].sel(comparison="top_vs_random", drop=True)
     ds.attrs["holm_family_primary"] = HOLM_FAMILIES["primary"]
     _describe(ds)

@@ -39,12 +39,13 @@ from cmr.cmr_like import forward_effect
 from cmr.constants import CMR_LIKE_DISTANCE
 from cmr.deprecation import keyword_only, renamed_keywords
 from cmr.errors import ParameterError, SchemaError
+from cmr.multiple_comparisons import holm
 from cmr.schema import provenance_attrs
 
 from .dissociation_io import HOLM_FAMILIES, KIND, validate_dissociation
 from .head_effects import set_effects
 from .regression import ols_table
-from .statistics import holm, rank_pvalue, set_z
+from .statistics import rank_pvalue, set_z
 
 __all__ = ["KIND", "DEFINITIONS", "DIS_MEASURES", "INDUCTION_THRESHOLD", "head_table", "induction_bins",
            "stratified_sets", "target_sets", "null_sets", "set_statistics", "set_experiment", "random_set_regression",

@@ -37,6 +37,7 @@ import xarray as xr
 from cmr.checks import as_generator, seed_of
 from cmr.deprecation import keyword_only, renamed_keywords
 from cmr.errors import ParameterError
+from cmr.multiple_comparisons import holm
 
 __all__ = ["MEASURES", "NATURAL_MEASURES", "CONVENTIONS", "check_measures", "check_window", "repeated_token_passages",
            "repeated_positions", "copy_losses",
@@ -244,7 +245,7 @@ def measure_variables(scores, baselines, *, measures, families, rng, n_boot, inf
     the article of each passage, the unit of the contrasts; ``rng`` as in
     :func:`~icl_cmr.analyses.causal.statistics.comparison_statistics`."""
     seed = seed_of(rng)
-    from .statistics import HOLM_FAMILIES, STAT_NAMES, comparison_statistics, holm
+    from .statistics import HOLM_FAMILIES, STAT_NAMES, comparison_statistics
 
     effects = scores - baselines[:, None, None, :]
     tables = []

@@ -13,6 +13,7 @@ import numpy as np
 from cmr.checks import as_generator, seed_of
 from cmr.deprecation import keyword_only, renamed_keywords
 from cmr.errors import ParameterError
+from cmr.multiple_comparisons import holm
 
 __all__ = ["design_matrix", "fit_rss", "nested_regression", "ols_table", "head_regression", "NESTED_STATS",
            "BASELINE_FEATURES", "CMR_FEATURES"]
@@ -214,7 +215,6 @@ def head_regression(effects, table, *, layer_terms: str = "factor", n_boot: int 
     from cmr.schema import provenance_attrs
 
     from .dissociation_io import HOLM_FAMILIES, KIND
-    from .statistics import holm
 
     seed = seed_of(rng)
     if layer_terms not in ("factor", "linear"):

@@ -18,8 +18,9 @@ import warnings
 import numpy as np
 
 from cmr.checks import as_generator, seed_of
-from cmr.deprecation import keyword_only, renamed_keywords
+from cmr.deprecation import keyword_only, renamed, renamed_keywords
 from cmr.errors import ParameterError
+from cmr import multiple_comparisons
 
 __all__ = ["paired_statistics", "rank_pvalue", "set_z", "crossed_contrast", "unit_means", "holm",
            "MIN_BOOTSTRAP_PASSAGES", "effect_intervals", "COMPARISONS", "NULL_FAMILIES", "STAT_NAMES", "HOLM_FAMILIES",
@@ -167,17 +168,8 @@ def crossed_contrast(effects, null, *, level: float = 0.95) -> dict:
     return out
 
 
-def holm(pvalues) -> np.ndarray:
-    """Holm's step-down adjusted p-values (Holm 1979); NaN entries are left out of the family."""
-    p = np.asarray(pvalues, dtype=np.float64)
-    out = np.full(p.shape, np.nan)
-    flat, keep = p.ravel(), np.flatnonzero(np.isfinite(p.ravel()))
-    order = keep[np.argsort(flat[keep], kind="stable")]
-    m = order.size
-    adjusted = np.maximum.accumulate((m - np.arange(m)) * flat[order]) if m else np.empty(0)
-    result = out.ravel()
-    result[order] = np.minimum(adjusted, 1.0)
-    return result.reshape(p.shape)
+#: deprecated: Holm's adjusted p-values moved to :func:`cmr.holm` (kept for one release)
+holm = renamed("holm", multiple_comparisons.holm, module="icl_cmr.analyses.causal.statistics", new_module="cmr")
 
 
 #: fewest passages for a bootstrap interval of d_z
