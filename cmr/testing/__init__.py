@@ -26,6 +26,7 @@ from .invariants import run_check as run_check
 from .model import TEXTBOOK_EXAMPLES as TEXTBOOK_EXAMPLES
 from .model import RecallModel as RecallModel
 from .model import per_trial as per_trial
+from .model import scored_event_probabilities as scored_event_probabilities
 from .model import textbook_event_probabilities as textbook_event_probabilities
 from .model import textbook_model as textbook_model
 from .reference import teacher_forced_reference as teacher_forced_reference
@@ -50,6 +51,7 @@ __all__ = [
     # the invariant suite
     "RecallModel",
     "per_trial",
+    "scored_event_probabilities",
     "CHECKS",
     "applicable_checks",
     "check_recall_model",

@@ -38,7 +38,8 @@ from ..textbook.likelihood import log_likelihood as textbook_log_likelihood
 from ..textbook.parameters import default_parameters
 from ..textbook.simulate import simulate_recalls
 
-__all__ = ["RecallModel", "per_trial", "textbook_model", "textbook_event_probabilities", "TEXTBOOK_EXAMPLES"]
+__all__ = ["RecallModel", "per_trial", "scored_event_probabilities", "textbook_model", "textbook_event_probabilities",
+           "TEXTBOOK_EXAMPLES"]
 
 #: Parameter sets the textbook checks always include: cymr's Morton2013_mixed defaults, a
 #: strong primacy gradient with pre-experimental weights and early stopping, and a sharp choice
@@ -159,6 +160,52 @@ def per_trial(sequence_probabilities: Callable) -> Callable:
     return event_probabilities
 
 
+def scored_event_probabilities(score: Callable, recalls, list_length) -> np.ndarray:
+    """Every event probability along each row of a recall matrix, from a scorer of whole sequences.
+
+    Each possible next event after each prefix of each row (stopping, or recalling an item not
+    yet recalled) becomes the last event of a sequence; all of them are scored in one call.
+
+    Parameters
+    ----------
+    score : callable
+        ``score(matrix, list_length)`` of a 0-padded int64 recall matrix, one sequence a row:
+        the probability of each of its events, shape ``(n_rows, n_outputs + 1)`` (the
+        ``event_probability`` of ``cmr.log_likelihood(..., by="trial", event_probabilities=True)``).
+    recalls : array_like of int, shape (n_trials, n_outputs)
+        Correct first recalls (serial positions 1..list_length), 0 padding.
+    list_length : int
+
+    Returns
+    -------
+    numpy.ndarray, shape (n_trials, n_outputs + 1, list_length + 1)
+        ``[t, k, 0]`` P(stop) and ``[t, k, i]`` P(recall item i) after the first k recalls of
+        trial t; 0 for items already recalled; NaN beyond a trial's last recall.
+    """
+    matrix = np.asarray(recalls, dtype=np.int64)
+    n = int(list_length)
+    rows, where = [], []
+    for t, row in enumerate(matrix):
+        sequence = [int(r) for r in row if r > 0]
+        for step in range(len(sequence) + 1):
+            prefix = sequence[:step]
+            left = [i for i in range(1, n + 1) if i not in prefix]
+            rows += [prefix] + [prefix + [i] for i in left]
+            where += [(t, step, event) for event in [0, *left]]
+    width = max(len(row) for row in rows) or 1
+    padded = np.zeros((len(rows), width), dtype=np.int64)
+    for r, row in enumerate(rows):
+        padded[r, : len(row)] = row
+    scored = score(padded, n)
+    trial, step, event = (np.array(column, dtype=np.int64) for column in zip(*where))
+    out = np.full((matrix.shape[0], matrix.shape[1] + 1, n + 1), np.nan)
+    filled = np.zeros(out.shape[:2], dtype=bool)
+    filled[trial, step] = True
+    out[filled] = 0.0  # recalled items: probability 0
+    out[trial, step, event] = scored[np.arange(len(rows)), step]
+    return out
+
+
 def textbook_event_probabilities(params, recalls, list_length, pool_size=None) -> np.ndarray:
     """Every event probability of exact textbook CMR along each row of a recall matrix.
 
@@ -181,30 +228,12 @@ def textbook_event_probabilities(params, recalls, list_length, pool_size=None) -
         ``[t, k, 0]`` P(stop) and ``[t, k, i]`` P(recall item i) after the first k recalls of
         trial t; NaN beyond a trial's last recall.
     """
-    matrix = np.asarray(recalls, dtype=np.int64)
-    n = int(list_length)
-    rows, where = [], []
-    for t, row in enumerate(matrix):
-        sequence = [int(r) for r in row if r > 0]
-        for step in range(len(sequence) + 1):
-            prefix = sequence[:step]
-            left = [i for i in range(1, n + 1) if i not in prefix]
-            rows += [prefix] + [prefix + [i] for i in left]
-            where += [(t, step, event) for event in [0, *left]]
-    width = max(len(row) for row in rows) or 1
-    padded = np.zeros((len(rows), width), dtype=np.int64)
-    for r, row in enumerate(rows):
-        padded[r, : len(row)] = row
-    scored = textbook_log_likelihood(
-        from_recall_matrix(padded, n), params, by="trial", event_probabilities=True, pool_size=pool_size
-    )["event_probability"].values
-    trial, step, event = (np.array(column, dtype=np.int64) for column in zip(*where))
-    out = np.full((matrix.shape[0], matrix.shape[1] + 1, n + 1), np.nan)
-    filled = np.zeros(out.shape[:2], dtype=bool)
-    filled[trial, step] = True
-    out[filled] = 0.0  # recalled items: probability 0
-    out[trial, step, event] = scored[np.arange(len(rows)), step]
-    return out
+    def score(padded, n):
+        return textbook_log_likelihood(
+            from_recall_matrix(padded, n), params, by="trial", event_probabilities=True, pool_size=pool_size
+        )["event_probability"].values
+
+    return scored_event_probabilities(score, recalls, list_length)
 
 
 def textbook_model(pool_size: int | None = None) -> RecallModel:

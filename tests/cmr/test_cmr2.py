@@ -440,7 +440,7 @@ def test_replaying_morton2013_keeps_its_lists_and_sessions():
 
 def _kit_model(extra, textbook, **options):
     """CMR2 as the kit's RecallModel: every trial is a one-list session (its own subject)."""
-    from cmr.testing import RecallModel
+    from cmr.testing import RecallModel, scored_event_probabilities
 
     def scored(params, matrix, n, event_probabilities=False):
         events = cmr.from_recall_matrix(matrix, n)
@@ -453,26 +453,9 @@ def _kit_model(extra, textbook, **options):
 
     def event_probabilities(params, recalls, list_length):
         """Each possible next event scored as the last event of a sequence, all in one call."""
-        matrix, n = np.asarray(recalls, dtype=np.int64), int(list_length)
-        rows, where = [], []
-        for t, row in enumerate(matrix):
-            sequence = [int(r) for r in row if r > 0]
-            for step in range(len(sequence) + 1):
-                prefix = sequence[:step]
-                left = [i for i in range(1, n + 1) if i not in prefix]
-                rows += [prefix] + [prefix + [i] for i in left]
-                where += [(t, step, event) for event in [0, *left]]
-        padded = np.zeros((len(rows), max(max(len(r) for r in rows), 1)), dtype=np.int64)
-        for r, row in enumerate(rows):
-            padded[r, : len(row)] = row
-        probs = scored(params, padded, n, event_probabilities=True)["event_probability"].values
-        trial, step, event = (np.array(column, dtype=np.int64) for column in zip(*where))
-        out = np.full((matrix.shape[0], matrix.shape[1] + 1, n + 1), np.nan)
-        filled = np.zeros(out.shape[:2], dtype=bool)
-        filled[trial, step] = True
-        out[filled] = 0.0
-        out[trial, step, event] = probs[np.arange(len(rows)), step]
-        return out
+        return scored_event_probabilities(
+            lambda padded, n: scored(params, padded, n, event_probabilities=True)["event_probability"].values,
+            recalls, list_length)
 
     def simulate(params, list_length, n_trials, rng):
         table = cmr.simulate_cmr2(dict(params, **extra), list_length, 1, subjects=n_trials, rng=rng)
