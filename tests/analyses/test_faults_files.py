@@ -19,16 +19,7 @@ import cmr
 from cmr import errors
 from cmr.files import SIZE_LIMITS, check_hdf5_file, check_input_file, read_arrays
 
-from tests.conftest import two_subject_table
-
-
-def _one_typed_line(call, error, pattern):
-    with pytest.raises(errors.ICLCMRError) as info:
-        call()
-    message = str(info.value)
-    assert type(info.value) is error, f"expected {error.__name__}; got {type(info.value).__name__}: {message}"
-    assert "\n" not in message, "the message must be one line"
-    assert re.search(pattern, message), f"{pattern!r} not in {message!r}"
+from tests.conftest import one_typed_line, two_subject_table
 
 
 def _item_similarity(path):
@@ -125,7 +116,7 @@ def test_special_file_is_named_as_what_it_is(tmp_path, reader, special):
     _, name, call, _ = reader
     path = tmp_path / name
     pattern = special[1](path)
-    _one_typed_line(lambda: call(path), errors.DataSourceError, pattern)
+    one_typed_line(lambda: call(path), errors.DataSourceError, pattern)
 
 
 def _sparse(path, size):
@@ -149,7 +140,7 @@ def test_file_over_its_cap_is_refused_by_its_size(tmp_path, monkeypatch, reader)
     monkeypatch.setattr("builtins.open", no_read)
     monkeypatch.setattr(type(path), "read_bytes", lambda self: pytest.fail("read_bytes"))
     cap = SIZE_LIMITS[kind]
-    _one_typed_line(lambda: call(path), errors.DataSourceError,
+    one_typed_line(lambda: call(path), errors.DataSourceError,
                     rf"is 2\.0 GiB; expected at most {cap >> 20 if cap < 1 << 30 else cap >> 30}\.0 [MG]iB "
                     rf"\(the cap for {kind} files, set by cmr\.files\.SIZE_LIMITS\['{kind}'\]; set ICL_CMR_MAX_INPUT_BYTES")
 
@@ -168,8 +159,8 @@ def test_sparse_binary_file_is_refused_without_reading_it(tmp_path, reader):
 def test_dangling_link_is_named(tmp_path):
     path = tmp_path / "p.json"
     pattern = _dangling(path)
-    _one_typed_line(lambda: check_input_file(path, "parameter file"), errors.DataSourceError, pattern)
-    _one_typed_line(lambda: check_input_file(tmp_path / "none.json", "parameter file"), errors.DataSourceError,
+    one_typed_line(lambda: check_input_file(path, "parameter file"), errors.DataSourceError, pattern)
+    one_typed_line(lambda: check_input_file(tmp_path / "none.json", "parameter file"), errors.DataSourceError,
                     r"no such file: '.*none\.json' \(parameter file not found\)")
 
 
@@ -177,15 +168,15 @@ def test_size_cap_is_overridable(tmp_path, monkeypatch):
     path = tmp_path / "p.json"
     path.write_text('{"B_enc": 0.5}')
     monkeypatch.setenv("ICL_CMR_MAX_INPUT_BYTES", "4")
-    _one_typed_line(lambda: cmr.read_parameters(path), errors.DataSourceError,
+    one_typed_line(lambda: cmr.read_parameters(path), errors.DataSourceError,
                     r"is 14 bytes; expected at most 4 bytes \(the cap for json files, set by ICL_CMR_MAX_INPUT_BYTES")
     monkeypatch.setenv("ICL_CMR_MAX_INPUT_BYTES", "lots")
-    _one_typed_line(lambda: cmr.read_parameters(path), errors.DataSourceError,
+    one_typed_line(lambda: cmr.read_parameters(path), errors.DataSourceError,
                     r"ICL_CMR_MAX_INPUT_BYTES must be a whole number of bytes >= 1; got 'lots'")
     monkeypatch.delenv("ICL_CMR_MAX_INPUT_BYTES")
     assert cmr.read_parameters(path) == {"B_enc": 0.5}
     assert check_input_file(path, max_bytes=100) == path
-    _one_typed_line(lambda: check_input_file(path, "file", max_bytes=10), errors.DataSourceError, r"set by the caller")
+    one_typed_line(lambda: check_input_file(path, "file", max_bytes=10), errors.DataSourceError, r"set by the caller")
 
 
 # --- .npy / .npz: headers are checked before an array is allocated -----------------------------------
@@ -220,7 +211,7 @@ def test_array_file_faults(tmp_path, case):
     _, make, pattern = case
     path = tmp_path / "recall.npy"
     make(path)
-    _one_typed_line(lambda: read_arrays(path, "recall-matrix file"), errors.FileFormatError, pattern)
+    one_typed_line(lambda: read_arrays(path, "recall-matrix file"), errors.FileFormatError, pattern)
     with pytest.raises(errors.FileFormatError) as info:
         _recall_data(path)
     assert "allow_pickle" not in str(info.value) and "pickle.load" not in str(info.value)
@@ -229,10 +220,10 @@ def test_array_file_faults(tmp_path, case):
 def test_npz_array_faults(tmp_path):
     path = tmp_path / "d.npz"
     np.savez(path, items=np.array(["a", "b"]))
-    _one_typed_line(lambda: read_arrays(path, "distance file", names=("items", "distances")), errors.FileFormatError,
+    one_typed_line(lambda: read_arrays(path, "distance file", names=("items", "distances")), errors.FileFormatError,
                     r"distance file '.*d\.npz' has no array 'distances'; it has 'items'")
     np.savez(path, items=np.array([{"a": 1}], dtype=object), distances=np.ones((1, 1)))
-    _one_typed_line(lambda: _distances(path), errors.FileFormatError,
+    one_typed_line(lambda: _distances(path), errors.FileFormatError,
                     r"\(array 'items'\) is not a valid \.npy array file: it holds Python objects")
     np.savez(path, items=np.array(["a", "b"]), distances=np.ones((2, 2)))
     assert read_arrays(path, names=("distances",))["distances"].tolist() == [[1.0, 1.0], [1.0, 1.0]]
@@ -312,7 +303,7 @@ def test_hdf5_file_reaching_outside_itself_is_refused(tmp_path, case, reader):
     _, extra, pattern = case
     _, call, what = reader
     path = _patterns_with(tmp_path / "patterns.h5", extra)
-    _one_typed_line(lambda: call(path), errors.FileFormatError, rf"^{what} '.*patterns\.h5'.*{pattern}")
+    one_typed_line(lambda: call(path), errors.FileFormatError, rf"^{what} '.*patterns\.h5'.*{pattern}")
 
 
 def test_a_plain_pattern_file_still_loads(tmp_path):

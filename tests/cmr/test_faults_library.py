@@ -20,6 +20,8 @@ import cmr
 from cmr import errors
 from cmr.io import load_dataset, save_dataset, write_table
 
+from tests.conftest import one_typed_line
+
 
 def _table(n_lists=2):
     rows = []
@@ -32,17 +34,6 @@ def _table(n_lists=2):
 
 def _events():
     return cmr.from_table(_table())
-
-
-def _one_typed_line(call, error, pattern):
-    with pytest.raises(errors.ICLCMRError) as info:
-        call()
-    message = str(info.value)
-    assert type(info.value) is error, f"expected {error.__name__}; got {type(info.value).__name__}: {message}"
-    assert "\n" not in message, "the message must be one line"
-    assert re.search(pattern, message), f"{pattern!r} not in {message!r}"
-    assert not re.search(r"np\.(int|float)\d+\(", message), f"a numpy repr in {message!r}"
-    return message
 
 
 def _left(tmp_path):
@@ -90,7 +81,7 @@ def test_tied_expression_is_refused_before_a_fit(tmp_path, monkeypatch, how, exp
 
         call = lambda: execute(build_parser().parse_args(  # noqa: E731
             ["fit-recall", "recall.csv", "--free", "B_enc,T", "--tie", f"B_rec={expression}", "-o", "fit.nc"]))
-    _one_typed_line(call, errors.ParameterError, pattern)
+    one_typed_line(call, errors.ParameterError, pattern)
     assert sorted(p.name for p in tmp_path.iterdir()) == ([] if how != "cli" else ["recall.csv"])
 
 
@@ -122,7 +113,7 @@ def _deep(n):
 def test_parameter_json_faults(tmp_path, text, error, pattern):
     path = tmp_path / "params.json"
     path.write_text(text)
-    _one_typed_line(lambda: cmr.read_parameters(path), error, pattern)
+    one_typed_line(lambda: cmr.read_parameters(path), error, pattern)
 
 
 @pytest.mark.parametrize("attr", ["list_keys", "table_columns", "provenance"])
@@ -131,7 +122,7 @@ def test_deep_json_in_an_events_attribute(attr):
     events.attrs[attr] = _deep(100_000)
     call = {"list_keys": lambda: cmr.to_table(events), "table_columns": lambda: cmr.to_table(events),
             "provenance": lambda: cmr.intrusion_rates(events)}[attr]
-    _one_typed_line(call, errors.RecallDataError, rf"events attribute {attr} is not valid JSON")
+    one_typed_line(call, errors.RecallDataError, rf"events attribute {attr} is not valid JSON")
 
 
 def test_cli_fixed_parameters_nested_too_deep(tmp_path, capsys):
@@ -265,7 +256,7 @@ NETCDF_FAULTS = [
 def test_netcdf_and_lock_faults(tmp_path, monkeypatch, case):
     name, call, error, pattern = case
     before = set(os.listdir(tmp_path))
-    _one_typed_line(lambda: call(tmp_path, monkeypatch), error, pattern)
+    one_typed_line(lambda: call(tmp_path, monkeypatch), error, pattern)
     monkeypatch.undo()
     assert _left(tmp_path) == []
     assert "out.nc" not in os.listdir(tmp_path)
@@ -325,7 +316,7 @@ LAGS = [
 @pytest.mark.parametrize("case", LAGS, ids=[c[0] for c in LAGS])
 def test_lag_window_beyond_any_list_is_refused(case):
     _, call, pattern = case
-    _one_typed_line(call, errors.ProfileError, pattern)
+    one_typed_line(call, errors.ProfileError, pattern)
 
 
 @pytest.mark.parametrize("call, pattern", [
@@ -335,7 +326,7 @@ def test_lag_window_beyond_any_list_is_refused(case):
      r"max_shift must be an integer in 1\.\.10000; got 1000000000000"),
 ])
 def test_list_lag_and_shift_windows_are_bounded(call, pattern):
-    _one_typed_line(call, errors.ParameterError, pattern)
+    one_typed_line(call, errors.ParameterError, pattern)
 
 
 def test_a_window_wider_than_the_lists_still_pads_with_zeros():

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 import cmr
 from cmr.errors import ParameterError, RecallDataError
 from cmr.events import from_recall_matrix, from_table
-from tests.conftest import require
+from tests.conftest import assert_event_probabilities_equal, cymr_event_probabilities, require
 
 BASE = dict(T=0.1, Lfc=0.15, Lcf=0.15, Afc=0.0, Acf=0.0, Dfc=0.85, Dcf=0.85, P1=0.2, P2=2.0, B_start=0.3,
             B_rec=0.9, X1=0.001, X2=0.25, B_enc=0.7)
@@ -57,24 +57,6 @@ def cymr_config(items, similarity, features, layer):
     return param_def, patterns
 
 
-def cymr_event_probabilities(table, param, param_def, patterns):
-    """cymr's raw event probabilities per list (its likelihood loop without the log)."""
-    ccmr = require("cymr.cmr")
-    model = ccmr.CMR()
-    item_index = np.arange(len(patterns["items"]))
-    n_sub = len(param_def.sublayers["c"])
-    out = []
-    for _, subject_table in table.groupby("subject", sort=True):
-        study, recall = model.prepare_sim(subject_table)
-        for i in range(len(study["input"])):
-            pool, item_study, item_recall, distract = ccmr.get_list_items(item_index, study, recall, i, "list")
-            list_param = ccmr.prepare_list_param(len(item_study), n_sub, dict(param), param_def, len(item_recall))
-            net = ccmr.study_list(param_def, list_param, pool, item_study, patterns, distract)
-            out.append(net.p_recall(("task", "item"), item_recall, net.c_sublayers, list_param["B_rec"],
-                                    list_param["T"], list_param["p_stop"]))
-    return out
-
-
 @pytest.mark.parametrize("layer", ["segment", "sublayer"])
 @pytest.mark.parametrize("index", range(len(SEMANTIC_SETS)))
 def test_every_event_probability_equals_cymr(morton, layer, index):
@@ -84,12 +66,7 @@ def test_every_event_probability_equals_cymr(morton, layer, index):
     param_def, cymr_patterns = cymr_config(items, similarity, features, layer)
     reference = cymr_event_probabilities(table, param, param_def, cymr_patterns)
     ours = cmr.log_likelihood(events, param, patterns=patterns, event_probabilities=True)
-    probs = ours["event_probability"].values
-    assert len(reference) == probs.shape[0]
-    for trial, ref in enumerate(reference):
-        n = int(ours["trial_n"][trial])
-        assert n == ref.size
-        np.testing.assert_allclose(probs[trial, :n], ref, rtol=1e-9, atol=0)
+    probs = assert_event_probabilities_equal(ours, reference)
     if index == 2:
         assert np.nanmin(probs) < 1e-5  # the probability floor is exercised
 

@@ -12,7 +12,7 @@ from cmr.events import from_recall_matrix, from_table
 from cmr.textbook.likelihood import log_likelihood
 from cmr.textbook.parameters import parameter_vector
 from cmr.testing import recall_sequences, textbook_parameters
-from tests.conftest import require
+from tests.conftest import assert_event_probabilities_equal, cymr_event_probabilities, require
 
 MORTON_PARAMS = dict(
     T=0.1, Lfc=0.15, Lcf=0.15, Afc=0.0, Acf=0.0, Dfc=0.85, Dcf=0.85,
@@ -42,24 +42,6 @@ def morton_mixed():
     return table, from_table(table)
 
 
-def cymr_event_probabilities(table, param, n_pool):
-    """cymr's raw event probabilities per list (its likelihood loop without the log)."""
-    ccmr = require("cymr.cmr")
-    param_def, patterns = ccmr.config_loc_cmr(n_pool)
-    model = ccmr.CMR()
-    item_index = np.arange(len(patterns["items"]))
-    out = []
-    for _, subject_table in table.groupby("subject", sort=True):
-        study, recall = model.prepare_sim(subject_table)
-        for i in range(len(study["input"])):
-            pool, item_study, item_recall, distract = ccmr.get_list_items(item_index, study, recall, i, "list")
-            list_param = ccmr.prepare_list_param(len(item_study), 1, dict(param), param_def, len(item_recall))
-            net = ccmr.study_list(param_def, list_param, pool, item_study, patterns, distract)
-            out.append(net.p_recall(("task", "item"), item_recall, net.c_sublayers,
-                                    list_param["B_rec"], list_param["T"], list_param["p_stop"]))
-    return out
-
-
 def test_sample1_total_equals_cymr_published_value():
     fit = require("cymr.fit")
     table = fit.sample_data("sample1")
@@ -87,16 +69,10 @@ def test_every_event_probability_equals_cymr(morton_mixed, index):
     table = table[table["subject"].isin(subjects)]
     events = from_table(table)
     param = OTHER_PARAMS[index]
-    reference = cymr_event_probabilities(table, param, 768)
-    ours = log_likelihood(events, param, pool_size=768, by="subject", event_probabilities=True)
-    probs = ours["event_probability"].values
-    assert len(reference) == probs.shape[0]
-    for trial, ref in enumerate(reference):
-        n = int(ours["trial_n"][trial])
-        assert n == ref.size
-        np.testing.assert_allclose(probs[trial, :n], ref, rtol=1e-9, atol=0)
-        assert np.isnan(probs[trial, n:]).all()
     param_def, patterns = ccmr.config_loc_cmr(768)
+    reference = cymr_event_probabilities(table, param, param_def, patterns)
+    ours = log_likelihood(events, param, pool_size=768, by="subject", event_probabilities=True)
+    probs = assert_event_probabilities_equal(ours, reference)
     stats = ccmr.CMR().likelihood(table, param, param_def=param_def, patterns=patterns)
     np.testing.assert_allclose(ours.attrs["total_logl"], stats["logl"].sum(), rtol=1e-9)
     np.testing.assert_array_equal(ours["n"].values, stats["n"].values)
