@@ -19,15 +19,25 @@ criterion is applied to heads with probabilities only, and the column says so).
 """
 from __future__ import annotations
 
-import sys
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
 
 from cmr import multiple_comparisons
+from cmr.checks import seed_of
+from cmr.crp import lag_crp
 from cmr.deprecation import warn
-from .human_comparison import emit_markdown, markdown
+from cmr.errors import ParameterError
+from cmr.io import load_dataset
+from cmr.markdown import markdown_table
+from cmr.null_models import cmr_like_null
+from ...adapters.lm.extraction import extract_heads
+from ...adapters.lm.loading import load_model
+from ...adapters.published import published_file, read_published_profiles
+from ...adapters.published_grid import load_published_grid
+from ...adapters.recall_data import load_recall_data
 from .published_fits import HUMAN_DATA, MODELS
 from ..study.layout import DEFAULT_MODEL, HEAD_LAGS, HUMAN_LAGS
 
@@ -135,27 +145,22 @@ def _top_decile(heads):
 
 def smollm2_heads(path=None):
     """The embedded model's head profiles: read from ``path``, else extracted with the default prompts."""
-    from cmr.io import load_dataset
-
     if path is not None:
         return load_dataset(path)
-    from ...adapters.lm.loading import load_model
-    from ...adapters.lm.extraction import extract_heads
-
     return extract_heads(load_model(DEFAULT_MODEL))
 
 
-def null_table(reference=None, heads_path=None, objectives=("paper", "lsq"), models=MODELS, humans=HUMAN_DATA,
-               include_smollm2=True, n_null=N_NULL, log=None):
-    """Rows of the shares table (list of dicts) over published models, SmolLM2 and human data sets."""
-    from ...adapters.published import published_file, read_published_profiles
-    from ...adapters.published_grid import load_published_grid
-    from ...adapters.recall_data import load_recall_data
-    from cmr.crp import lag_crp
-    from cmr.null_models import cmr_like_null
+def null_table(*, reference: str | Path | None = None, heads_path: str | Path | None = None,
+               objectives: Sequence[str] = ("paper", "lsq"), models: Sequence[str] = MODELS,
+               humans: Sequence[str] = HUMAN_DATA, include_smollm2: bool = True, n_null: int = N_NULL, rng=0,
+               log: Callable[[str], None] | None = None) -> list[dict]:
+    """Rows of the shares table (list of dicts) over published models, SmolLM2 and human data sets.
 
-    grid = load_published_grid(published_file("cmr_crp_grid.npz", reference))
-    profiles = published_file("head_profiles.csv.gz", reference)
+    Parameters as :func:`shares_beyond_chance`.
+    """
+    seed = seed_of(rng)
+    grid = load_published_grid(published_file("cmr_crp_grid.npz", reference=reference))
+    profiles = published_file("head_profiles.csv.gz", reference=reference)
     sources = [(f"{m} heads", lambda m=m: read_published_profiles(profiles, model=m,
                                                                     checkpoint="final"), HEAD_LAGS) for m in models]
     if include_smollm2:
@@ -166,44 +171,49 @@ def null_table(reference=None, heads_path=None, objectives=("paper", "lsq"), mod
         units = load()
         for objective in objectives:
             start = time.perf_counter()
-            null = cmr_like_null(units, grid, objective=objective, lags=lags, n_null=n_null, rng=0)
+            null = cmr_like_null(units, grid, objective=objective, lags=lags, n_null=n_null, rng=seed)
             rows.append(summarise(label, null, _top_decile(units)))
             if log is not None:
                 log(f"{label} {objective}: {null.attrs['n_units']} units in {time.perf_counter() - start:.1f} s")
     return rows
 
 
-def add_arguments(parser) -> None:
-    """The options of ``icl-cmr reproduce null-shares``."""
-    parser.add_argument("--reference", type=Path, default=None, help="folder with the study's published files (default: $ICL_CMR_REFERENCE, else the copy installed with icl-cmr)")
-    parser.add_argument("--heads", type=Path, default=None, metavar="HEADS.nc",
-                        help="SmolLM2 head profiles (.nc, from icl-cmr heads) instead of extracting them")
-    parser.add_argument("--no-smollm2", action="store_true", help="skip the embedded model")
-    parser.add_argument("--models", nargs="*", default=list(MODELS), metavar="MODEL",
-                        help=f"published models (default all: {', '.join(MODELS)})")
-    parser.add_argument("--n-null", type=int, default=N_NULL, help=f"null profiles per unit and null (default {N_NULL})")
-    parser.add_argument("-o", "--out", type=Path, metavar="TABLE.md", help="write the markdown table here")
+def shares_beyond_chance(*, reference: str | Path | None = None, heads: str | Path | None = None,
+                         models: Sequence[str] = MODELS, humans: Sequence[str] = HUMAN_DATA,
+                         include_smollm2: bool = True, objectives: Sequence[str] = ("paper", "lsq"), n_null: int = N_NULL, rng=0,
+                         log: Callable[[str], None] | None = None) -> str:
+    """Share of units that are CMR-like beyond chance, per model and per human data set.
 
+    Parameters
+    ----------
+    reference : path, optional
+        Folder with the study's published files (default: ``$ICL_CMR_REFERENCE``, else the copy
+        installed with icl-cmr).
+    heads : path, optional
+        Head profiles of the embedded model (.nc, from ``icl-cmr heads``); default: extracted here
+        with the default prompt settings (loads the model).
+    models : sequence of str, default :data:`MODELS`
+        Published models, each at its final checkpoint.
+    humans : sequence of str, default :data:`HUMAN_DATA`
+        Recall data sets whose subjects are tested.
+    include_smollm2 : bool, default True
+        Test the embedded model's heads too.
+    objectives : sequence of str, default ("paper", "lsq")
+        Objectives of :func:`cmr.null_models.cmr_like_null`, one row each per unit set.
+    n_null : int, default :data:`N_NULL`
+        Null profiles per unit and null.
+    rng : int or numpy.random.Generator, default 0
+        Seed of the null profiles (a Generator draws one seed, used for every row).
+    log : callable, optional
+        Called with one line per row (units and seconds).
 
-def run(args) -> int:
-    """Test every unit and tabulate (``icl-cmr reproduce null-shares``): print the table, write it to ``--out``."""
-    import pandas as pd
-
-    rows = null_table(args.reference, args.heads, models=args.models, include_smollm2=not args.no_smollm2,
-                      n_null=args.n_null, log=lambda text: print(text, file=sys.stderr))
-    emit_markdown(markdown(pd.DataFrame(rows)), args.out)
-    return 0
-
-
-def main(argv=None) -> int:
-    """Deprecated entry point of ``python -m icl_cmr.analyses.reproduce.null_shares``: runs ``icl-cmr reproduce null-shares``."""
-    from cmr import deprecation
-    from ..cli import main as cli_main
-
-    deprecation.warn("python -m icl_cmr.analyses.reproduce.null_shares is deprecated and will be removed in the next "
-                    "release; use icl-cmr reproduce null-shares")
-    return cli_main(["reproduce", "null-shares", *(sys.argv[1:] if argv is None else argv)])
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+    Returns
+    -------
+    str
+        The markdown table of docs/null-models.md (no trailing line break).
+    """
+    rows = null_table(reference=reference, heads_path=heads, objectives=objectives, models=models, humans=humans,
+                      include_smollm2=include_smollm2, n_null=n_null, rng=rng, log=log)
+    if not rows:
+        raise ParameterError("null_shares needs at least one model, data set or the embedded model; got none")
+    return markdown_table(rows[0].keys(), (row.values() for row in rows))

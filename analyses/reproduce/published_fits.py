@@ -12,11 +12,19 @@ lags -5..-1, 1..5 (a recall lag-CRP is undefined at lag 0).
 """
 from __future__ import annotations
 
-import sys
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
+
+from cmr.crp import lag_crp
+from cmr.io import save_dataset
+from cmr.markdown import markdown_table
+from cmr.profile_fit import fit_profiles
+from ...adapters.published import published_file, read_published_profiles
+from ...adapters.published_grid import load_published_grid
+from ...adapters.recall_data import load_recall_data
 
 MODELS = (
     "gpt2-small",
@@ -36,9 +44,6 @@ HUMAN_LAGS = (-5, -4, -3, -2, -1, 1, 2, 3, 4, 5)
 
 def fit_model(profiles_path, grid, model):
     """Fits of one model's heads at its final checkpoint: (paper fit, lsq fit with Gaussian)."""
-    from ...adapters.published import read_published_profiles
-    from cmr.profile_fit import fit_profiles
-
     heads = read_published_profiles(profiles_path, model=model, checkpoint="final")
     paper = fit_profiles(heads, grid, objective="paper", gaussian=False)
     lsq = fit_profiles(heads, grid, objective="lsq", gaussian=True)
@@ -47,10 +52,6 @@ def fit_model(profiles_path, grid, model):
 
 def fit_humans(source, grid):
     """Subject lag-CRPs of a recall data set fitted by the same call, on lags +-1..5."""
-    from ...adapters.recall_data import load_recall_data
-    from cmr.crp import lag_crp
-    from cmr.profile_fit import fit_profiles
-
     crp = lag_crp(load_recall_data(source), by="subject", max_lag=5)
     paper = fit_profiles(crp, grid, objective="paper", lags=HUMAN_LAGS, gaussian=False)
     lsq = fit_profiles(crp, grid, objective="lsq", lags=HUMAN_LAGS, gaussian=True)
@@ -88,84 +89,69 @@ def summarise(model, heads, paper, lsq) -> dict:
     }
 
 
+COLUMNS = (
+    "model (checkpoint) or data set", "units", "paper: d<0.5", "paper: median d", "lsq: d<0.5", "lsq: median d",
+    "Gaussian: d<0.5", "Gaussian: median d", "Gaussian better by AIC than paper / lsq", "... among lsq d<0.5 units",
+    "top-10% induction heads: Gaussian better by AIC", "top-10%: median d lsq / Gaussian",
+)
+
+
 def markdown(rows) -> str:
-    head = (
-        "| model (checkpoint) or data set | units | paper: d<0.5 | paper: median d | lsq: d<0.5 | lsq: median d "
-        "| Gaussian: d<0.5 | Gaussian: median d | Gaussian better by AIC than paper / lsq "
-        "| ... among lsq d<0.5 units | top-10% induction heads: Gaussian better by AIC "
-        "| top-10%: median d lsq / Gaussian |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n"
-    )
-    lines = []
-    for r in rows:
+    """The table of docs/fitting.md from the rows of :func:`summarise` (ends with a line break)."""
+    def cells(r):
         label = f"{r['model']} ({r['checkpoint']})" if r["checkpoint"] is not None else f"{r['model']} (subjects)"
-        top = (f"| {r['gauss_beats_lsq_aic_top']} of {r['top_induction']} "
-               f"| {r['top_lsq_median']:.3f} / {r['top_gauss_median']:.3f} |") if r["top_induction"] else "| - | - |"
-        lines.append(
-            f"| {label} | {r['heads']} | {100 * r['paper_below']:.0f}% | {r['paper_median']:.3f} "
-            f"| {100 * r['lsq_below']:.0f}% | {r['lsq_median']:.3f} | {100 * r['gauss_below']:.0f}% "
-            f"| {r['gauss_median']:.3f} | {r['gauss_beats_paper_aic']} / {r['gauss_beats_lsq_aic']} "
-            f"({100 * r['gauss_beats_lsq_aic'] / r['heads']:.0f}%) "
-            f"| {r['gauss_beats_lsq_aic_cmr_like']} of {r['cmr_like_lsq']} " + top
-        )
-    return head + "\n".join(lines) + "\n"
+        top = ((f"{r['gauss_beats_lsq_aic_top']} of {r['top_induction']}",
+                f"{r['top_lsq_median']:.3f} / {r['top_gauss_median']:.3f}") if r["top_induction"] else ("-", "-"))
+        return (label, r["heads"], f"{100 * r['paper_below']:.0f}%", f"{r['paper_median']:.3f}",
+                f"{100 * r['lsq_below']:.0f}%", f"{r['lsq_median']:.3f}", f"{100 * r['gauss_below']:.0f}%",
+                f"{r['gauss_median']:.3f}",
+                f"{r['gauss_beats_paper_aic']} / {r['gauss_beats_lsq_aic']} "
+                f"({100 * r['gauss_beats_lsq_aic'] / r['heads']:.0f}%)",
+                f"{r['gauss_beats_lsq_aic_cmr_like']} of {r['cmr_like_lsq']}", *top)
+
+    return markdown_table(COLUMNS, (cells(r) for r in rows)) + "\n"
 
 
-def add_arguments(parser) -> None:
-    """The options of ``icl-cmr reproduce published-fits``."""
-    parser.add_argument("--reference", type=Path, default=None,
-                        help="folder with the study's published files (default: $ICL_CMR_REFERENCE, else the copy "
-                        "installed with icl-cmr)")
-    parser.add_argument("-o", "--output", type=Path, default=None, metavar="TABLE.md",
-                        help="write the markdown table here")
-    parser.add_argument("--fits-dir", type=Path, default=None, metavar="DIR",
-                        help="also save each model's fits as netCDF here")
-    parser.add_argument("--models", nargs="*", default=list(MODELS), metavar="MODEL",
-                        help=f"models to fit (default all: {', '.join(MODELS)})")
-    parser.set_defaults(output_args=("output", "fits_dir"))
-    parser.add_argument("--humans", nargs="*", default=list(HUMAN_DATA), metavar="SOURCE",
-                        help="recall data sets (default: PEERS, Morton2013; none: give --humans alone)")
+def fit_published(*, models: Sequence[str] = MODELS, humans: Sequence[str] = HUMAN_DATA,
+                  reference: str | Path | None = None, fits_dir: str | Path | None = None,
+                  log: Callable[[str], None] | None = None) -> str:
+    """Fit every published head profile and human lag-CRP with ``paper``, ``lsq`` and the Gaussian baseline.
 
+    Parameters
+    ----------
+    models : sequence of str, default :data:`MODELS`
+        Published models, each at its final checkpoint (window -5..+5).
+    humans : sequence of str, default :data:`HUMAN_DATA`
+        Recall data sets whose subject lag-CRPs go through the same call (lags -5..-1, 1..5).
+    reference : path, optional
+        Folder with the study's published files (default: ``$ICL_CMR_REFERENCE``, else the copy
+        installed with icl-cmr).
+    fits_dir : path, optional
+        Also save each model's fits here as ``<model>_paper.nc`` and ``<model>_lsq.nc``.
+    log : callable, optional
+        Called with one line per model or data set (units and seconds).
 
-def run(args) -> int:
-    """Fit and tabulate (``icl-cmr reproduce published-fits``): print the table, write it to ``--output``."""
-    from ...adapters.published import published_file
-    from ...adapters.published_grid import load_published_grid
-    from cmr.io import atomic_write, save_dataset
-
-    profiles_path = published_file("head_profiles.csv.gz", args.reference)
-    grid = load_published_grid(published_file("cmr_crp_grid.npz", args.reference))
+    Returns
+    -------
+    str
+        The markdown table of docs/fitting.md, one row per model and data set (ends with a line break).
+    """
+    profiles_path = published_file("head_profiles.csv.gz", reference=reference)
+    grid = load_published_grid(published_file("cmr_crp_grid.npz", reference=reference))
     rows = []
-    for model in args.models:
+    for model in models:
         start = time.perf_counter()
         heads, paper, lsq = fit_model(profiles_path, grid, model)
         rows.append(summarise(model, heads, paper, lsq))
-        if args.fits_dir is not None:
-            save_dataset(paper, args.fits_dir / f"{model}_paper.nc")
-            save_dataset(lsq, args.fits_dir / f"{model}_lsq.nc")
-        print(f"{model}: {rows[-1]['heads']} heads in {time.perf_counter() - start:.1f} s", file=sys.stderr)
-    for source in args.humans:
+        if fits_dir is not None:
+            save_dataset(paper, Path(fits_dir) / f"{model}_paper.nc")
+            save_dataset(lsq, Path(fits_dir) / f"{model}_lsq.nc")
+        if log is not None:
+            log(f"{model}: {rows[-1]['heads']} heads in {time.perf_counter() - start:.1f} s")
+    for source in humans:
         start = time.perf_counter()
         crp, paper, lsq = fit_humans(source, grid)
         rows.append(summarise(source, crp, paper, lsq))
-        print(f"{source}: {rows[-1]['heads']} subjects in {time.perf_counter() - start:.1f} s", file=sys.stderr)
-    table = markdown(rows)
-    if args.output is not None:
-        with atomic_write(args.output) as tmp:
-            tmp.write_text(table)
-    print(table)
-    return 0
-
-
-def main(argv=None) -> int:
-    """Deprecated entry point of ``python -m icl_cmr.analyses.reproduce.published_fits``: runs
-    ``icl-cmr reproduce published-fits``."""
-    from cmr import deprecation
-    from ..cli import main as cli_main
-
-    deprecation.warn("python -m icl_cmr.analyses.reproduce.published_fits is deprecated and will be removed in the next "
-                    "release; use icl-cmr reproduce published-fits")
-    return cli_main(["reproduce", "published-fits", *(sys.argv[1:] if argv is None else argv)])
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+        if log is not None:
+            log(f"{source}: {rows[-1]['heads']} subjects in {time.perf_counter() - start:.1f} s")
+    return markdown(rows)

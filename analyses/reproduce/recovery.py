@@ -6,10 +6,16 @@ by default the output's name with ``.png``) and prints one JSON summary line.
 """
 from __future__ import annotations
 
-import json
-import sys
-import time
+from collections.abc import Sequence
 from pathlib import Path
+
+import xarray as xr
+
+from cmr.errors import ParameterError
+from cmr.io import save_dataset
+from cmr.textbook.fit import parameter_recovery
+from cmr.textbook.spec import FitSpec
+from .. import plots
 
 RECOVERY_FIXED = dict(Afc=0.0, Acf=0.0, Dfc=0.85, Dcf=0.85)
 # true values are drawn from ranges typical of fits to human free recall (Morton & Polyn
@@ -21,73 +27,65 @@ RECOVERY_RANGES = dict(
 )
 
 
-def add_arguments(parser) -> None:
-    """The options of ``icl-cmr reproduce recovery``."""
-    parser.add_argument("--sets", type=int, default=24, help="simulated parameter sets (default 24)")
-    parser.add_argument("--lists", type=int, default=48, help="lists per simulated subject (default 48)")
-    parser.add_argument("--list-length", type=int, default=24, help="items per list (default 24)")
-    parser.add_argument("--jobs", type=int, default=2, help="subjects fitted in parallel threads (default 2)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the true values, simulations and fits (default 0)")
-    parser.add_argument(
-        "--free", default=",".join(("Lfc", "Lcf", "P1", "P2", "B_enc", "B_start", "B_rec", "T", "X1", "X2")),
-        help="comma-separated free parameters (default: the ten of Morton & Polyn 2016); the others "
-        "are fixed at their defaults (Afc = Acf = 0, Dfc = Dcf = 0.85)",
-    )
-    parser.add_argument("-o", "--output", default="results/recall_recovery.nc", metavar="OUT.nc",
-                        help="the recall_fit dataset with true values and correlations (default "
-                        "results/recall_recovery.nc)")
-    parser.add_argument("--figure", default=None, metavar="FIGURE.png",
-                        help="true against recovered values (default: the output's name with .png, "
-                        "results/recall_recovery.png)")
-    parser.set_defaults(output_args=("output", "figure"), derived_defaults=default_figure)
+#: the free parameters by default: the ten of Morton & Polyn (2016)
+FREE = ("Lfc", "Lcf", "P1", "P2", "B_enc", "B_start", "B_rec", "T", "X1", "X2")
 
 
-def default_figure(args) -> None:
-    """``--figure`` when not given: next to ``-o``, its name with ``.png`` (never a file of the working tree's docs)."""
-    if args.figure is None:
-        args.figure = str(Path(args.output).with_suffix(".png"))
+def recover_parameters(*, sets: int = 24, lists: int = 48, list_length: int = 24, free: Sequence[str] = FREE,
+                       rng=0, n_jobs: int = 2, output: str | Path | None = None,
+                       figure: str | Path | None = None) -> xr.Dataset:
+    """Parameter recovery of textbook CMR: simulate from known parameters, fit them back.
 
+    True values are drawn uniformly inside :data:`RECOVERY_RANGES`; the parameters not in ``free``
+    are fixed at their defaults (:data:`RECOVERY_FIXED`: Afc = Acf = 0, Dfc = Dcf = 0.85).
 
-def run(args) -> int:
-    """Simulate, fit back and compare (``icl-cmr reproduce recovery``); write the fits and the figure."""
-    from cmr.errors import ParameterError
+    Parameters
+    ----------
+    sets : int, default 24
+        Simulated parameter sets (subjects); a correlation needs at least two.
+    lists : int, default 48
+        Lists per simulated subject.
+    list_length : int, default 24
+        Items per list.
+    free : sequence of str, default :data:`FREE`
+        Free parameters, each a key of :data:`RECOVERY_RANGES`.
+    rng : int or numpy.random.Generator, default 0
+        Seed of the true values, simulations and fits.
+    n_jobs : int, default 2
+        Subjects fitted in parallel threads.
+    output : path, optional
+        Also write the dataset here (netCDF, atomically).
+    figure : path, optional
+        Also draw true against recovered values here (.png).
 
-    if Path(args.figure).suffix.lower() != ".png":
-        raise ParameterError(f"--figure must be a .png file; got {args.figure!r}")
+    Returns
+    -------
+    xarray.Dataset
+        The ``recall_fit`` dataset with ``true_value`` and ``correlation`` (:func:`cmr.parameter_recovery`).
 
-    from cmr.textbook.fit import parameter_recovery
-    from cmr.textbook.spec import FitSpec
-    from cmr.io import save_dataset
-
-    from .. import plots
-
-    free = [name.strip() for name in args.free.split(",") if name.strip()]
-    start = time.perf_counter()
+    Raises
+    ------
+    ParameterError
+        An unknown or repeated free parameter, no free parameter, or a figure that is not a .png file.
+    """
+    free = [str(name) for name in ([free] if isinstance(free, str) else free)]
+    unknown = [name for name in free if name not in RECOVERY_RANGES]
+    if unknown or not free or len(set(free)) < len(free):
+        raise ParameterError(f"free takes one or more of {', '.join(RECOVERY_RANGES)}, each once; got {free!r}")
+    if figure is not None and Path(figure).suffix.lower() != ".png":
+        raise ParameterError(f"figure must be a .png file; got {str(figure)!r}")
     fits = parameter_recovery(
-        args.sets, FitSpec(free, RECOVERY_FIXED), ranges={name: RECOVERY_RANGES[name] for name in free},
-        list_length=args.list_length, n_lists=args.lists, rng=args.seed, n_jobs=args.jobs,
+        sets, FitSpec(free, RECOVERY_FIXED), ranges={name: RECOVERY_RANGES[name] for name in free},
+        list_length=list_length, n_lists=lists, rng=rng, n_jobs=n_jobs,
     )
-    seconds = time.perf_counter() - start
-    save_dataset(fits, args.output)
-    plots.save_figure(plots.parameter_recovery(fits), args.figure)
-    corr = {str(p): round(float(r), 4) for p, r, f in
+    if output is not None:
+        save_dataset(fits, output)
+    if figure is not None:
+        plots.save_figure(plots.parameter_recovery(fits), figure)
+    return fits
+
+
+def correlations(fits: xr.Dataset) -> dict[str, float]:
+    """Correlation of true and recovered values of each free parameter of a recovery, to 4 decimals."""
+    return {str(p): round(float(r), 4) for p, r, f in
             zip(fits["parameter"].values, fits["correlation"].values, fits["free"].values) if f}
-    print(json.dumps({"free": free, "sets": args.sets, "lists": args.lists, "list_length": args.list_length,
-                      "seconds": round(seconds, 1), "correlation": corr,
-                      "median_nfev": int(fits["nfev"].median()), "output": args.output,
-                      "figure": args.figure}))
-    return 0
-
-
-def main(argv=None) -> int:
-    """Deprecated entry point of ``python -m icl_cmr.analyses.reproduce.recovery``: runs ``icl-cmr reproduce recovery``."""
-    from cmr import deprecation
-    from ..cli import main as cli_main
-
-    deprecation.warn("python -m icl_cmr.analyses.reproduce.recovery is deprecated and will be removed in the next release; "
-                    "use icl-cmr reproduce recovery")
-    return cli_main(["reproduce", "recovery", *(sys.argv[1:] if argv is None else argv)])
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -8,54 +8,52 @@ values and writes the recall_fit dataset (with ``true_value`` and ``correlation`
 """
 from __future__ import annotations
 
-import json
-import sys
-import time
+from pathlib import Path
+
+import xarray as xr
+
+import cmr
+from cmr.io import save_dataset
+from ...adapters.item_pools import load_item_patterns
+from ...adapters.recall_data import load_recall_data
 
 FREE = ("B_enc", "B_rec", "T", "Scf", "Sff")
 FIXED = dict(Afc=0.0, Acf=0.0, Dfc=0.85, Dcf=0.85)
 RANGES = dict(B_enc=(0.4, 0.9), B_rec=(0.4, 0.95), T=(0.05, 0.3), Scf=(0.0, 0.3), Sff=(0.0, 2.0))
 
 
-def add_arguments(parser) -> None:
-    """The options of ``icl-cmr reproduce semantic-recovery``."""
-    parser.add_argument("--sets", type=int, default=12, help="simulated subjects (parameter sets) (default 12)")
-    parser.add_argument("--jobs", type=int, default=2, help="subjects fitted in parallel threads (default 2)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the true values, simulations and fits (default 0)")
-    parser.add_argument("-o", "--output", default="results/semantic_recovery.nc", metavar="OUT.nc",
-                        help="the recall_fit dataset with true values and correlations (default "
-                        "results/semantic_recovery.nc)")
+def recover_semantic(*, sets: int = 12, rng=0, n_jobs: int = 2, output: str | Path | None = None) -> xr.Dataset:
+    """Parameter recovery of semantic CMR on the study lists of psifr:Morton2013.
 
+    Simulated subject i replays the study lists of the data set's subject ``i mod S`` with the
+    free parameters :data:`FREE` drawn inside :data:`RANGES` (the others fixed at :data:`FIXED`);
+    the same parameters are fitted back.
 
-def run(args) -> int:
-    """Simulate and fit back semantic CMR (``icl-cmr reproduce semantic-recovery``); write the fits."""
-    import cmr
-    from cmr.io import save_dataset
-    from ...adapters.item_pools import load_item_patterns
-    from ...adapters.recall_data import load_recall_data
+    Parameters
+    ----------
+    sets : int, default 12
+        Simulated subjects (parameter sets); a correlation needs at least two.
+    rng : int or numpy.random.Generator, default 0
+        Seed of the true values, simulations and fits.
+    n_jobs : int, default 2
+        Subjects fitted in parallel threads.
+    output : path, optional
+        Also write the dataset here (netCDF, atomically).
 
+    Returns
+    -------
+    xarray.Dataset
+        The ``recall_fit`` dataset with ``true_value`` and ``correlation`` (:func:`cmr.parameter_recovery`).
+    """
     events = load_recall_data("psifr:Morton2013")
     patterns = load_item_patterns("psifr:Morton2013", categories=False)
-    start = time.perf_counter()
-    fits = cmr.parameter_recovery(args.sets, cmr.FitSpec(FREE, FIXED, patterns=patterns), ranges=RANGES,
-                                  events=events, rng=args.seed, n_jobs=args.jobs, progress=False)
-    save_dataset(fits, args.output)
-    corr = {name: round(float(fits["correlation"].sel(parameter=name)), 3) for name in FREE}
-    print(json.dumps({"sets": args.sets, "free": list(FREE), "correlation": corr,
-                      "seconds": round(time.perf_counter() - start, 1)}))
-    return 0
+    fits = cmr.parameter_recovery(sets, cmr.FitSpec(FREE, FIXED, patterns=patterns), ranges=RANGES,
+                                  events=events, rng=rng, n_jobs=n_jobs, progress=False)
+    if output is not None:
+        save_dataset(fits, output)
+    return fits
 
 
-def main(argv=None) -> int:
-    """Deprecated entry point of ``python -m icl_cmr.analyses.reproduce.semantic_recovery``: runs
-    ``icl-cmr reproduce semantic-recovery``."""
-    from cmr import deprecation
-    from ..cli import main as cli_main
-
-    deprecation.warn("python -m icl_cmr.analyses.reproduce.semantic_recovery is deprecated and will be removed in the next "
-                    "release; use icl-cmr reproduce semantic-recovery")
-    return cli_main(["reproduce", "semantic-recovery", *(sys.argv[1:] if argv is None else argv)])
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+def correlations(fits: xr.Dataset) -> dict[str, float]:
+    """Correlation of true and recovered values of each parameter of :data:`FREE`, to 3 decimals."""
+    return {name: round(float(fits["correlation"].sel(parameter=name)), 3) for name in FREE}

@@ -441,8 +441,6 @@ def _all_parsers():
         for action in parser._actions:
             if isinstance(action, argparse._SubParsersAction):
                 for name, sub in action.choices.items():
-                    if hasattr(sub, "load_analysis"):  # reproduce NAME adds its options when parsed
-                        sub.load_analysis()
                     yield " ".join((*prefix, name)), sub
                     yield from walk(sub, (*prefix, name))
     return list(walk(build_parser(), ()))

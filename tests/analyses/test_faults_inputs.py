@@ -58,9 +58,7 @@ def _count_options():
     names = next(a for a in sub._subparsers._group_actions).choices
     cases = []
     for name in ANALYSES:
-        analysis = names[name]
-        analysis.load_analysis()
-        for action in analysis._actions:
+        for action in names[name]._actions:
             if action.type is int:  # counts (a share such as --max-intrusion-share is checked as a share)
                 cases.append((name, action.option_strings[-1], COUNT_MINIMUMS.get(action.dest)))
     return cases
