@@ -6,13 +6,11 @@ and ``C_thresh``, the context-similarity threshold of the post-retrieval check. 
 """
 from __future__ import annotations
 
-import math
 from typing import Mapping
 
 import numpy as np
 import xarray as xr
 
-from ..checks import shown
 from ..errors import ParameterError
 from ..schema import validate
 from ..textbook.parameters import PARAMETER_NAMES as TEXTBOOK_NAMES
@@ -62,16 +60,7 @@ def validate_cmr2_parameters(params: Mapping[str, float]) -> dict[str, float]:
                              "(cmr.default_cmr2_parameters() gives a full set)")
     clean = validate_textbook({name: params[name] for name in TEXTBOOK_NAMES})
     for name, spec in _SPECS.items():
-        raw = params[name]
-        try:
-            value = float(raw)
-        except (TypeError, ValueError):
-            raise ParameterError(
-                f"CMR2 parameter {name} must be a real number in [{spec.lower:g}, {spec.upper:g}]; got {shown(raw)}"
-            ) from None
-        if isinstance(raw, (bool, np.bool_)) or math.isnan(value) or not spec.lower <= value <= spec.upper:
-            raise ParameterError(f"CMR2 parameter {name} must be in [{spec.lower:g}, {spec.upper:g}]; got {shown(raw)}")
-        clean[name] = value
+        clean[name] = spec.check(params[name], model="CMR2")
     return clean
 
 

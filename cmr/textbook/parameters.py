@@ -43,6 +43,19 @@ class ParameterSpec:
     fit_upper: float
     description: str
 
+    def check(self, raw, *, model: str = "CMR") -> float:
+        """``raw`` as a float in the admissible range; ParameterError naming ``model`` and the range otherwise."""
+        bounds = _bounds_text(self)
+        try:
+            value = float(raw)
+        except (TypeError, ValueError):
+            raise ParameterError(
+                f"{model} parameter {self.name} must be a real number in {bounds}; got {shown(raw)}"
+            ) from None
+        if isinstance(raw, (bool, np.bool_)) or math.isnan(value) or not self.lower <= value <= self.upper:
+            raise ParameterError(f"{model} parameter {self.name} must be in {bounds}; got {shown(raw)}")
+        return value
+
 
 # Order matters: it is the layout of the float64 parameter vector the kernels read.
 PARAMETER_SPECS = (
@@ -130,17 +143,7 @@ def validate_parameters(params: Mapping[str, float], *, partial: bool = False) -
     for name in MODEL_PARAMETER_NAMES:
         if name not in params:
             continue
-        spec = _SPEC_BY_NAME[name]
-        raw = params[name]
-        try:
-            value = float(raw)
-        except (TypeError, ValueError):
-            raise ParameterError(
-                f"CMR parameter {name} must be a real number in {_bounds_text(spec)}; got {shown(raw)}"
-            ) from None
-        if isinstance(raw, (bool, np.bool_)) or math.isnan(value) or not spec.lower <= value <= spec.upper:
-            raise ParameterError(f"CMR parameter {name} must be in {_bounds_text(spec)}; got {shown(raw)}")
-        clean[name] = value
+        clean[name] = _SPEC_BY_NAME[name].check(params[name])
     if "Afc" in clean and "Dfc" in clean and clean["Afc"] + clean["Dfc"] <= 0:
         raise ParameterError(
             "CMR parameters Afc and Dfc (bounds [0, 10]) must not both be 0: an item would give "
