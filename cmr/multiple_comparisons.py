@@ -22,15 +22,19 @@ from .errors import ParameterError
 __all__ = ["holm", "benjamini_hochberg"]
 
 
-def _family(pvalues) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The p-values as float64, a NaN output of their shape and the flat indices of the finite ones, by p."""
+def _adjusted(pvalues, adjust) -> np.ndarray:
+    """``adjust`` (sorted finite p-values -> their adjusted values) applied to the family of ``pvalues``."""
     p = np.asarray(pvalues, dtype=np.float64)
     flat = p.ravel()
     keep = np.flatnonzero(np.isfinite(flat))
     if np.any((flat[keep] < 0) | (flat[keep] > 1)):
         bad = flat[keep][(flat[keep] < 0) | (flat[keep] > 1)]
         raise ParameterError(f"p-values must lie in [0, 1] (or be NaN, left out of the family); got {bad[:5].tolist()}")
-    return p, np.full(p.shape, np.nan), keep[np.argsort(flat[keep], kind="stable")]
+    order = keep[np.argsort(flat[keep], kind="stable")]
+    result = np.full(flat.shape, np.nan)
+    if order.size:
+        result[order] = np.minimum(adjust(flat[order]), 1.0)
+    return result.reshape(p.shape)
 
 
 def holm(pvalues) -> np.ndarray:
@@ -57,12 +61,7 @@ def holm(pvalues) -> np.ndarray:
     >>> holm([0.01, 0.02, 0.03, 0.5]).round(6).tolist()
     [0.04, 0.06, 0.06, 0.5]
     """
-    p, out, order = _family(pvalues)
-    m = order.size
-    adjusted = np.maximum.accumulate((m - np.arange(m)) * p.ravel()[order]) if m else np.empty(0)
-    result = out.ravel()
-    result[order] = np.minimum(adjusted, 1.0)
-    return result.reshape(p.shape)
+    return _adjusted(pvalues, lambda ranked: np.maximum.accumulate((ranked.size - np.arange(ranked.size)) * ranked))
 
 
 def benjamini_hochberg(pvalues) -> np.ndarray:
@@ -91,10 +90,5 @@ def benjamini_hochberg(pvalues) -> np.ndarray:
     >>> benjamini_hochberg([0.01, 0.02, 0.03, 0.5]).round(6).tolist()
     [0.04, 0.04, 0.04, 0.5]
     """
-    p, out, order = _family(pvalues)
-    m = order.size
-    ranks = np.arange(1, m + 1)
-    adjusted = np.minimum.accumulate((p.ravel()[order] * (m / ranks))[::-1])[::-1] if m else np.empty(0)
-    result = out.ravel()
-    result[order] = np.minimum(adjusted, 1.0)
-    return result.reshape(p.shape)
+    return _adjusted(pvalues, lambda ranked: np.minimum.accumulate(
+        (ranked * (ranked.size / np.arange(1, ranked.size + 1)))[::-1])[::-1])
