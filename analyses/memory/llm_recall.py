@@ -29,6 +29,7 @@ import xarray as xr
 from cmr.checks import seed_of
 from cmr.crp import lag_crp
 from cmr.deprecation import keyword_only, renamed_keywords, warn
+from cmr.markdown import markdown_table
 from cmr.recall_stats import lag_rank, pfr, spc
 
 from ...adapters.lm import recall_task as task_module
@@ -184,18 +185,19 @@ def report_section(summary: dict) -> list[str]:
     ]
     ablation = summary.get("ablation")
     if ablation:
-        lines += ["| comparison | measure | effect | rank among random sets | rank p | z | paired t p | Wilcoxon p | d_z | lists |",
-                  "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        rows = []
         for comparison, measures in ablation["comparisons"].items():
             if comparison.endswith("_vs_none") and not comparison.startswith("top"):
                 continue
             for measure, st in measures.items():
                 ranked = np.isfinite(st.get("rank_pvalue", np.nan))
                 rank = f"{st['rank']:.0f} of {st['n_null'] + 1:.0f}" if ranked else ""
-                lines.append(f"| {comparison} | {measure} | {_number(st.get('set_effect', st['mean_difference']))} | "
-                             f"{rank} | {_number(st['rank_pvalue'], 3) if ranked else ''} | "
-                             f"{_number(st['z'], 2) if ranked else ''} | {_number(st['t_pvalue'], 4)} | "
-                             f"{_number(st['wilcoxon_pvalue'], 4)} | {_number(st['cohens_dz'], 2)} | {int(st['n_lists'])} |")
+                rows.append((comparison, measure, _number(st.get("set_effect", st["mean_difference"])), rank,
+                             _number(st["rank_pvalue"], 3) if ranked else "", _number(st["z"], 2) if ranked else "",
+                             _number(st["t_pvalue"], 4), _number(st["wilcoxon_pvalue"], 4),
+                             _number(st["cohens_dz"], 2), f"{int(st['n_lists'])}"))
+        lines += markdown_table(("comparison", "measure", "effect", "rank among random sets", "rank p", "z",
+                                 "paired t p", "Wilcoxon p", "d_z", "lists"), rows, align="llrrrrrrrr").split("\n")
         lines += ["", "Zero ablation during generation; effects are ablated - intact per list (paired over the same "
                   "lists), averaged over the lists where the measure is defined. Against random sets the test is the "
                   "target set's rank among them (1 = the lowest effect; one-sided p = (1 + #{random <= target}) / "

@@ -9,6 +9,7 @@ import numpy as np
 
 from cmr.deprecation import keyword_only
 from cmr.io import atomic_write
+from cmr.markdown import markdown_table
 
 from ..memory.llm_recall import report_section
 from .layout import CMR_LIKE_DISTANCE
@@ -83,16 +84,16 @@ def _composition_section(ctx) -> list[str]:
         "only the query input or only the key input of the head; relative drop of its induction score (K: the "
         "key path carries it, Q: the query path, mixed: both).",
         "",
-        "| head | chosen as | induction score | lsq CMR distance | drop (query path) | drop (key path) | class "
-        "| class, whole output | upstream |",
-        "|---|---|---:|---:|---:|---:|---|---|---|",
     ]
+    rows = []
     for h in s["heads"]:
         # a weak head has almost no induction score to lose: its relative drops mean nothing
         drops = ("-", "-") if h["class"] == "weak" else (_fmt(h["drop_q"]), _fmt(h["drop_k"]))
-        lines.append(f"| {h['head']} | {', '.join(r.replace('_', '-') for r in h['roles'])} | {_fmt(h['induction'])} | "
-                     f"{_fmt(h['distance'])} | {drops[0]} | {drops[1]} | {h['class']} | {h.get('whole_output_class', 'n/a')} "
-                     f"| {h['upstream']} |")
+        rows.append((h["head"], ", ".join(r.replace("_", "-") for r in h["roles"]), _fmt(h["induction"]),
+                     _fmt(h["distance"]), *drops, h["class"], h.get("whole_output_class", "n/a"), h["upstream"]))
+    lines += markdown_table(("head", "chosen as", "induction score", "lsq CMR distance", "drop (query path)",
+                             "drop (key path)", "class", "class, whole output", "upstream"), rows,
+                            align="llrrrrlll").split("\n")
     counts = {}
     for h in s["heads"]:
         counts[h["class"]] = counts.get(h["class"], 0) + 1
@@ -116,11 +117,10 @@ def _human_section(ctx) -> list[str]:
         "Lag-CRP per subject with psifr's rule (transitions between correct first recalls;",
         "`possible` counts lags to not-yet-recalled positions), averaged over subjects.",
         "",
-        "| data set | subjects | lists | CRP(+1) | CRP(-1) |",
-        "|---|---:|---:|---:|---:|",
     ]
-    for source, s in summary.items():
-        lines.append(f"| `{source}` | {s['subjects']} | {s['trials']} | {_fmt(s['crp_lag_+1'])} | {_fmt(s['crp_lag_-1'])} |")
+    rows = [(f"`{source}`", f"{s['subjects']}", f"{s['trials']}", _fmt(s["crp_lag_+1"]), _fmt(s["crp_lag_-1"]))
+            for source, s in summary.items()]
+    lines += markdown_table(("data set", "subjects", "lists", "CRP(+1)", "CRP(-1)"), rows, align="lrrrr").split("\n")
     lines += ["", "![Human lag-CRP](figures/human_lag_crp.png)", ""]
     return lines
 
@@ -141,8 +141,8 @@ def _heads_section(ctx) -> list[str]:
             f"Loss per token: {_fmt(s['loss_first_copy'])} nats on the first copy, "
             f"{_fmt(s['loss_second_copy'])} on the second (in-context copying)."
         )
-    lines += ["", "| head | induction score |", "|---|---:|"]
-    lines += [f"| L{t['layer']}.H{t['head']} | {_fmt(t['induction_score'])} |" for t in s["top_induction"]]
+    top = [(f"L{t['layer']}.H{t['head']}", _fmt(t["induction_score"])) for t in s["top_induction"]]
+    lines += ["", *markdown_table(("head", "induction score"), top, align="lr").split("\n")]
     lines.append("")
     if "attention_pattern" in s:
         p = s["attention_pattern"]
@@ -173,22 +173,21 @@ def _fits_section(ctx) -> list[str]:
         f"as rough as the unit), the share to read instead of d < {CMR_LIKE_DISTANCE}; \"null d < "
         f"{CMR_LIKE_DISTANCE}\": how often the smooth null profiles pass that threshold (docs/null-models.md).",
         "",
-        f"| units | objective | n | median d (CMR) | share d < {CMR_LIKE_DISTANCE} | beyond chance | null d < {CMR_LIKE_DISTANCE} "
-        "| median d (Gaussian) | Gaussian better (d) | Gaussian better (AIC) |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
 
     def row(label, objective, f):
-        return (f"| {label} | {objective} | {f['units']} | {_fmt(f['median_distance'])} | {_fmt(f['share_cmr_like'], 2)} | "
-                f"{_fmt(f.get('share_beyond_chance'), 2)} | {_fmt(f.get('null_share_cmr_like'), 2)} | "
-                f"{_fmt(f.get('gaussian_median_distance'))} | {_fmt(f.get('gaussian_beats_cmr_distance'), 2)} | "
-                f"{_fmt(f.get('gaussian_beats_cmr_aic'), 2)} |")
+        return (label, objective, f"{f['units']}", _fmt(f["median_distance"]), _fmt(f["share_cmr_like"], 2),
+                _fmt(f.get("share_beyond_chance"), 2), _fmt(f.get("null_share_cmr_like"), 2),
+                _fmt(f.get("gaussian_median_distance")), _fmt(f.get("gaussian_beats_cmr_distance"), 2),
+                _fmt(f.get("gaussian_beats_cmr_aic"), 2))
 
-    for objective, f in heads.items():
-        lines.append(row(f"heads of `{ctx.settings['model']}`", objective, f))
-    for source, by_objective in ctx.summaries.get("fit_humans", {}).items():
-        for objective, f in by_objective.items():
-            lines.append(row(f"subjects of `{source}`", objective, f))
+    rows = [row(f"heads of `{ctx.settings['model']}`", objective, f) for objective, f in heads.items()]
+    rows += [row(f"subjects of `{source}`", objective, f)
+             for source, by_objective in ctx.summaries.get("fit_humans", {}).items()
+             for objective, f in by_objective.items()]
+    lines += markdown_table(("units", "objective", "n", "median d (CMR)", f"share d < {CMR_LIKE_DISTANCE}",
+                             "beyond chance", f"null d < {CMR_LIKE_DISTANCE}", "median d (Gaussian)",
+                             "Gaussian better (d)", "Gaussian better (AIC)"), rows, align="llrrrrrrrr").split("\n")
     lines += [
         "",
         "![Top heads with CMR and Gaussian fits](figures/top_heads_fits.png)",
@@ -221,27 +220,27 @@ def _ablation_section(ctx) -> list[str]:
         "contrast with the random sets' mean, over article means, is tested with set and article as crossed random "
         "effects.",
         "",
-        "| mode | intact ICL score | top-set effect | random effect (mean +- sd) | rank | rank p (primary) | z | "
-        "contrast with random mean, article means [95% CI] | crossed t p |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    verdicts = []
+    verdicts, rows = [], []
     for mode, e in s["modes"].items():
         tr = e.get("top_vs_random", {})
-        lines.append(
-            f"| {mode} | {_fmt(e['baseline_icl_score'])} | {_fmt(e['top_effect'])} | "
-            f"{_fmt(e['random_effect_mean'])} +- {_fmt(e['random_effect_sd'])} | {_fmt(tr.get('rank'), 0)} of "
-            f"{_fmt(tr.get('n_null', float('nan')) + 1, 0)} | {_fmt(e['empirical_pvalue'], 3)} | "
-            f"{_fmt(tr.get('z'), 2)} | "
-            f"{_fmt(tr.get('mean_difference'))} [{_fmt(tr.get('ci_low'))}, {_fmt(tr.get('ci_high'))}] | "
-            f"{_fmt(tr.get('t_pvalue'), 4)} |"
-        )
+        rows.append((
+            mode, _fmt(e["baseline_icl_score"]), _fmt(e["top_effect"]),
+            f"{_fmt(e['random_effect_mean'])} +- {_fmt(e['random_effect_sd'])}",
+            f"{_fmt(tr.get('rank'), 0)} of {_fmt(tr.get('n_null', float('nan')) + 1, 0)}",
+            _fmt(e["empirical_pvalue"], 3), _fmt(tr.get("z"), 2),
+            f"{_fmt(tr.get('mean_difference'))} [{_fmt(tr.get('ci_low'))}, {_fmt(tr.get('ci_high'))}]",
+            _fmt(tr.get("t_pvalue"), 4),
+        ))
         hurts = e["empirical_pvalue"] < 0.05
         verdicts.append(
             f"- {mode} ablation: the top CMR-like set {'ranks above' if hurts else 'is not detected above'} random sets "
             f"of the same size by the rank test (p = {_fmt(e['empirical_pvalue'], 3)}, before Holm; "
             f"z = {_fmt(tr.get('z'), 2)})."
         )
+    lines += markdown_table(("mode", "intact ICL score", "top-set effect", "random effect (mean +- sd)", "rank",
+                             "rank p (primary)", "z", "contrast with random mean, article means [95% CI]",
+                             "crossed t p"), rows, align="lrrrrrrrr").split("\n")
     lines += ["", *verdicts, ""]
     for mode, e in s["modes"].items():
         for comparison in ("top_vs_layer_matched", "induction_vs_random"):
@@ -270,8 +269,8 @@ def _timings(ctx, manifest) -> list[str]:
     stages = (manifest or {}).get("stages", {})
     if not stages:
         return []
-    lines = ["## Run", "", "| stage | seconds |", "|---|---:|"]
-    lines += [f"| {name} | {entry.get('seconds', 0):.1f} |" for name, entry in stages.items()]
+    rows = [(name, f"{entry.get('seconds', 0):.1f}") for name, entry in stages.items()]
+    lines = ["## Run", "", *markdown_table(("stage", "seconds"), rows, align="lr").split("\n")]
     return lines + [""]
 
 

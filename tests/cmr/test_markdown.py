@@ -48,3 +48,14 @@ def test_every_line_has_one_cell_per_column(data):
     assert len(lines) == len(rows) + 2
     # unescaped pipes: the borders and one between each pair of cells
     assert all(len(re.findall(r"(?<!\\)\|", line)) == len(columns) + 1 for line in lines)
+
+
+def test_every_markdown_table_goes_through_markdown_table():
+    """One writer: a table rule (``|---|``) written by hand anywhere else in the packages would be a second one."""
+    from tests.conftest import REPO_ROOT
+
+    found = [f"{path.relative_to(REPO_ROOT)}:{n}" for folder in ("cmr", "adapters", "analyses")
+             for path in sorted((REPO_ROOT / folder).rglob("*.py")) if path.name != "markdown.py"
+             for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+             if re.search(r"\|-{3}|-{3}:?\||\"\|\"\.join|\" \| \"\.join", line)]
+    assert found == []
