@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from .._numeric import means_by_count
 from ..jit import JIT
 
 
@@ -68,15 +69,7 @@ def _teacher_forced_one_point(a, beta_rec, gamma, n_items, max_lag, floor, t, su
                 if p <= 0.0:
                     zero[k] += 1.0
                 n_used[k] += 1.0
-    for k in range(n_lags):
-        if n_used[k] > 0:
-            prob[k] /= n_used[k]
-            log_prob[k] /= n_used[k]
-            zero[k] /= n_used[k]
-        else:
-            prob[k] = np.nan
-            log_prob[k] = np.nan
-            zero[k] = np.nan
+    means_by_count(n_used, prob, log_prob, zero)
 
 
 @njit(**JIT, parallel=True)

@@ -17,6 +17,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
+from .._numeric import means_by_count
 from ..jit import JIT
 from . import _kernels
 
@@ -66,15 +67,7 @@ def _textbook_one_point(params, n, max_lag, key_before, prob, log_prob, mean_sup
                 log_prob[k] += log_p
                 mean_support[k] += support[j]
                 n_used[k] += 1.0
-    for k in range(n_lags):
-        if n_used[k] > 0:
-            prob[k] /= n_used[k]
-            log_prob[k] /= n_used[k]
-            mean_support[k] /= n_used[k]
-        else:
-            prob[k] = np.nan
-            log_prob[k] = np.nan
-            mean_support[k] = np.nan
+    means_by_count(n_used, prob, log_prob, mean_support)
 
 
 @njit(**JIT, parallel=True)
