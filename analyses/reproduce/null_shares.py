@@ -28,7 +28,7 @@ import numpy as np
 from cmr import multiple_comparisons
 from cmr.checks import seed_of
 from cmr.crp import lag_crp
-from cmr.deprecation import warn
+from cmr.deprecation import keyword_only, warn
 from cmr.errors import ParameterError
 from cmr.io import load_dataset
 from cmr.markdown import markdown_table
@@ -55,7 +55,8 @@ def benjamini_hochberg(p_values, q: float = ALPHA) -> np.ndarray:
     return multiple_comparisons.benjamini_hochberg(p_values) <= q
 
 
-def summarise(label: str, null, top=None) -> dict:
+@keyword_only
+def summarise(label: str, null, *, top=None) -> dict:
     """One table row: shares of a ``profile_null`` dataset's units (``top``: mask of top-10% induction heads)."""
     p = null["p_value"].values.ravel()
     finite = np.isfinite(p)
@@ -77,12 +78,13 @@ def summarise(label: str, null, top=None) -> dict:
         row["top-10% induction heads beyond chance"] = f"{int(np.sum(p[top] <= ALPHA))} of {int(top.sum())}"
     else:
         row["top-10% induction heads beyond chance"] = "-"
-    row.update(asymmetry_columns(null, finite, top))
-    row.update(definition_columns(null, finite, top))
+    row.update(asymmetry_columns(null, finite, top=top))
+    row.update(definition_columns(null, finite, top=top))
     return row
 
 
-def definition_columns(null, finite, top=None) -> dict:
+@keyword_only
+def definition_columns(null, finite, *, top=None) -> dict:
     """The row's CMR-like units under the study's and the strict definition (docs/null-models.md)."""
     study = null["cmr_like_study"].values.ravel()[finite].astype(bool)
     strict = null["cmr_like_strict"].values.ravel()[finite].astype(bool)
@@ -100,7 +102,8 @@ def definition_columns(null, finite, top=None) -> dict:
     return cells
 
 
-def asymmetry_columns(null, finite, top=None) -> dict:
+@keyword_only
+def asymmetry_columns(null, finite, *, top=None) -> dict:
     """Forward-asymmetry cells of a table row: counts with Wilson 95% intervals (``finite``: the row's units)."""
     forward = null["forward_beyond_chance"].values.ravel()[finite].astype(bool)
     backward = null["backward_beyond_chance"].values.ravel()[finite].astype(bool)
@@ -128,7 +131,8 @@ def _count_interval(mask) -> str:
     return f"{k} of {n} ({100 * k / n:.0f}%, {100 * low:.0f}-{100 * high:.0f}%)"
 
 
-def wilson_interval(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
+@keyword_only
+def wilson_interval(k: int, n: int, *, z: float = 1.959963984540054) -> tuple[float, float]:
     """Wilson score interval of a binomial share ``k / n`` (95% by default)."""
     share = k / n
     centre = (share + z * z / (2 * n)) / (1 + z * z / n)
@@ -172,7 +176,7 @@ def null_table(*, reference: str | Path | None = None, heads_path: str | Path | 
         for objective in objectives:
             start = time.perf_counter()
             null = cmr_like_null(units, grid, objective=objective, lags=lags, n_null=n_null, rng=seed)
-            rows.append(summarise(label, null, _top_decile(units)))
+            rows.append(summarise(label, null, top=_top_decile(units)))
             if log is not None:
                 log(f"{label} {objective}: {null.attrs['n_units']} units in {time.perf_counter() - start:.1f} s")
     return rows
