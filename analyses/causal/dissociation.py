@@ -167,7 +167,8 @@ def stratified_sets(target, strata, *, n_sets: int, rng) -> tuple[list[list[tupl
     ``strata`` maps every head (layer, head) to its stratum (e.g. (layer, induction bin)); each
     set draws, in every stratum, as many heads as ``target`` holds there, uniformly without
     replacement among all of that stratum's heads (the target's included), with
-    ``numpy.random.default_rng(rng)`` (a Generator ``rng`` is used as is). Returns the sets (each sorted) and log10 of the number of
+    ``numpy.random.default_rng(rng)`` (a Generator ``rng`` is used as is). Returns the sets (each
+    sorted) and log10 of the number of
     distinct sets the design allows (small: the rank test cannot resolve small p)."""
     target = [(int(l), int(h)) for l, h in target]
     if not target:
@@ -322,7 +323,8 @@ def set_experiment(bridge, passages, table: xr.Dataset, *, n_sets: int = 60, n_b
         start = len(all_sets)
         all_sets += [targets[name], *nulls[name][1]]
         spans[name] = (start, len(all_sets))
-    effects, done = set_effects(bridge, passages, all_sets, modes=modes, measures=measures, rng=seed, batch_size=batch_size,
+    effects, done = set_effects(bridge, passages, all_sets, modes=modes, measures=measures, rng=seed,
+                                batch_size=batch_size,
                                 repeat_length=repeat_length, deadline=deadline, progress=progress,
                                 desc=f"sets ({len(all_sets)} sets x {len(modes)} modes)")
     per_target = {n: (effects[:, :, spans[n][0]], effects[:, :, spans[n][0] + 1:spans[n][1]]) for n in order}

@@ -22,7 +22,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import stats
 
 from cmr.deprecation import keyword_only
 from cmr.errors import ParameterError
@@ -69,6 +68,8 @@ def random_sets_for_holm(m: int, *, alpha: float = 0.05) -> int:
 @keyword_only
 def paired_t_power(n: int, effect: float, sd: float, *, alpha: float = 0.05) -> float:
     """Power of the two-sided paired t-test with ``n`` passages for a mean difference ``effect`` of spread ``sd``."""
+    from scipy import stats
+
     if int(n) < 2 or not float(sd) > 0 or not 0 < float(alpha) < 1:
         raise ParameterError(f"power needs n >= 2 passages, sd > 0 and alpha in (0, 1); got n={n!r}, sd={sd!r}, "
                              f"alpha={alpha!r}")
@@ -114,6 +115,8 @@ def rank_test_power(z: float, n_random: int, *, alpha: float = 0.05, m: int = 1,
     probability of at most ``k``, averaged over ``t`` (Gauss-Hermite, 80 nodes). 0 when even
     ``c = 0`` cannot reach the level (``(n + 1) level < 1``).
     """
+    from scipy import stats
+
     n = int(n_random)
     if n < 1 or int(m) < 1 or not 0 < float(alpha) < 1 or not float(z_sd) >= 0 or not np.isfinite(z):
         raise ParameterError(f"rank_test_power needs n_random >= 1, m >= 1, alpha in (0, 1), z_sd >= 0 and a finite "
@@ -142,7 +145,8 @@ def rank_design_power(effect: float, between_set_sd: float, residual_sd: float, 
         raise ParameterError(f"the random sets need a spread (between_set_sd or residual_sd > 0); got "
                              f"{between_set_sd!r}, {residual_sd!r}")
     own = float(residual_sd if set_residual_sd is None else set_residual_sd) / math.sqrt(float(n_units))
-    return rank_test_power(float(effect) / math.sqrt(spread_sq), n_random, alpha=alpha, m=m, z_sd=own / math.sqrt(spread_sq))
+    return rank_test_power(float(effect) / math.sqrt(spread_sq), n_random, alpha=alpha, m=m,
+                           z_sd=own / math.sqrt(spread_sq))
 
 
 @keyword_only
