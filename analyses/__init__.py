@@ -23,7 +23,7 @@ alias_moved_modules({
     "icl_cmr.analyses.top_heads": ("icl_cmr.analyses.heads.top_heads",),
     "icl_cmr.analyses.first_presentation": ("icl_cmr.analyses.heads.first_presentation",),
     "icl_cmr.analyses.dynamics": ("icl_cmr.analyses.heads.dynamics",),
-    "icl_cmr.analyses.llm_recall": ("icl_cmr.analyses.memory.llm_recall",),
+    "icl_cmr.analyses.llm_recall": ("icl_cmr.analyses.memory.llm_recall", "icl_cmr.analyses.causal.recall"),
     "icl_cmr.analyses.memory_battery": ("icl_cmr.analyses.memory.battery",),
     "icl_cmr.analyses.memory_effects": ("icl_cmr.analyses.memory.effects",),
 })

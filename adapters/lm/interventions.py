@@ -333,16 +333,3 @@ def zeroed_heads(bridge, plain, heads):
     finally:
         for handle in handles:
             handle.remove()
-
-
-def __getattr__(name: str):
-    """``set_losses`` under its former home, for one release (it lives in ``ablation_engine``)."""
-    if name == "set_losses":
-        import importlib
-
-        from cmr.deprecation import warn
-
-        warn("icl_cmr.adapters.lm.interventions.set_losses is deprecated and will be removed in the next release; "
-             "use icl_cmr.adapters.lm.ablation_engine.set_losses", skip=1)
-        return importlib.import_module("icl_cmr.adapters.lm.ablation_engine").set_losses
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -21,14 +21,12 @@ intact model becomes ``model|greedy|0|ablate:top5`` (``head_set`` of :func:`mode
 """
 from __future__ import annotations
 
-import importlib
-
 import numpy as np
 import xarray as xr
 
 from cmr.checks import seed_of
 from cmr.crp import lag_crp
-from cmr.deprecation import keyword_only, renamed_keywords, warn
+from cmr.deprecation import keyword_only, renamed_keywords
 from cmr.markdown import markdown_table
 from cmr.recall_stats import lag_rank, pfr, spc
 
@@ -205,16 +203,3 @@ def report_section(summary: dict) -> list[str]:
                   "sd; the paired t and Wilcoxon of the set's effect minus the random sets' mean effect over lists are "
                   "secondary (they grow with lists for any fixed set). Against none they are the test.", ""]
     return lines
-
-
-#: names that moved to :mod:`icl_cmr.analyses.causal.recall`
-_MOVED = ("KIND", "validate_llm_recall_ablation", "head_sets", "recall_ablation", "ablation_table")
-
-
-def __getattr__(name: str):
-    """The recall-ablation names under their former home, for one release."""
-    if name in _MOVED:
-        warn(f"icl_cmr.analyses.memory.llm_recall.{name} is deprecated and will be removed in the next release; "
-             f"use icl_cmr.analyses.causal.recall.{name}", skip=1)
-        return getattr(importlib.import_module("icl_cmr.analyses.causal.recall"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

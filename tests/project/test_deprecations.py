@@ -18,19 +18,9 @@ MOVED = {
     "icl_cmr.analyses.ablation_measures": ("icl_cmr.analyses.causal.measures", "MEASURES"),
     "icl_cmr.analyses.ablation_power": ("icl_cmr.analyses.causal.power", "rank_test_power"),
     "icl_cmr.analyses.ablation_stats": ("icl_cmr.analyses.causal.statistics", "crossed_contrast"),
+    # the recall ablation left llm_recall for causal/recall.py; the old module re-exports both homes
+    "icl_cmr.analyses.llm_recall": ("icl_cmr.analyses.causal.recall", "head_sets"),
 }
-
-
-@pytest.mark.parametrize("name", ["recall_ablation", "head_sets", "ablation_table", "validate_llm_recall_ablation"])
-def test_recall_ablation_names_under_llm_recall_warn_and_are_the_moved_ones(name):
-    from icl_cmr.analyses.memory import llm_recall
-    from icl_cmr.analyses.causal import recall
-
-    with pytest.warns(DeprecationWarning, match=rf"llm_recall\.{name} is deprecated .*causal\.recall\.{name}"):
-        old = getattr(llm_recall, name)
-    assert old is getattr(recall, name)
-    with pytest.raises(AttributeError, match="no attribute 'no_such_name'"):
-        llm_recall.no_such_name  # noqa: B018
 
 
 @pytest.mark.parametrize("old", sorted(MOVED))
@@ -61,16 +51,6 @@ def test_the_old_transformer_lens_module_has_both_halves():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.stdout.strip() == "True", done.stdout + done.stderr
-
-
-def test_set_losses_under_its_former_module_warns_and_is_the_engine():
-    from icl_cmr.adapters.lm import ablation_engine, interventions
-
-    with pytest.warns(DeprecationWarning, match=r"interventions\.set_losses is deprecated .*ablation_engine\.set_losses"):
-        old = interventions.set_losses
-    assert old is ablation_engine.set_losses
-    with pytest.raises(AttributeError, match="no attribute 'no_such_name'"):
-        interventions.no_such_name  # noqa: B018
 
 
 # --- icl_cmr.analyses: seeds are named ``rng``, options are keyword-only ----------------------------
