@@ -14,10 +14,20 @@ from __future__ import annotations
 
 import numpy as np
 
+import csv
 from pathlib import Path
+import warnings
 
-from cmr.errors import DataSourceError, FileFormatError, OptionalDependencyError, ParameterError, RecallDataError
+from cmr.errors import (
+    DataSourceError,
+    FileFormatError,
+    OptionalDependencyError,
+    ParameterError,
+    RecallDataError,
+    SimilarityWarning,
+)
 from cmr.files import check_input_file, read_arrays
+from cmr.similarity import check_similarity
 from cmr.textbook.patterns import ItemPatterns, category_features, item_patterns, similarity_from_distances
 
 from .recall_data import read_recall_table
@@ -116,8 +126,6 @@ def _numbers(row, label: str, line: int) -> list:
 
 def _text_rows(path, label: str) -> list:
     """The rows of a CSV (,), TSV (tab) or whitespace-separated text file, as lists of fields."""
-    import csv
-
     delimiter = _DELIMITERS[Path(path).suffix.lower()]
     try:
         with open(path, encoding="utf-8-sig", newline="") as handle:
@@ -264,10 +272,6 @@ def patterns_from_file(*, vectors=None, similarity=None, events=None, feature_la
     """
     if (vectors is None) == (similarity is None):
         raise ParameterError("give one of vectors (a word-vector file) or similarity (a similarity file)")
-    import warnings
-
-    from cmr.errors import SimilarityWarning
-    from cmr.similarity import check_similarity
 
     if vectors is not None:
         label = str(vectors)

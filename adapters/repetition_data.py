@@ -23,8 +23,11 @@ import os
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from cmr.errors import DataSourceError, FileFormatError, OptionalDependencyError
+from cmr.files import check_hdf5_file, check_input_file, read_arrays
+from cmr.repetition import from_presentations
 
 __all__ = ["load_repetition_data", "read_jaxcmr_hdf5"]
 
@@ -48,8 +51,6 @@ def load_repetition_data(source):
     OptionalDependencyError
         An HDF5 file without h5py installed.
     """
-    from cmr.repetition import from_presentations
-
     if not isinstance(source, (str, os.PathLike)):
         raise DataSourceError(f"expected a file path; got {type(source).__name__}")
     path = Path(source)
@@ -70,7 +71,6 @@ def read_jaxcmr_hdf5(path) -> dict:
         import h5py
     except ImportError as exc:  # pragma: no cover - h5py is a dependency
         raise OptionalDependencyError(f"reading {str(path)!r} needs h5py: pip install h5py") from exc
-    from cmr.files import check_hdf5_file, check_input_file
 
     check_input_file(path, "HDF5 file", kind="hdf5")
     check_hdf5_file(path, "HDF5 file")  # load_dataset's check: no data stored outside the file
@@ -86,8 +86,6 @@ def read_jaxcmr_hdf5(path) -> dict:
 
 
 def _read_npz(path) -> dict:
-    from cmr.files import read_arrays
-
     return read_arrays(path, "array file")
 
 
@@ -108,7 +106,6 @@ def _events(arrays: dict, label: str, from_presentations):
     recalls = np.where(intrusion, -1, recalls)
     per_trial = {name: np.asarray(v).reshape(-1) for name, v in arrays.items()
                  if name not in ("pres_itemnos", "recalls") and np.asarray(v).size == n_trials}
-    import pandas as pd
 
     subject = per_trial.pop("subject", np.ones(n_trials, dtype=np.int64))
     lists = pd.Series(subject).groupby(subject, sort=False).cumcount().to_numpy() + 1  # file order within subject

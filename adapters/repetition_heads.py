@@ -36,7 +36,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import xarray as xr
-from scipy.stats import binom
 
 from cmr.checks import integer, is_integer, seed_of
 from cmr.constants import HEAD_DIMS
@@ -354,6 +353,8 @@ def pool_repetition(summaries) -> dict:
 @keyword_only
 def sign_test(differences, *, axis: int = 0):
     """Two-sided exact sign test along ``axis``: (n_positive, n_nonzero, p); NaN and zero differences left out."""
+    from scipy.stats import binom
+
     d = np.asarray(differences, dtype=np.float64)
     positive = np.sum(d > 0, axis=axis)
     nonzero = np.sum((d != 0) & np.isfinite(d), axis=axis)

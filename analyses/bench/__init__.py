@@ -9,10 +9,8 @@ Where there is nothing to compare against, ``reference`` says so and ``reference
 from __future__ import annotations
 
 import importlib
-import statistics
-import time
 
-from cmr.deprecation import keyword_only
+from .timing import median_time  # noqa: F401  (public: the timer of every benchmark)
 
 BENCHMARKS = {
     "likelihood": "icl_cmr.analyses.bench.cmr_fit:bench_likelihood",
@@ -47,19 +45,6 @@ BENCHMARKS = {
     "unknown-model": "icl_cmr.analyses.bench.startup:bench_unknown_model",
     "peak-memory": "icl_cmr.analyses.bench.peak_memory:bench_peak_memory",
 }
-
-
-@keyword_only
-def median_time(func, repeats: int, *, warmup: int = 1) -> float:
-    """Median wall time of ``func()`` in seconds over ``repeats`` calls after ``warmup`` calls."""
-    for _ in range(warmup):
-        func()
-    times = []
-    for _ in range(max(1, repeats)):
-        start = time.perf_counter()
-        func()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def get(name: str):

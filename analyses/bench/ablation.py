@@ -17,7 +17,7 @@ import numpy as np
 
 from cmr.deprecation import keyword_only
 
-from . import median_time
+from .timing import median_time
 from ...adapters.lm import ablation_engine, interventions
 from ...adapters.lm.loading import load_model, set_threads
 from ...adapters.text_corpus import load_passages

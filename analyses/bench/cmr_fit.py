@@ -8,12 +8,13 @@ import textwrap
 import time
 
 from cmr.deprecation import keyword_only
+from cmr.errors import OptionalDependencyError
 from cmr.events import from_table, to_table
 from cmr.textbook.fit import STANDARD_FREE, fit_recall
 from cmr.textbook.likelihood import log_likelihood
 from cmr.textbook.spec import FitSpec
 
-from . import median_time
+from .timing import median_time
 from ...adapters.recall_data import load_recall_data
 
 MORTON_MIXED_PARAMS = dict(
@@ -40,8 +41,6 @@ def cymr_modules():
         from cymr import cmr as cymr_cmr
         from cymr import fit as cymr_fit
     except ImportError as exc:  # cymr is a test/bench extra
-        from cmr.errors import OptionalDependencyError
-
         raise OptionalDependencyError(f"this benchmark needs cymr (pip install 'icl-cmr[test]'): {exc}") from exc
     return cymr_cmr, cymr_fit
 

@@ -17,7 +17,7 @@ from cmr.deprecation import keyword_only
 from cmr.events import to_table
 import cmr
 
-from . import median_time
+from .timing import median_time
 from .cmr_fit import MORTON_MIXED_PARAMS, cymr_modules
 from ...adapters.item_pools import load_item_patterns
 from ...adapters.recall_data import load_recall_data, read_recall_table

@@ -16,7 +16,7 @@ from threadpoolctl import threadpool_limits
 
 from cmr.deprecation import keyword_only
 
-from . import median_time
+from .timing import median_time
 from ...adapters.lm import composition
 from ...adapters.lm.loading import load_model
 

@@ -17,7 +17,7 @@ from cmr.deprecation import keyword_only, renamed_keywords
 from cmr.profile_fit import fit_profiles
 from cmr.schema import provenance_attrs
 
-from . import median_time
+from .timing import median_time
 from ...adapters.published_grid import load_published_grid
 
 N_UNITS = 10_000

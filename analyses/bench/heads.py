@@ -13,7 +13,7 @@ import time
 
 from cmr.deprecation import keyword_only
 
-from . import median_time
+from .timing import median_time
 from ...adapters.lm import extraction, loading
 
 

@@ -28,7 +28,7 @@ from cmr.deprecation import keyword_only
 from cmr.testing.reference import teacher_forced_reference
 from cmr.constants import STUDY_N_TRIALS, STUDY_START_POSITIONS
 from cmr.grids import paper_grid_axes, paper_mc_grid, paper_teacher_forced_grid
-from . import median_time
+from .timing import median_time
 
 _QUICK_ENV = "ICL_CMR_BENCH_QUICK"
 

@@ -19,6 +19,7 @@ import numpy as np
 
 from cmr.deprecation import keyword_only
 import cmr
+from cmr.errors import OptionalDependencyError
 
 from ...adapters.recall_data import load_recall_data
 
@@ -37,8 +38,6 @@ def _prepared():
     try:
         from psifr import fr
     except ImportError as exc:
-        from cmr.errors import OptionalDependencyError
-
         raise OptionalDependencyError(
             f"these benchmarks compare against psifr, which is not importable ({exc}); install it with "
             "`pip install psifr` (it is in the test extra)"

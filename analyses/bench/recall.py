@@ -10,9 +10,10 @@ import numpy as np
 
 from cmr.deprecation import keyword_only
 from cmr.crp import lag_counts, lag_crp
+from cmr.errors import OptionalDependencyError
 from cmr.events import group_index
 
-from . import median_time
+from .timing import median_time
 from ...adapters.recall_data import load_recall_data
 
 _SOURCE = "psifr:Morton2013"
@@ -45,8 +46,6 @@ def _prepared():
     try:
         from psifr import fr
     except ImportError as exc:
-        from cmr.errors import OptionalDependencyError
-
         raise OptionalDependencyError(
             f"the free-recall benchmarks compare against psifr, which is not importable ({exc}); "
             "install it with `pip install psifr` (it is in the test extra)"

@@ -32,12 +32,17 @@ from __future__ import annotations
 import json
 
 import numpy as np
+from tqdm.auto import tqdm
 import xarray as xr
 
 from cmr.checks import as_generator, seed_of
 from cmr.deprecation import keyword_only, renamed_keywords
 from cmr.errors import ParameterError
 from cmr.multiple_comparisons import holm
+
+from ...adapters.lm.ablation_engine import donor_passages, set_losses
+from ...adapters.lm.interventions import bos_id
+from .statistics import HOLM_FAMILIES, STAT_NAMES, comparison_statistics, comparison_text, unit_name
 
 __all__ = ["MEASURES", "NATURAL_MEASURES", "CONVENTIONS", "check_measures", "check_window", "repeated_token_passages",
            "repeated_positions", "copy_losses",
@@ -190,10 +195,6 @@ def run_measures(bridge, passages, sets, *, modes, measures, scores, base, extra
     (repeated tokens from ``seed + 2``, resample donors from ``seed + 3``); a Generator draws one
     (``int(rng.integers(2**63))``)."""
     seed = seed_of(rng)
-    from tqdm.auto import tqdm
-
-    from ...adapters.lm.ablation_engine import donor_passages, set_losses
-    from ...adapters.lm.interventions import bos_id
 
     done = passages.shape[0]
     rows = [scores[0]]
@@ -245,7 +246,6 @@ def measure_variables(scores, baselines, *, measures, families, rng, n_boot, inf
     the article of each passage, the unit of the contrasts; ``rng`` as in
     :func:`~icl_cmr.analyses.causal.statistics.comparison_statistics`."""
     seed = seed_of(rng)
-    from .statistics import HOLM_FAMILIES, STAT_NAMES, comparison_statistics
 
     effects = scores - baselines[:, None, None, :]
     tables = []
@@ -308,8 +308,6 @@ def describe(ds: xr.Dataset) -> None:
 
 def measure_summary_lines(result: xr.Dataset) -> list[str]:
     """One line per measure, mode and comparison, each test with its Holm value and family (``all measures``)."""
-    from .statistics import STAT_NAMES, comparison_text, unit_name
-
     if "measure" not in result.dims:
         return []
     lines = []

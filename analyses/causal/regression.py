@@ -8,12 +8,18 @@ classical standard errors and t tests.
 """
 from __future__ import annotations
 
+import json
+
 import numpy as np
+import xarray as xr
 
 from cmr.checks import as_generator, seed_of
 from cmr.deprecation import keyword_only, renamed_keywords
-from cmr.errors import ParameterError
+from cmr.errors import ParameterError, SchemaError
 from cmr.multiple_comparisons import holm
+from cmr.schema import provenance_attrs
+
+from .dissociation_io import HOLM_FAMILIES, KIND
 
 __all__ = ["design_matrix", "fit_rss", "nested_regression", "ols_table", "head_regression", "NESTED_STATS",
            "BASELINE_FEATURES", "CMR_FEATURES"]
@@ -207,15 +213,6 @@ def head_regression(effects, table, *, layer_terms: str = "factor", n_boot: int 
     ``head_cmr_coefficient`` (measure, mode, feature): the full model's coefficients per sd of each
     CMR feature.
     """
-    import json
-
-    import xarray as xr
-
-    from cmr.errors import SchemaError
-    from cmr.schema import provenance_attrs
-
-    from .dissociation_io import HOLM_FAMILIES, KIND
-
     seed = seed_of(rng)
     if layer_terms not in ("factor", "linear"):
         raise ParameterError(f"layer_terms must be 'factor' or 'linear'; got {layer_terms!r}")

@@ -13,6 +13,7 @@ import xarray as xr
 
 from cmr.checks import probability
 from cmr.multiple_comparisons import holm
+from cmr.repetition import first_presentation_bias
 from cmr.schema import validate
 
 
@@ -80,8 +81,6 @@ def compare_with_people(heads: xr.Dataset, events, *, min_lag: int | None = None
         0), ``heads_median_bias``, ``heads_share_same_sign`` (share of heads whose bias has the
         sign of the people's mean) and ``source``.
     """
-    from cmr.repetition import first_presentation_bias
-
     validate(heads, "repetition_heads")
     min_lag = int(heads.attrs["min_lag"]) if min_lag is None else min_lag
     people = first_presentation_bias(events, min_lag=min_lag)

@@ -23,7 +23,6 @@ import warnings
 import numpy as np
 import pandas as pd
 import xarray as xr
-from scipy import stats
 
 from cmr.deprecation import keyword_only
 from cmr.errors import ParameterError
@@ -90,6 +89,8 @@ def top_heads_fits(*, reference=None, models=PYTHIA_MODELS, n: int = max(TOP_SIZ
 @keyword_only
 def top_heads_table(fits: pd.DataFrame, *, sizes=TOP_SIZES) -> pd.DataFrame:
     """Means and tests of the top ``N`` rows of :func:`top_heads_fits` for each ``N`` in ``sizes``."""
+    from scipy import stats
+
     def p_text(result):
         return f"{result.pvalue:.2g}"
 

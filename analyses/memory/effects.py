@@ -24,7 +24,6 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import xarray as xr
-from scipy.stats import binomtest, wasserstein_distance
 
 from cmr.checks import as_generator, seed_of
 from cmr.deprecation import keyword_only, renamed_keywords
@@ -243,6 +242,8 @@ def list_strength_rows(ds, *, n_boot: int = 2000, rng=0) -> list[dict]:
 def drm_rows(ds, *, rng=0) -> list[dict]:
     """False recall of the critical lure against the other lists' lures (a sign test over lists);
     ``rng`` as in :func:`list_strength_rows`."""
+    from scipy.stats import binomtest
+
     seed = seed_of(rng)
 
     rows = _trials(ds, "drm")
@@ -333,6 +334,8 @@ def human_likeness(model_values, subject_values, human_list_values, *, n_draws: 
     human-likeness``, otherwise it is ``within people's range``. The draws use
     ``numpy.random.default_rng(rng)`` (a Generator ``rng`` is used as is).
     """
+    from scipy.stats import wasserstein_distance
+
     model = np.asarray(model_values, float)
     model = model[np.isfinite(model)]
     subjects = np.asarray(subject_values, float)

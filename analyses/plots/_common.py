@@ -10,7 +10,9 @@ from cmr.checks import integer, is_integer
 from cmr.errors import ParameterError, SchemaError
 from cmr.schema import KIND_ATTR, validate
 
-from .style import plain_text, series_style
+from ...adapters.head_ranking import top_heads
+from ..causal.ablation import parse_heads
+from .style import new_figure, plain_text, series_style
 
 __all__ = [
     "checked",
@@ -89,9 +91,6 @@ def choose_heads(ds: xr.Dataset, variable: str, units, default: int, largest: bo
     ``units`` is None (the ``default`` best), an int, a sequence of (layer, head) pairs or a
     string such as ``"L18.H6,L17.H3"``.
     """
-    from ...adapters.head_ranking import top_heads
-    from ..causal.ablation import parse_heads
-
     if variable not in ds:
         raise SchemaError(f"head dataset has no variable {variable!r}; variables: {', '.join(map(str, ds.data_vars))}")
     score = heads_2d(ds[variable])
@@ -123,8 +122,6 @@ def head_label(layer, head) -> str:
 def target_axes(ax, **figure_kw):
     """``(figure, ax)``: the given Axes and its figure, or a new one-panel house-style figure."""
     from matplotlib.axes import Axes
-
-    from .style import new_figure
 
     if ax is None:
         return new_figure(**figure_kw)

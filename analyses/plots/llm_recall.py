@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import numpy as np
-from scipy import stats
 
 from cmr.errors import ParameterError, SchemaError
 from cmr.checks import integer
@@ -84,6 +83,8 @@ def recall_ablation_effects(result, *, level: float = 0.95, ncols: int = 4):
     -------
     matplotlib.figure.Figure
     """
+    from scipy import stats
+
     result = checked(result, "llm_recall_ablation", "icl_cmr.analyses.causal.recall.recall_ablation")
     if isinstance(level, bool) or not isinstance(level, (int, float, np.number)) or not 0.0 < float(level) < 1.0:
         raise ParameterError(f"level must be a confidence level in (0, 1); got {level!r}")

@@ -13,12 +13,14 @@ trial or pooled; a mapping label -> dataset overlays several) and returns a Figu
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import xarray as xr
 
-from cmr.errors import SchemaError
+from cmr.errors import ParameterError, SchemaError
+from cmr.events import as_events
 
 from ._common import draw_profile, labelled, legend_above, mean_sem, target_axes
-from .style import PALETTE
+from .style import PALETTE, REFERENCE_GREY, house_style
 
 __all__ = [
     "distance_crp",
@@ -56,8 +58,6 @@ def _by_subject(ds: xr.Dataset, variable: str) -> xr.DataArray | None:
 
 
 def _curve(stat, stat_kind, variable, core, xlabel, ylabel, ax, *, chance=None, split_at_zero=False):
-    from .style import house_style
-
     data = _data(stat, stat_kind)
     fig, ax = target_axes(ax)
     with house_style():
@@ -112,8 +112,6 @@ def _time_label(stat, stat_kind: str, variable: str, time_unit) -> str:
     ``cmr.irt`` and ``cmr.lag_crl`` keep the times in the units of the recall-time column (they
     store the column's name in ``units``); when that is no time unit the axis names the column.
     """
-    from cmr.errors import ParameterError
-
     if time_unit is not None:
         if not isinstance(time_unit, str) or not time_unit.strip():
             raise ParameterError(f"time_unit must be a unit such as 's' or 'ms'; got {time_unit!r}")
@@ -151,8 +149,6 @@ def stop_probability(stat, *, ax=None):
 
 
 def _points(stat, stat_kind, variables, ylabels, ax, *, chance=None, chance_label=None):
-    from .style import REFERENCE_GREY, house_style
-
     data = _data(stat, stat_kind)
     if ax is None:
         fig, axes = target_axes(None, ncols=len(variables), width=2.0)
@@ -216,8 +212,6 @@ def category_crp(stat, *, ax=None, chance=None, category_key: str = "category"):
     fig = _points(stat, "category_crp", ["prob"], ["Within-category CRP"], ax, chance=level,
                   chance_label=None if level is None else f"chance ({level:.2f})")
     if stored:  # several data sets, each with its own level
-        from .style import REFERENCE_GREY, house_style
-
         panel = fig.axes[0] if ax is None else ax
         with house_style():
             for index, value in enumerate(stored):
@@ -242,8 +236,6 @@ def _stored_chance(data: dict) -> list[float]:
 
 
 def _chance_level(chance, category_key: str) -> float:
-    from cmr.errors import ParameterError
-
     if isinstance(chance, xr.Dataset):
         return category_chance(chance, category_key=category_key)
     if isinstance(chance, bool) or not isinstance(chance, (int, float, np.number)) or not 0.0 <= float(chance) <= 1.0:
@@ -273,11 +265,6 @@ def category_chance(events, *, category_key: str = "category") -> float:
     -------
     float
     """
-    import pandas as pd
-
-    from cmr.errors import ParameterError
-    from cmr.events import as_events
-
     events = as_events(events)
     name = f"study_{category_key}"
     if name not in events:
@@ -311,8 +298,6 @@ def distance_rank(stat, *, ax=None):
 
 def input_crp(stat, *, ax=None):
     """Conditional response probability from each serial position to each other, pooled (``cmr.input_crp``)."""
-    from .style import house_style
-
     data = _data(stat, "input_crp")
     if len(data) != 1:
         raise SchemaError("input_crp draws one dataset; got a mapping of several")

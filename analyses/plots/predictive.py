@@ -6,6 +6,8 @@ from collections.abc import Mapping
 import numpy as np
 import xarray as xr
 
+from cmr.errors import ParameterError
+
 from ._common import checked, draw_profile, legend_above
 from .style import PALETTE, house_style, new_figure, plain_text
 
@@ -32,8 +34,6 @@ def predictive_check(check: xr.Dataset | Mapping[str, xr.Dataset], *, title: str
     matplotlib.figure.Figure
         Three panels; the lag-CRP is drawn in two segments (negative and positive lags).
     """
-    from cmr.errors import ParameterError
-
     made_by = "cmr.posterior_predictive"
     if isinstance(check, Mapping) and not isinstance(check, xr.Dataset):
         if not check:

@@ -13,7 +13,7 @@ import numpy as np
 from cmr.errors import SchemaError
 
 from ._common import draw_profile, labelled, legend_above, mean_sem, target_axes
-from .style import PALETTE
+from .style import PALETTE, REFERENCE_GREY, house_style
 
 __all__ = ["rep_crp", "neighbor_crp", "spacing_recall", "first_presentation_bias"]
 
@@ -52,8 +52,6 @@ def _series(ax, ds, variable, core, index, label, **select):
 
 def rep_crp(stat, *, ax=None):
     """Lag-CRP from each presentation of the previous recall's item (``cmr.repetition.rep_crp``)."""
-    from .style import house_style
-
     data = _data(stat, "rep_crp")
     fig, ax = target_axes(ax)
     with house_style():
@@ -71,8 +69,6 @@ def rep_crp(stat, *, ax=None):
 
 def neighbor_crp(stat, *, ax=None):
     """Repetition-neighbour CRP and its shuffled control (``cmr.repetition.neighbor_crp``)."""
-    from .style import house_style
-
     data = _data(stat, "rep_neighbor_crp")
     fig, ax = target_axes(ax)
     with house_style():
@@ -91,8 +87,6 @@ def neighbor_crp(stat, *, ax=None):
 
 def spacing_recall(stat, *, ax=None):
     """Recall probability by the spacing of the two presentations (``cmr.repetition.spacing_recall``)."""
-    from .style import house_style
-
     data = _data(stat, "spacing_recall")
     fig, ax = target_axes(ax)
     with house_style():
@@ -116,8 +110,6 @@ def spacing_recall(stat, *, ax=None):
 def first_presentation_bias(stat, *, ax=None):
     """Each subject's first-minus-second presentation rate at the lag, and the control's
     (``cmr.repetition.first_presentation_bias``)."""
-    from .style import REFERENCE_GREY, house_style
-
     data = _data(stat, "first_presentation_bias")
     fig, ax = target_axes(ax)
     rng = np.random.default_rng(0)  # fixed jitter, so a figure is reproducible
