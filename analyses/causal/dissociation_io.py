@@ -12,7 +12,7 @@ import xarray as xr
 from cmr.errors import SchemaError
 from cmr.schema import provenance_attrs, register_kind
 
-__all__ = ["KIND", "HOLM_FAMILIES", "DESIGNS", "PREFIXES", "combine", "experiment_view", "summary_lines",
+__all__ = ["KIND", "HOLM_FAMILIES", "DEFAULTS", "DESIGNS", "EXPERIMENTS", "PREFIXES", "combine", "experiment_view", "summary_lines",
            "validate_dissociation"]
 
 KIND = "dissociation"
@@ -35,6 +35,10 @@ DESIGNS = {
     "study": dict(n_passages=300, n_sets=1000, set_modes="zero,resample", head_modes="zero,resample",
                   dtype="bfloat16", batch_size=64),
 }
+#: the values of the options a design preset sets (``icl-cmr dissociate`` without ``--design``)
+DEFAULTS = dict(n_passages=6, n_sets=60, set_modes="zero", head_modes="zero,resample", dtype="float32", batch_size=8)
+#: the experiments of a dissociation run, in the order a combined file holds them
+EXPERIMENTS = ("sets", "heads", "random_sets")
 
 #: variable prefix of each experiment; its measure and mode dims are renamed with it in a combined file
 PREFIXES = {"sets": "set", "heads": "head", "random_sets": "random"}

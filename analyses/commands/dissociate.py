@@ -42,11 +42,6 @@ Examples:
   icl-cmr dissociate --heads-from heads1.nc --fits-from fits1.nc --design study --device cuda -o dissociation.nc
 """
 
-#: defaults of the options a --design preset may set
-_DEFAULTS = dict(n_passages=6, n_sets=60, set_modes="zero", head_modes="zero,resample", dtype="float32", batch_size=8)
-_EXPERIMENTS = ("sets", "heads", "random_sets")
-_MODES = ("zero", "mean", "resample")
-
 
 def _description():
     from ..causal.dissociation_io import DESIGNS
@@ -143,13 +138,14 @@ def run(args) -> int:
     from cmr.io import load_dataset, result_format, write_result
     from ..causal import dissociation as dis
     from ..causal.ablation import parse_heads
-    from ..causal.dissociation_io import DESIGNS, combine, experiment_view, summary_lines
+    from ...adapters.lm.interventions import SET_MODES
+    from ..causal.dissociation_io import DEFAULTS, DESIGNS, EXPERIMENTS, combine, experiment_view, summary_lines
     from ..causal.regression import head_regression
     from .options import check_counts
 
     started = time.monotonic()
     preset = DESIGNS.get(args.design, {})
-    for key, default in _DEFAULTS.items():
+    for key, default in DEFAULTS.items():
         if getattr(args, key, None) is None:
             setattr(args, key, preset.get(key, default))
     result_format(args.output)
@@ -161,10 +157,10 @@ def run(args) -> int:
     if args.primary_measure not in measures:
         raise ParameterError(f"--primary-measure must be one of the measures ({', '.join(measures)}); "
                              f"got {args.primary_measure!r}")
-    set_modes, head_modes = _names(args.set_modes, _MODES, "--set-modes"), _names(args.head_modes, _MODES,
-                                                                                   "--head-modes")
+    set_modes, head_modes = _names(args.set_modes, SET_MODES, "--set-modes"), _names(args.head_modes, SET_MODES,
+                                                                                       "--head-modes")
     default = ("sets", "heads", "random_sets") if args.ablation_from else ("sets", "heads")
-    experiments = _names(args.experiments, _EXPERIMENTS, "--experiments") if args.experiments else default
+    experiments = _names(args.experiments, EXPERIMENTS, "--experiments") if args.experiments else default
     if "random_sets" in experiments and not args.ablation_from:
         raise ParameterError("the random_sets experiment needs --ablation-from ABLATION.nc (icl-cmr ablate)")
     named = parse_heads(args.named_head)
@@ -228,7 +224,7 @@ def run(args) -> int:
     if "random_sets" in experiments:
         parts.append(dis.random_set_regression(load_dataset(args.ablation_from, "ablation"), table, named_head=named[0],
                                                primary_measure=args.primary_measure))
-    order = {name: k for k, name in enumerate(_EXPERIMENTS)}
+    order = {name: k for k, name in enumerate(EXPERIMENTS)}
     result = combine(sorted(parts, key=lambda p: order[p.attrs["experiments"]]))
     result.attrs["seconds"] = round(time.monotonic() - started, 1)
     path = write_result(result, args.output)
