@@ -16,6 +16,7 @@ import xarray as xr
 
 from .category import category_clustering, category_crp
 from .crp import input_crp, lag_crp
+from .deprecation import keyword_only
 from .distance import (distance_crp, distance_rank, distance_rank_shifted, distance_rank_window,
                        distance_rank_window_asym)
 from .checks import parse_json
@@ -101,7 +102,8 @@ def _has_time(events, time_key):
     return f"recall_{time_key}" in events and events[f"recall_{time_key}"].dtype.kind == "f"
 
 
-def available_analyses(events, category_key="category", distances=None, time_key="rt", by="subject") -> list[str]:
+@keyword_only
+def available_analyses(events, *, category_key="category", distances=None, time_key="rt", by="subject") -> list[str]:
     """The analyses the data support: category ones need the column, distance ones a matrix,
     latency ones a recall-time column, repetition ones lists with repeated items (where the
     analyses without a convention for them are left out)."""
@@ -117,7 +119,7 @@ def split_analyses(events, analyses, *, category_key="category", distances=None,
     """The analysis names of ``analyses`` (a list, a comma string or ``"all"``), checked."""
     if isinstance(analyses, str):
         if analyses == "all":
-            return available_analyses(events, category_key, distances, time_key, by)
+            return available_analyses(events, category_key=category_key, distances=distances, time_key=time_key, by=by)
         analyses = [part.strip() for part in analyses.split(",") if part.strip()]
     names = list(analyses)
     unknown = [n for n in names if n not in ANALYSES]

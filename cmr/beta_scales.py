@@ -36,6 +36,7 @@ import numpy as np
 
 from . import deprecation
 from .checks import integer
+from .deprecation import keyword_only
 from .errors import ParameterError
 
 __all__ = ["context_decay", "textbook_beta", "paper_beta", "textbook_beta_rec", "recall_drift", "PHASES", "MODELS"]
@@ -85,7 +86,8 @@ def context_decay(beta, model: str = "paper", phase: str = "enc"):
     return _wrap(beta, (1.0 - values) / np.sqrt((1.0 - values) ** 2 + values**2))
 
 
-def textbook_beta(beta, phase: str = "enc"):
+@keyword_only
+def textbook_beta(beta, *, phase: str = "enc"):
     """Textbook CMR's beta with the same context decay as the paper's variant's ``beta``.
 
     Parameters
@@ -101,7 +103,8 @@ def textbook_beta(beta, phase: str = "enc"):
     return _wrap(beta, np.sqrt(np.clip(1.0 - decay**2, 0.0, 1.0)))
 
 
-def paper_beta(beta, phase: str = "enc"):
+@keyword_only
+def paper_beta(beta, *, phase: str = "enc"):
     """The paper's variant's beta with the same context decay as textbook CMR's ``beta`` (inverse of :func:`textbook_beta`)."""
     decay = np.asarray(context_decay(beta, "textbook", phase), dtype=np.float64)
     if phase == "enc":

@@ -69,7 +69,7 @@ def category_crp(events, *, category_key="category", by="subject", item_query=No
     recalls, lengths = to_recall_matrix(events)
     group, labels = group_index(events, by)
     codes, _, _ = _category_codes(events, category_key, lengths)
-    mask = transition_mask(events, item_query, test_key, test)
+    mask = transition_mask(events, item_query=item_query, test_key=test_key, test=test)
     actual, possible, expected = _category.count_category(recalls, lengths, group, int(group.max()) + 1, codes,
                                                           mask.in_pool, mask.code, mask.allowed)
     return stat_dataset(events, by, labels, "category_crp", (), {}, {

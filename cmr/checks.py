@@ -18,6 +18,7 @@ import numbers
 
 import numpy as np
 
+from .deprecation import keyword_only
 from .errors import ParameterError, ProfileError, RecallDataError
 
 __all__ = ["is_integer", "integer", "index", "probability", "lag_window", "as_generator", "seed_of", "n_jobs",
@@ -103,7 +104,8 @@ def probability(value, what: str, *, open_low: bool = False, open_high: bool = F
     return number
 
 
-def lag_window(lags, longest: int | None = None) -> np.ndarray:
+@keyword_only
+def lag_window(lags, *, longest: int | None = None) -> np.ndarray:
     """The lag window as strictly increasing int64 lags.
 
     Parameters

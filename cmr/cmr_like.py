@@ -33,6 +33,7 @@ import numpy as np
 import xarray as xr
 
 from .constants import PAPER_LAGS
+from .deprecation import keyword_only
 from .errors import ParameterError
 
 __all__ = [
@@ -52,7 +53,8 @@ MASS_APPLIED = "applied"
 _ATTENTION_KINDS = ("attention_score", "attention_prob", "soft_lag_crp")
 
 
-def uniform_attention_prob(n_words: int, lags=PAPER_LAGS, n_prefix: int = 1) -> np.ndarray:
+@keyword_only
+def uniform_attention_prob(n_words: int, *, lags=PAPER_LAGS, n_prefix: int = 1) -> np.ndarray:
     """Probability uniform attention gives one key at each lag of a repeated-list head profile.
 
     The prompt is ``n_prefix`` tokens (a BOS), a list of ``n_words`` words and the same list
@@ -111,7 +113,8 @@ def _is_attention(profiles: xr.Dataset) -> bool:
             or {"layer", "head"} <= set(profiles.dims))
 
 
-def attention_mass(profiles: xr.Dataset, lags=PAPER_LAGS):
+@keyword_only
+def attention_mass(profiles: xr.Dataset, *, lags=PAPER_LAGS):
     """Attention probability mass on ``lags`` of every head, and the uniform level of that mass.
 
     Parameters
@@ -151,7 +154,7 @@ def attention_mass(profiles: xr.Dataset, lags=PAPER_LAGS):
     if n_words is None:
         return None, None, "not available: the list length n_words is not recorded in the head dataset"
     mass = profiles[name].sel(lag=lags).sum("lag", skipna=False)
-    uniform = xr.full_like(mass, float(uniform_attention_prob(n_words, lags).sum()))
+    uniform = xr.full_like(mass, float(uniform_attention_prob(n_words, lags=lags).sum()))
     return mass, uniform, MASS_APPLIED
 
 

@@ -61,7 +61,7 @@ def lag_counts(recalls, list_length, *, lags=None, group=None):
     """
     recalls, lengths = recall_arrays(recalls, list_length)
     longest = int(lengths.max()) if lengths.size else 1
-    window = lag_window(lags, longest)
+    window = lag_window(lags, longest=longest)
     full = max(longest - 1, 0)
     if group is None:
         actual, possible = _crp.count_lags_per_trial(recalls, lengths, full)
@@ -87,7 +87,7 @@ def _lag_counts(events, recalls, lengths, group, n_groups, lag_key, count_unique
     if lag_key is None and not count_unique and item_query is None and test_key is None and test is None:
         full = int(lengths.max()) - 1
         return (*_crp.count_lags(recalls, lengths, group, n_groups, full), full)
-    mask = transition_mask(events, item_query, test_key, test)
+    mask = transition_mask(events, item_query=item_query, test_key=test_key, test=test)
     if lag_key is None:
         labels = study_values(events, "input")
     else:
@@ -150,7 +150,7 @@ def lag_crp(events, *, by="subject", lags=None, lag_key=None, count_unique=False
         subj_group, _ = group_index(events, "subject")
         n_subj = int(subj_group.max()) + 1
         actual_s, possible_s, full = _lag_counts(events, recalls, lengths, subj_group, n_subj, *options)
-        window = lag_window(lags, full + 1)
+        window = lag_window(lags, longest=full + 1)
         actual_s, possible_s = _windowed(actual_s, possible_s, full, window)
         actual, possible = actual_s.sum(axis=0), possible_s.sum(axis=0)
         profile = ratio(actual, possible)
@@ -160,7 +160,7 @@ def lag_crp(events, *, by="subject", lags=None, lag_key=None, count_unique=False
     else:
         n_groups = int(group.max()) + 1
         actual, possible, full = _lag_counts(events, recalls, lengths, group, n_groups, *options)
-        window = lag_window(lags, full + 1)
+        window = lag_window(lags, longest=full + 1)
         actual, possible = _windowed(actual, possible, full, window)
         profile = ratio(actual, possible)
         sem = np.sqrt(ratio(profile * (1.0 - profile), possible.astype(np.float64)))
@@ -211,7 +211,7 @@ def lag_crp_compound(events, *, by="subject", item_query=None, test_key=None, te
     group, labels = group_index(events, by)
     n_groups = int(group.max()) + 1
     max_lag = int(lengths.max()) - 1
-    mask = transition_mask(events, item_query, test_key, test)
+    mask = transition_mask(events, item_query=item_query, test_key=test_key, test=test)
     actual, possible = _crp.count_lags_compound(recalls, lengths, group, n_groups, max_lag, mask.in_pool, mask.code,
                                                 mask.allowed)
     if by is None:
@@ -262,7 +262,7 @@ def input_crp(events, *, by="subject", item_query=None, test_key=None, test=None
     events = as_events(events, "input_crp")
     recalls, lengths = to_recall_matrix(events)
     group, labels = group_index(events, by)
-    mask = transition_mask(events, item_query, test_key, test)
+    mask = transition_mask(events, item_query=item_query, test_key=test_key, test=test)
     n_pos = int(lengths.max())
     actual, possible = _crp.count_input_pairs(recalls, lengths, group, int(group.max()) + 1, n_pos,
                                               mask.in_pool, mask.code, mask.allowed)

@@ -79,7 +79,7 @@ def _prepared(events, index_key, distances, by, item_query=None, test_key=None, 
     used, compact = np.unique(index[studied], return_inverse=True)
     index[studied] = compact.reshape(-1)
     matrix = np.ascontiguousarray(matrix[np.ix_(used, used)])
-    mask = transition_mask(events, item_query, test_key, test)
+    mask = transition_mask(events, item_query=item_query, test_key=test_key, test=test)
     return events, recalls, lengths, group, labels, index, matrix, mask
 
 

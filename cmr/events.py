@@ -473,7 +473,7 @@ def _matched_recalls(study: _StudyEvents, items, match_keys, r_rows, r_trial, no
         rescued = int((_rescued(study, r_rows, r_trial, serial, loose_item_codes(items))[0] & ~as_numbers).sum())
     as_numbers = int(as_numbers.sum())
     if serial.size >= INTRUSION_CHECK_MIN_RECALLS and n_intrusions > share_limit * serial.size:
-        raise RecallDataError(intrusion_diagnosis(n_intrusions, serial.size, rescued, share_limit, as_numbers))
+        raise RecallDataError(intrusion_diagnosis(n_intrusions, serial.size, rescued, share_limit, as_numbers=as_numbers))
     apart, apart_pair = 0, None  # equal values written differently? (not where every value has one text)
     if not normalize_items and items.text_of_code is None:
         apart, apart_pair = _written_apart(study, items.text, r_rows, r_trial, serial)

@@ -37,6 +37,7 @@ from .checks import integer, seed_of, shown
 from .checks import n_jobs as check_n_jobs
 from .cmr2._sessions import session_labels
 from .cmr2.fit import CMR2FitSpec, session_objective
+from .deprecation import keyword_only
 from .errors import FitWarning, ParameterError, RecallDataError
 from .events import as_events, from_recall_matrix
 from .textbook._optimize import run_tasks
@@ -322,11 +323,12 @@ def _true_population(model, population) -> tuple[np.ndarray, np.ndarray]:
     return mean, sd
 
 
+@keyword_only
 def population_recovery(
     n_subjects: int = 40,
+    *,
     n_lists: Sequence[int] = (4, 8, 24),
     spec: FitSpec | None = None,
-    *,
     population: Mapping[str, tuple[float, float]] | None = None,
     list_length: int = 24,
     rng=0,

@@ -30,6 +30,7 @@ import pandas as pd
 import xarray as xr
 
 from .csv_safety import csv_quoting, neutralise_formulas
+from .deprecation import keyword_only
 from .errors import FileFormatError, OptionalDependencyError, OutputError, SchemaError, UnverifiedFileWarning
 from .files import available_memory, check_hdf5_file, check_input_file, size_text
 from .schema import KIND_ATTR, validate
@@ -228,7 +229,8 @@ def remove_partial(path) -> list[Path]:
 
 
 @contextlib.contextmanager
-def atomic_write(path, suffix=".tmp"):
+@keyword_only
+def atomic_write(path, *, suffix=".tmp"):
     """Yield a temporary path next to ``path``; on success rename it over ``path``.
 
     The write holds :func:`output_lock` on ``path`` and first removes what an interrupted

@@ -23,6 +23,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
+from .deprecation import keyword_only
 from .errors import RecallDataError
 
 __all__ = [
@@ -96,7 +97,8 @@ def item_keys(items: np.ndarray, normalize: bool) -> np.ndarray:
     return pd.Series(items, dtype=object).str.strip().str.casefold().to_numpy(dtype=object)
 
 
-def texts_as_written(values: pd.Series, missing: str = "") -> tuple[np.ndarray, np.ndarray]:
+@keyword_only
+def texts_as_written(values: pd.Series, *, missing: str = "") -> tuple[np.ndarray, np.ndarray]:
     """The text of each value (``str``, as ``values.astype(str)`` gives it; missing values
     ``missing``) as ``texts[codes]``: int64 codes (>= 0) and an object array of Python str.
 
@@ -201,8 +203,9 @@ def numeric_text_codes(items: Items) -> np.ndarray:
     return _joined_reading(items, _number_or_text)
 
 
+@keyword_only
 def intrusion_diagnosis(n_intrusions: int, n_recalls: int, rescued: int | None, limit: float,
-                        as_numbers: int = 0) -> str:
+                        *, as_numbers: int = 0) -> str:
     """The message refusing a table whose recalls mostly match no studied item.
 
     ``rescued`` is how many of the intrusions would match when items are compared ignoring

@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from .deprecation import keyword_only
 from .errors import ParameterError
 
 __all__ = ["TransitionMask", "transition_mask", "item_mask", "study_values", "study_frame"]
@@ -104,7 +105,8 @@ def study_frame(events: xr.Dataset) -> tuple[pd.DataFrame, np.ndarray, np.ndarra
     return pd.DataFrame(columns), trial, col
 
 
-def transition_mask(events: xr.Dataset, item_query=None, test_key=None, test=None) -> TransitionMask:
+@keyword_only
+def transition_mask(events: xr.Dataset, *, item_query=None, test_key=None, test=None) -> TransitionMask:
     """The :class:`TransitionMask` of psifr's ``item_query`` and ``test_key``/``test``."""
     length = events["list_length"].values
     n_trials, n_study = events.sizes["trial"], events.sizes["study_position"]
@@ -144,7 +146,8 @@ def transition_mask(events: xr.Dataset, item_query=None, test_key=None, test=Non
     return TransitionMask(in_pool, np.ascontiguousarray(code), np.ascontiguousarray(allowed))
 
 
-def item_mask(events: xr.Dataset, item_query=None, test_key=None, test=None):
+@keyword_only
+def item_mask(events: xr.Dataset, *, item_query=None, test_key=None, test=None):
     """Pool, codes and ``passes[code]`` for a test of single items, ``test(value) -> bool`` (psifr's pnr).
 
     Returns
@@ -153,7 +156,7 @@ def item_mask(events: xr.Dataset, item_query=None, test_key=None, test=None):
     code : int64 (n_trials, n_study)
     passes : bool (n_codes,)
     """
-    pool = transition_mask(events, item_query)
+    pool = transition_mask(events, item_query=item_query)
     if (test_key is None) != (test is None):
         raise ParameterError("test_key and test go together: give both (a column and a function) or neither")
     if test is None:

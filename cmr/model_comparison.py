@@ -25,6 +25,7 @@ import xarray as xr
 from .checks import integer
 from .cmr2 import CMR2FitSpec, default_cmr2_parameters, fit_cmr2
 from .cmr2 import log_likelihood as cmr2_log_likelihood
+from .deprecation import keyword_only
 from .errors import FitWarning, ParameterError, RecallDataError
 from .textbook import FitSpec, ItemPatterns, cross_validate, default_parameters, fit_recall, log_likelihood
 from .textbook.compare import PAIRED_TESTS, compare_models
@@ -203,7 +204,8 @@ def _check_same_events(events, session) -> None:
             "likelihoods do not compare; compare CMR2 with textbook variants on data without prior-list intrusions")
 
 
-def compare_recall_models(events, models: Sequence[str] | Mapping | str = ("textbook", "semantic"), *,
+@keyword_only
+def compare_recall_models(events, *, models: Sequence[str] | Mapping | str = ("textbook", "semantic"),
                           patterns=None, n_folds: int | None = None, session: str | None = None,
                           nested: Mapping[str, str] | None = None, test: str = "wilcoxon",
                           nested_tolerance: float = 0.01, n_restarts=None, rng=0, n_jobs: int = 1,

@@ -156,7 +156,7 @@ def cmr_like_null(
     n_bank = integer(n_bank, "n_bank", minimum=n_null)
     alpha = probability(alpha, "alpha", open_low=True, open_high=True)
     seed = seed_of(rng)
-    window = fit_window(fitting_lags(profiles, lags, variable))
+    window = fit_window(fitting_lags(profiles, lags=lags, variable=variable))
     values = profiles_window(profiles, variable, window)
     _, axes, grid_rows = grid_window(grid, window, renormalize)
     unit_dims = batch_dims(values)

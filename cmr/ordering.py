@@ -24,6 +24,7 @@ import re
 import numpy as np
 import pandas as pd
 
+from .deprecation import keyword_only
 from .errors import RecallDataError
 
 __all__ = ["ORDER_RULES", "order_rule", "study_order", "replica_labels"]
@@ -64,7 +65,8 @@ def order_rule(labels) -> str:
     return _rule_and_keys(np.asarray(distinct))[0]
 
 
-def study_order(labels, within=None) -> np.ndarray:
+@keyword_only
+def study_order(labels, *, within=None) -> np.ndarray:
     """Rank of each label in study order (int64, 0-based; equal labels share a rank).
 
     Parameters
@@ -110,7 +112,8 @@ def study_order(labels, within=None) -> np.ndarray:
     return rank_of_pair[inverse.reshape(-1)]
 
 
-def replica_labels(labels, rep, within=None) -> np.ndarray:
+@keyword_only
+def replica_labels(labels, rep, *, within=None) -> np.ndarray:
     """List labels of replica ``rep`` of the lists ``labels``: unique over all replicas, in study order.
 
     Whole-number labels are shifted by ``rep * (max - min + 1)`` (per group of ``within``, else over

@@ -21,6 +21,7 @@ from . import _profile_fit as kernels
 from .checks import lag_window, seed_of, shown
 from .constants import PAPER_LAGS, RECALL_LAGS
 from .criteria import aic_bic, least_squares_logl
+from .deprecation import keyword_only
 from .errors import ParameterError, ProfileError, SchemaError
 from .schema import batch_dims, provenance_attrs, validate
 
@@ -124,7 +125,7 @@ def fit_profiles(
         raise ParameterError(f"ci must be in (0, 1); got {shown(ci)}")
     if int(n_bootstrap) < 0:
         raise ParameterError(f"n_bootstrap must be >= 0; got {shown(n_bootstrap)}")
-    window = fit_window(fitting_lags(profiles, lags, variable))
+    window = fit_window(fitting_lags(profiles, lags=lags, variable=variable))
     seed = seed_of(rng)
     values = profiles_window(profiles, variable, window)
     param_dims, axes, grid_rows = grid_window(grid, window, renormalize)
@@ -181,7 +182,8 @@ def fit_window(lags) -> tuple:
     return tuple(int(v) for v in window)
 
 
-def fitting_lags(profiles, lags=None, variable: str = "profile"):
+@keyword_only
+def fitting_lags(profiles, *, lags=None, variable: str = "profile"):
     """The lags to fit a lag-profile dataset on: ``lags``, or the default for its kind of profile.
 
     Parameters

@@ -151,7 +151,7 @@ def spc(events, *, by="subject", item_query=None, test_key=None, test=None) -> x
     elif item_query is None and test_key is None and test is None:
         actual, possible = _recall_stats.count_recalled(recalls, lengths, group, n_groups, n_pos)
     else:
-        in_pool, code, passes = item_mask(events, item_query, test_key, test)
+        in_pool, code, passes = item_mask(events, item_query=item_query, test_key=test_key, test=test)
         counted = in_pool & passes[code]
         recalled = np.zeros((recalls.shape[0], n_pos + 1), dtype=bool)
         rows, cols = np.nonzero(recalls > 0)
@@ -219,7 +219,7 @@ def _nth_recall_counts(events, by, item_query, test_key, test):
     elif item_query is None and test_key is None and test is None:
         actual, possible = _recall_stats.count_outputs(recalls, lengths, group, n_groups, n_pos)
     else:
-        in_pool, code, passes = item_mask(events, item_query, test_key, test)
+        in_pool, code, passes = item_mask(events, item_query=item_query, test_key=test_key, test=test)
         actual, possible = _recall_stats.count_outputs_masked(recalls, lengths, group, n_groups, n_pos, in_pool,
                                                               code, passes)
     return events, labels, actual, possible, np.arange(1, n_pos + 1, dtype=np.int64)
@@ -259,7 +259,7 @@ def lag_rank(events, *, by="subject", item_query=None, test_key=None, test=None)
     """
     events, recalls, lengths, group, n_groups, labels = _prepared(events, by)
     refuse_repeats(events, "lag_rank")
-    mask = transition_mask(events, item_query, test_key, test)
+    mask = transition_mask(events, item_query=item_query, test_key=test_key, test=test)
     rank_sum, n_ranked = _recall_stats.rank_lags(recalls, lengths, group, n_groups, mask.in_pool, mask.code,
                                                  mask.allowed)
     return _stat_dataset(

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from .deprecation import keyword_only
 from .errors import SchemaError
 
 __all__ = [
@@ -101,7 +102,8 @@ def check_attrs_netcdf_safe(attrs: dict, where: str) -> None:
             )
 
 
-def batch_dims(ds: xr.Dataset | xr.DataArray, core: str = "lag") -> tuple[str, ...]:
+@keyword_only
+def batch_dims(ds: xr.Dataset | xr.DataArray, *, core: str = "lag") -> tuple[str, ...]:
     """All dims except the core dim, in the dataset's order."""
     return tuple(d for d in ds.dims if d != core)
 

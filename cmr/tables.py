@@ -41,6 +41,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from .deprecation import keyword_only
 from .errors import SchemaError
 from .events import to_table
 from .schema import KIND_ATTR, validate
@@ -399,12 +400,14 @@ def _planned(ds: xr.Dataset, kind, layout: str) -> list[str]:
     return [name for name in map(str, ds.data_vars) if name in long_names or _is_per_unit(ds, units, name)]
 
 
-def table_variables(ds: xr.Dataset, layout: str = "auto") -> tuple[str, ...]:
+@keyword_only
+def table_variables(ds: xr.Dataset, *, layout: str = "auto") -> tuple[str, ...]:
     """The data variables of ``ds`` that are columns of ``to_dataframe(ds, layout=layout)``, in the dataset's order."""
     return tuple(_planned(ds, _check_layout(ds, layout), layout))
 
 
-def left_out(ds: xr.Dataset, layout: str = "auto") -> dict[str, str]:
+@keyword_only
+def left_out(ds: xr.Dataset, *, layout: str = "auto") -> dict[str, str]:
     """The data variables ``to_dataframe(ds, layout=layout)`` leaves out, each with a layout that holds it.
 
     The layouts are chosen greedily, the one holding most of the variables still left out
@@ -425,14 +428,15 @@ def left_out(ds: xr.Dataset, layout: str = "auto") -> dict[str, str]:
     return {name: where[name] for name in missing}
 
 
-def left_out_line(ds: xr.Dataset, layout: str = "auto", *, option: str = "layout=") -> str:
+@keyword_only
+def left_out_line(ds: xr.Dataset, *, layout: str = "auto", option: str = "layout=") -> str:
     """One line naming what ``to_dataframe(ds, layout=layout)`` leaves out and how to get it; ``""`` if nothing.
 
     ``"left out: spc, spc_group, spc_group_sem (use layout=spc); pfr, ... (use layout=pfr)"``;
     ``option`` is the text before the layout (the command line passes ``"--layout "``).
     """
     groups: dict[str, list[str]] = {}
-    for name, holder in left_out(ds, layout).items():
+    for name, holder in left_out(ds, layout=layout).items():
         groups.setdefault(holder, []).append(name)
     if not groups:
         return ""

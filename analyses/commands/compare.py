@@ -125,7 +125,7 @@ def run(args) -> int:
     de_options = {key: value for key, value in (("maxiter", args.maxiter), ("popsize", args.popsize))
                   if value is not None}
     comparison, _, _ = cmr.compare_recall_models(
-        events, names, patterns=patterns, n_folds=args.cv, session=args.session, test=args.test,
+        events, models=names, patterns=patterns, n_folds=args.cv, session=args.session, test=args.test,
         n_restarts=args.restarts, rng=args.seed, n_jobs=args.jobs, progress=not args.no_progress,
         de_options=de_options or None)
     path = write_result(comparison, args.output)

@@ -101,7 +101,7 @@ def run(args) -> int:
             raise SchemaError(f"{exc} (results: {legend})") from None
     else:
         table = to_dataframe(_with_head_summaries(result), layout=args.layout)
-    missing = left_out_line(result, "units" if args.joined else args.layout, option="--layout ")
+    missing = left_out_line(result, layout="units" if args.joined else args.layout, option="--layout ")
     path = write_table(table, args.output)
     shown = ", ".join(map(str, table.columns[:6])) + (", ..." if table.shape[1] > 6 else "")
     print(f"wrote {path}: {len(table)} rows x {table.shape[1]} columns ({shown})")

@@ -109,7 +109,7 @@ def _recovery(args, spec) -> int:
         raise ParameterError(f"--recovery simulates localist CMR of its own subjects; got {', '.join(given)} as well")
     check_counts(args, recovery=2)
     counts = _parse_counts(args.lists)
-    result = cmr.population_recovery(args.recovery, counts, spec, rng=args.seed, n_jobs=args.jobs,
+    result = cmr.population_recovery(args.recovery, n_lists=counts, spec=spec, rng=args.seed, n_jobs=args.jobs,
                                      progress=not args.no_progress, max_iter=args.max_iter, tol=args.tol)
     path = save_dataset(result, args.output)
     print(f"wrote {path}: {args.recovery} simulated subjects, free {', '.join(spec.free)}")

@@ -263,7 +263,7 @@ def profile_fit_lags(profiles, args):
     from cmr.profile_fit import fitting_lags
 
     try:
-        return fitting_lags(profiles, args.lags, args.variable)
+        return fitting_lags(profiles, lags=args.lags, variable=args.variable)
     except ProfileError:
         raise ParameterError(
             f"{args.profiles} is a recall lag-CRP, which is undefined at lag 0 (no transition has lag 0): "

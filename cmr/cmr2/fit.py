@@ -118,7 +118,7 @@ def _session_model(free, fixed, bounds, tied) -> _SessionModel:
     clean = validate_cmr2_parameters({**default_cmr2_parameters(), **fixed})
     search = {}
     textbook_free = [n for n in free if n not in _EXTRA]
-    search.update(zip(textbook_free, fit_bounds(textbook_free, {n: b for n, b in bounds.items() if n not in _EXTRA})))
+    search.update(zip(textbook_free, fit_bounds(textbook_free, bounds={n: b for n, b in bounds.items() if n not in _EXTRA})))
     for name in (n for n in free if n in _EXTRA):
         spec = _EXTRA[name]
         pair = bounds.get(name, (spec.fit_lower, spec.fit_upper))

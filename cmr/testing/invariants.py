@@ -241,7 +241,7 @@ def _reference(model: RecallModel, params, n, sequences, permutation) -> None:
     text = _case_text(params, n, sequences)
     if model.event_probabilities is not None:
         probs = _event_probabilities(model, params, matrix, n)
-        exact = textbook_event_probabilities(params, matrix, n, model.pool_size)
+        exact = textbook_event_probabilities(params, matrix, n, pool_size=model.pool_size)
         for t, seq in enumerate(sequences):
             steps = len(seq) + 1
             ok = _close(probs[t, :steps], exact[t, :steps], model)
@@ -361,7 +361,7 @@ def _lag_tests(model: RecallModel, params, matrix, n: int):
     row_of = {seq: i for i, seq in enumerate(unique)}
     first = np.bincount([seq[0] if seq else 0 for seq in sequences], minlength=n + 1)
     labels = ["stop"] + [f"item {i}" for i in range(1, n + 1)]
-    first_test = multinomial_chi_square(first, probs[0, 0], labels)  # row 0 is the same for every trial
+    first_test = multinomial_chi_square(first, probs[0, 0], labels=labels)  # row 0 is the same for every trial
     # later events by category: 0 = stop, 1..2n-1 = lag -(n-1)..(n-1) (index n is lag 0, never possible)
     lag_labels = ["stop"] + [f"lag {lag:+d}" for lag in range(-(n - 1), n)]
     events, rows = [], []
@@ -379,7 +379,7 @@ def _lag_tests(model: RecallModel, params, matrix, n: int):
     keep = np.ones(2 * n, dtype=bool)
     keep[n] = False  # lag 0
     later = sequential_chi_square(np.searchsorted(np.flatnonzero(keep), events), np.array(rows)[:, keep],
-                                  np.array(lag_labels, dtype=object)[keep])
+                                  labels=np.array(lag_labels, dtype=object)[keep])
     return first_test, later
 
 
@@ -389,7 +389,7 @@ def _sequence_test(model: RecallModel, params, matrix, n: int):
     index = {tuple(s): i for i, s in enumerate(sequences)}
     counts = np.bincount([index[tuple(s)] for s in _sequences(matrix)], minlength=len(sequences))
     probabilities = np.exp(_log_likelihood(model, params, _matrix(sequences), n))
-    return multinomial_chi_square(counts, probabilities, [str(s) for s in sequences])
+    return multinomial_chi_square(counts, probabilities, labels=[str(s) for s in sequences])
 
 
 def _simulation(model: RecallModel, n_trials: int, alpha: float, seed: int) -> str:

@@ -31,6 +31,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from ..deprecation import keyword_only
 from ..errors import ParameterError
 from ..events import from_recall_matrix
 from ..textbook import _kernels
@@ -206,7 +207,8 @@ def scored_event_probabilities(score: Callable, recalls, list_length) -> np.ndar
     return out
 
 
-def textbook_event_probabilities(params, recalls, list_length, pool_size=None) -> np.ndarray:
+@keyword_only
+def textbook_event_probabilities(params, recalls, list_length, *, pool_size=None) -> np.ndarray:
     """Every event probability of exact textbook CMR along each row of a recall matrix.
 
     Computed through ``cmr.log_likelihood`` (exact against cymr): each possible next event
@@ -228,6 +230,7 @@ def textbook_event_probabilities(params, recalls, list_length, pool_size=None) -
         ``[t, k, 0]`` P(stop) and ``[t, k, i]`` P(recall item i) after the first k recalls of
         trial t; NaN beyond a trial's last recall.
     """
+
     def score(padded, n):
         return textbook_log_likelihood(
             from_recall_matrix(padded, n), params, by="trial", event_probabilities=True, pool_size=pool_size
@@ -240,7 +243,7 @@ def textbook_model(pool_size: int | None = None) -> RecallModel:
     """This toolkit's textbook CMR (``cmr.log_likelihood``, ``cmr.simulate_recalls``) as a model."""
 
     def event_probabilities(params, recalls, list_length):
-        return textbook_event_probabilities(params, recalls, list_length, pool_size)
+        return textbook_event_probabilities(params, recalls, list_length, pool_size=pool_size)
 
     def log_likelihood(params, recalls, list_length):
         events = from_recall_matrix(np.asarray(recalls), list_length)

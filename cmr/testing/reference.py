@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..deprecation import keyword_only
+
 __all__ = ["teacher_forced_reference"]
 
 
-def teacher_forced_reference(beta_enc, beta_rec, gamma, list_length: int = 100, max_lag: int = 8) -> np.ndarray:
+@keyword_only
+def teacher_forced_reference(beta_enc, beta_rec, gamma, *, list_length: int = 100, max_lag: int = 8) -> np.ndarray:
     """Teacher-forced lag profile of the paper's CMR variant at one parameter point.
 
     A straight transcription with explicit matrices, computed as the study computed them:

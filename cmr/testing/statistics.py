@@ -22,6 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
+from ..deprecation import keyword_only
+
 __all__ = ["ChiSquareResult", "multinomial_chi_square", "sequential_chi_square", "chi_square_power", "MIN_EXPECTED"]
 
 #: Cochran's rule: categories expected fewer times than this are pooled.
@@ -77,7 +79,8 @@ def _labels(labels, bins) -> tuple[str, ...]:
     return tuple(out)
 
 
-def multinomial_chi_square(observed, probabilities, labels=None, minimum: float = MIN_EXPECTED) -> ChiSquareResult:
+@keyword_only
+def multinomial_chi_square(observed, probabilities, *, labels=None, minimum: float = MIN_EXPECTED) -> ChiSquareResult:
     """Pearson's chi-square of counts against one distribution (rare categories pooled).
 
     Parameters
@@ -102,7 +105,8 @@ def multinomial_chi_square(observed, probabilities, labels=None, minimum: float 
     return ChiSquareResult(statistic, df, pvalue, _labels(labels, bins), obs, exp, impossible)
 
 
-def sequential_chi_square(events, probabilities, labels=None, minimum: float = MIN_EXPECTED) -> ChiSquareResult:
+@keyword_only
+def sequential_chi_square(events, probabilities, *, labels=None, minimum: float = MIN_EXPECTED) -> ChiSquareResult:
     """Chi-square of events drawn step by step, each from its own distribution.
 
     Parameters

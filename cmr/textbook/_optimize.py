@@ -127,7 +127,7 @@ def model_spec(free, fixed=None, bounds=None, tied=None, *, patterns: bool = Fal
     both = sorted(set(free) & set(fixed))
     if both:
         raise ParameterError(f"parameter(s) {', '.join(both)} are both free and fixed")
-    search = fit_bounds(free, bounds)
+    search = fit_bounds(free, bounds=bounds)
     names = MODEL_PARAMETER_NAMES if patterns else PARAMETER_NAMES
     tied_params = parse_tied(tied, free, fixed)
     if not patterns:

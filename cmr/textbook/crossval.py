@@ -16,7 +16,7 @@ import xarray as xr
 
 from ..checks import integer, seed_of, shown
 from ..checks import n_jobs as check_n_jobs
-from ..deprecation import warn
+from ..deprecation import keyword_only, warn
 from ..errors import RecallDataError
 from ..events import as_events
 from ..schema import provenance_attrs
@@ -29,7 +29,8 @@ from .spec import FitSpec, resolve_spec
 __all__ = ["cross_validate", "list_folds"]
 
 
-def list_folds(subjects, n_folds: int, rng=0) -> np.ndarray:
+@keyword_only
+def list_folds(subjects, *, n_folds: int, rng=0) -> np.ndarray:
     """Fold (0..n_folds-1) of each trial: per subject, shuffled lists dealt in turn.
 
     A subject's shuffle is seeded by ``rng`` and its own label (:func:`cmr.textbook.fit.label_words`),
@@ -89,7 +90,7 @@ def cross_validate(
     seed = seed_of(rng)
     arrays = trial_arrays(events, patterns, pool_size)
     subject_values = np.asarray(events["subject"].values)
-    folds = list_folds(subject_values, n_folds, seed)
+    folds = list_folds(subject_values, n_folds=n_folds, rng=seed)
     labels = pd.unique(subject_values)
     units, tests, keys = [], [], []
     for subject in labels:

@@ -14,6 +14,7 @@ from typing import Mapping
 import numpy as np
 
 from ..checks import shown
+from ..deprecation import keyword_only
 from ..errors import ParameterError
 
 __all__ = [
@@ -161,7 +162,8 @@ def parameter_vector(params: Mapping[str, float]) -> np.ndarray:
     return np.array([clean.get(name, 0.0) for name in MODEL_PARAMETER_NAMES], dtype=np.float64)
 
 
-def fit_bounds(names, bounds: Mapping[str, tuple[float, float]] | None = None) -> list[tuple[float, float]]:
+@keyword_only
+def fit_bounds(names, *, bounds: Mapping[str, tuple[float, float]] | None = None) -> list[tuple[float, float]]:
     """Search bounds for the free parameters ``names``: typical ranges unless overridden.
 
     Raises ParameterError for unknown names or bounds outside the admissible range.

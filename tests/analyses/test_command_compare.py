@@ -32,7 +32,7 @@ def _pool(items=WORDS) -> cmr.ItemPatterns:
 @pytest.fixture(scope="module")
 def compared():
     events = cmr.from_table(_table())
-    return cmr.compare_recall_models(events, ["textbook", "semantic", "cmr2"], patterns=_pool(), n_restarts=1,
+    return cmr.compare_recall_models(events, models=["textbook", "semantic", "cmr2"], patterns=_pool(), n_restarts=1,
                                      de_options=FAST)
 
 
@@ -125,7 +125,7 @@ def test_converged_is_carried_only_when_every_fit_has_it(compared):
 
 def test_cross_validated_comparison(tmp_path):
     events = cmr.from_table(_table())
-    comparison, _, cvs = cmr.compare_recall_models(events, "textbook,semantic", patterns=_pool(), n_folds=2,
+    comparison, _, cvs = cmr.compare_recall_models(events, models="textbook,semantic", patterns=_pool(), n_folds=2,
                                                    test="t", n_restarts=1, de_options=FAST)
     assert set(cvs) == {"textbook", "semantic"} and comparison.attrs["criterion"] == "cv_logl"
     assert float(comparison["winner_ratio_cv_logl"].sum()) == pytest.approx(1.0)
@@ -232,7 +232,7 @@ def test_the_pool_takes_the_studied_spelling_or_names_what_it_lacks():
 def test_a_nesting_model_starts_from_its_nested_fit_and_never_fits_worse():
     events = cmr.from_table(_table())
     options = dict(patterns=_pool(), n_restarts=1, de_options=FAST)
-    warm, fits, _ = cmr.compare_recall_models(events, ["textbook", "semantic"], **options)
+    warm, fits, _ = cmr.compare_recall_models(events, models=["textbook", "semantic"], **options)
     assert list(fits) == ["textbook", "semantic"]
     assert (warm["nested_gain"].sel(model="semantic").values >= -1e-9).all()
     assert not warm["fits_worse_than_nested"].any()

@@ -212,7 +212,7 @@ def test_every_variable_is_in_a_table_or_named_left_out(every, monkeypatch):
         assert not kept & set(missing), name
         line = left_out_line(ds, option="--layout ")
         for variable, holder in missing.items():
-            assert variable in table_variables(ds, holder) and f"--layout {holder}" in line, (name, variable)
+            assert variable in table_variables(ds, layout=holder) and f"--layout {holder}" in line, (name, variable)
             assert re.search(rf"[:,;] {variable}\b", line), (name, variable)
         if name.startswith("events"):
             continue  # psifr's table is built from the events themselves: only the variable lists apply
@@ -239,7 +239,7 @@ def test_a_table_holds_exactly_the_variables_it_lists(every, monkeypatch):
                 before = cmr.to_dataframe(ds, layout=layout)
             except cmr.errors.SchemaError:
                 continue  # a pooled result has no per-unit table
-            listed = set(table_variables(ds, layout))
+            listed = set(table_variables(ds, layout=layout))
             for variable in map(str, ds.data_vars):
                 if variable not in listed and _changes(ds, variable):
                     after = cmr.to_dataframe(_rolled(ds, variable), layout=layout)
@@ -270,7 +270,7 @@ def test_export_prints_the_left_out_line_and_takes_a_variable_layout(every, tmp_
     printed = capsys.readouterr().out.splitlines()
     assert printed[-1] == left_out_line(check, option="--layout ")
     assert main(["export", str(source), "--layout", "pfr", "-o", str(tmp_path / "pfr.csv")]) == 0
-    assert capsys.readouterr().out.splitlines()[-1] == left_out_line(check, "pfr", option="--layout ")
+    assert capsys.readouterr().out.splitlines()[-1] == left_out_line(check, layout="pfr", option="--layout ")
     assert main(["export", str(source), "--layout", "nothing", "-o", str(tmp_path / "x.csv")]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("icl-cmr export: error: layout must be one of auto, units, long")
@@ -289,7 +289,7 @@ def _doc_rows() -> dict:
 def doc_cells(ds):
     """The two cells of a result's row of docs/schema.md's export table, from the code."""
     layout = "units" if ds.attrs["icl_cmr_kind"] in ("profile_fit", "recall_fit") else "auto"
-    names = ", ".join(table_variables(ds, "auto"))
+    names = ", ".join(table_variables(ds, layout="auto"))
     groups: dict[str, list[str]] = {}
     for variable, holder in left_out(ds).items():
         groups.setdefault(holder, []).append(variable)

@@ -40,7 +40,7 @@ def test_paper_recall_update_decays_like_textbook(beta_paper):
     new_input = np.array([0.0, 0.0, 1.0])
     updated = (1 - beta_paper) * old + beta_paper * new_input
     updated /= np.linalg.norm(updated)
-    rho = np.sqrt(1 - textbook_beta(beta_paper, "rec") ** 2)
+    rho = np.sqrt(1 - textbook_beta(beta_paper, phase="rec") ** 2)
     np.testing.assert_allclose(updated[:2], rho * old[:2], rtol=1e-12)
     assert context_decay(beta_paper, "paper", "rec") == pytest.approx(rho, rel=1e-12)
 
@@ -48,24 +48,24 @@ def test_paper_recall_update_decays_like_textbook(beta_paper):
 @pytest.mark.parametrize("phase", ["enc", "rec"])
 def test_round_trip_and_ends(phase):
     beta = np.linspace(0, 1, 101)
-    back = paper_beta(textbook_beta(beta, phase), phase)
+    back = paper_beta(textbook_beta(beta, phase=phase), phase=phase)
     np.testing.assert_allclose(back, beta, atol=1e-12)
-    assert textbook_beta(0.0, phase) == 0.0 and textbook_beta(1.0, phase) == 1.0
-    assert np.all(np.diff(textbook_beta(beta, phase)) > 0)
+    assert textbook_beta(0.0, phase=phase) == 0.0 and textbook_beta(1.0, phase=phase) == 1.0
+    assert np.all(np.diff(textbook_beta(beta, phase=phase)) > 0)
 
 
 def test_known_values_and_types():
     # the heads' beta_enc of 0.42-0.67 is 0.81-0.94 on the textbook scale
     assert textbook_beta(0.42) == pytest.approx(np.sqrt(1 - 0.58**2))
     assert round(textbook_beta(0.42), 2) == 0.81 and round(textbook_beta(0.67), 2) == 0.94
-    assert textbook_beta(0.5, "rec") == pytest.approx(np.sqrt(0.5))
+    assert textbook_beta(0.5, phase="rec") == pytest.approx(np.sqrt(0.5))
     da = xr.DataArray([0.2, np.nan], dims="unit", coords={"unit": [3, 4]})
     out = textbook_beta(da)
     assert isinstance(out, xr.DataArray) and out["unit"].values.tolist() == [3, 4] and np.isnan(out.values[1])
     with pytest.raises(ParameterError, match=r"\[0, 1\]"):
         textbook_beta(1.2)
     with pytest.raises(ParameterError, match="phase"):
-        textbook_beta(0.2, "study")
+        textbook_beta(0.2, phase="study")
 
 
 def test_fits_on_the_grid_edge_are_flagged():

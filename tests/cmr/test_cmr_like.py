@@ -17,7 +17,7 @@ from cmr.schema import provenance_attrs
 
 LAGS = np.arange(-5, 6)
 N_WORDS = 100
-UNIFORM = uniform_attention_prob(N_WORDS, LAGS)  # per lag, about 0.0069
+UNIFORM = uniform_attention_prob(N_WORDS, lags=LAGS)  # per lag, about 0.0069
 
 
 @pytest.fixture(scope="module")
@@ -57,11 +57,11 @@ def verdicts(null, name):
 
 def test_uniform_level_by_hand():
     # BOS + 3 words + 3 words: second-copy query k sits at 4 + k and sees 5 + k keys
-    np.testing.assert_allclose(uniform_attention_prob(3, [-1, 0, 1]),
+    np.testing.assert_allclose(uniform_attention_prob(3, lags=[-1, 0, 1]),
                                [(1 / 6 + 1 / 7) / 2, (1 / 5 + 1 / 6 + 1 / 7) / 3, (1 / 5 + 1 / 6) / 2], rtol=1e-15)
     assert UNIFORM.sum() == pytest.approx(0.0753, abs=1e-4)
     with pytest.raises(ParameterError, match="n_words = 3"):
-        uniform_attention_prob(3, [-3, 0])
+        uniform_attention_prob(3, lags=[-3, 0])
 
 
 def test_uniform_attention_has_mass_ratio_one_through_the_extraction_path():
@@ -76,7 +76,7 @@ def test_uniform_attention_has_mass_ratio_one_through_the_extraction_path():
     summary = hp.prompt_summary(scores, probs[None, None], n, lags)
     ds = hp.head_profile_dataset(hp.pool_summaries([summary]), lags=lags, n_words=n, model="m")
     mass = float(ds["attention_mass"].squeeze())
-    assert mass == pytest.approx(uniform_attention_prob(n, LAGS).sum(), rel=1e-12)
+    assert mass == pytest.approx(uniform_attention_prob(n, lags=LAGS).sum(), rel=1e-12)
     assert float(ds["uniform_mass"].squeeze()) == pytest.approx(mass, rel=1e-12)
     assert float(ds["amplitude"].squeeze()) == 0.0  # flat scores
     for which in ("score", "prob"):  # the mass stays with the heads whichever profile is fitted
@@ -288,7 +288,7 @@ def test_tiny_model_heads_carry_their_attention_mass(tl, tiny):
     heads_ = tl.extract_heads(tiny, n_words=12, n_prompts=2, rng=1, lags=6)
     window = heads_["prob_profile"].sel(lag=LAGS)
     np.testing.assert_allclose(heads_["attention_mass"].values, window.sum("lag").values, rtol=1e-12)
-    np.testing.assert_allclose(heads_["uniform_mass"].values, uniform_attention_prob(12, LAGS).sum(), rtol=1e-12)
+    np.testing.assert_allclose(heads_["uniform_mass"].values, uniform_attention_prob(12, lags=LAGS).sum(), rtol=1e-12)
     assert (heads_["attention_mass"].values <= 1 + 1e-6).all()
     scores = heads_["profile"].sel(lag=LAGS)
     np.testing.assert_allclose(heads_["amplitude"].values, (scores.max("lag") - scores.min("lag")).values)
@@ -308,7 +308,7 @@ def test_uniform_level_is_the_profile_of_uniform_attention_at_every_lag(n):
     lags = hp.lag_range(n - 1, n)
     summary = hp.prompt_summary(np.log(np.maximum(probs, 1e-300)), probs, n, lags)
     ds = hp.head_profile_dataset(hp.pool_summaries([summary]), lags=lags, n_words=n, model="m")
-    np.testing.assert_allclose(ds["prob_profile"].values.ravel(), uniform_attention_prob(n, lags), rtol=1e-12)
+    np.testing.assert_allclose(ds["prob_profile"].values.ravel(), uniform_attention_prob(n, lags=lags), rtol=1e-12)
 
 
 def test_null_shares_of_a_heads_file_apply_the_mass_criterion(tmp_path):

@@ -33,7 +33,7 @@ def population_fit(population_events):
 
 
 def test_hierarchical_beats_independent_fits_with_few_lists():
-    study = cmr.population_recovery(12, (2,), SPEC, list_length=12, rng=3, progress=False, tol=1e-2,
+    study = cmr.population_recovery(12, n_lists=(2,), spec=SPEC, list_length=12, rng=3, progress=False, tol=1e-2,
                                     de_options=dict(popsize=8, maxiter=60))
     rmse = study["rmse_mean"].sel(n_lists=2)
     # error of the subject estimates in units of the search range; independent fits of two lists scatter
@@ -125,11 +125,11 @@ def test_saved_fit_round_trips(tmp_path, population_fit):
      "tol must be a finite number > 0; got 0"),
     (lambda ev: cmr.fit_population(ev, SPEC, interval=np.float64(1.5), progress=False), errors.ParameterError,
      r"interval must be a probability in \(0, 1\); got 1.5"),
-    (lambda ev: cmr.population_recovery(4, (2,), SPEC, population={"P1": (1.0, 0.5)}), errors.ParameterError,
+    (lambda ev: cmr.population_recovery(4, n_lists=(2,), spec=SPEC, population={"P1": (1.0, 0.5)}), errors.ParameterError,
      "population names parameters that are not free: P1; free: B_enc, T"),
-    (lambda ev: cmr.population_recovery(4, (2,), SPEC, population={"T": (5.0, 0.5)}), errors.ParameterError,
+    (lambda ev: cmr.population_recovery(4, n_lists=(2,), spec=SPEC, population={"T": (5.0, 0.5)}), errors.ParameterError,
      r"population median of T must lie inside its search bounds \(0.01, 1\); got 5.0"),
-    (lambda ev: cmr.population_recovery(1, (2,), SPEC), errors.ParameterError, "n_subjects must be an integer >= 2"),
+    (lambda ev: cmr.population_recovery(1, n_lists=(2,), spec=SPEC), errors.ParameterError, "n_subjects must be an integer >= 2"),
 ])
 def test_bad_arguments_end_in_one_typed_line(population_events, call, error, pattern):
     with pytest.raises(error, match=pattern) as caught:

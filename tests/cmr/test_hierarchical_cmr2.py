@@ -133,7 +133,7 @@ def test_saved_cmr2_fit_round_trips(tmp_path, small):
                                   progress=False), errors.RecallDataError, "needs at least 2 subjects"),
     (lambda t: cmr.fit_population(t, cmr.CMR2FitSpec(["B_enc"]), session="session", tol=-1, progress=False),
      errors.ParameterError, "tol must be a finite number > 0; got -1"),
-    (lambda t: cmr.population_recovery(4, (2,), cmr.CMR2FitSpec(["B_enc"])), errors.ParameterError,
+    (lambda t: cmr.population_recovery(4, n_lists=(2,), spec=cmr.CMR2FitSpec(["B_enc"])), errors.ParameterError,
      "population_recovery takes the model as one cmr.FitSpec; got CMR2FitSpec"),
 ])
 def test_bad_combinations_end_in_one_typed_line(small, call, error, pattern):

@@ -184,7 +184,7 @@ def test_variant_beta_is_paper_beta():
     beta = np.linspace(0.0, 1.0, 11)
     with pytest.warns(DeprecationWarning, match="cmr.paper_beta"):
         old = cmr.variant_beta(beta, "rec")
-    np.testing.assert_array_equal(old, cmr.paper_beta(beta, "rec"))
+    np.testing.assert_array_equal(old, cmr.paper_beta(beta, phase="rec"))
     assert "variant_beta" not in cmr.__all__ and "paper_beta" in cmr.__all__
 
 

@@ -77,8 +77,8 @@ def test_validation_does_not_mutate_input():
 
 def test_fit_bounds():
     assert fit_bounds(["B_enc", "T"]) == [(0.0, 1.0), (0.01, 1.0)]
-    assert fit_bounds(["T"], {"T": (0.05, 2)}) == [(0.05, 2.0)]
+    assert fit_bounds(["T"], bounds={"T": (0.05, 2)}) == [(0.05, 2.0)]
     with pytest.raises(ParameterError, match=r"T must satisfy 1e-06 <= low < high <= 100"):
-        fit_bounds(["T"], {"T": (0.0, 2)})
+        fit_bounds(["T"], bounds={"T": (0.0, 2)})
     with pytest.raises(ParameterError, match="unknown"):
         fit_bounds(["gamma"])

@@ -57,9 +57,9 @@ def test_lag_zero_of_a_recall_lag_crp_is_refused(human_crp, grid, lags):
 def test_fitting_lags_by_kind(human_crp, heads):
     assert cmr.fitting_lags(human_crp) == cmr.RECALL_LAGS
     assert cmr.fitting_lags(heads) == cmr.PAPER_LAGS
-    assert cmr.fitting_lags(human_crp, [-2, -1, 1, 2]) == [-2, -1, 1, 2]
-    assert cmr.fitting_lags(heads, 3) == 3  # heads have a value at lag 0
-    assert cmr.fitting_lags(human_crp, iter([-3, -2, -1])) == (-3, -2, -1)  # an iterator is read once
+    assert cmr.fitting_lags(human_crp, lags=[-2, -1, 1, 2]) == [-2, -1, 1, 2]
+    assert cmr.fitting_lags(heads, lags=3) == 3  # heads have a value at lag 0
+    assert cmr.fitting_lags(human_crp, lags=iter([-3, -2, -1])) == (-3, -2, -1)  # an iterator is read once
 
 
 def test_the_null_test_picks_the_same_window(human_crp, grid):
