@@ -99,6 +99,30 @@ class ReferenceNetwork:
     def recall(self, item):
         self.integrate(self.fc_pre[item] + self.fc_exp[item], self.p["B_rec"])
 
+    def simulate(self, rng) -> list[int]:
+        """Study the list, then one recall sequence (first positions), drawing as the compiled simulator does.
+
+        Before each output one uniform draw for the stop; otherwise one uniform draw walked along
+        the cumulative choice probabilities of the candidates in order of first position.
+        """
+        self.study()
+        out, recalled, previous = [], set(), None
+        for output in range(len(self.items)):
+            if rng.random() < self.stop(output, len(self.items) - len(recalled)):
+                break
+            probabilities = self.choice(recalled, previous)
+            draw, cum, chosen = rng.random(), 0.0, None
+            for item in sorted(probabilities):
+                chosen = item
+                cum += probabilities[item]
+                if draw < cum:
+                    break
+            out.append(chosen)
+            recalled.add(chosen)
+            self.recall(chosen)
+            previous = chosen
+        return out
+
 
 def repeated_event_probabilities(params, presentation, recalls, *, pool_size=None, similarity=None,
                                  pool_rows=None) -> np.ndarray:
@@ -144,26 +168,5 @@ def repeated_log_likelihood(params, presentation, recalls, **options) -> float:
 
 
 def repeated_simulation(params, presentation, rng, **options) -> list[int]:
-    """One simulated recall sequence (first positions), drawing as the compiled simulator does.
-
-    Before each output one uniform draw for the stop; otherwise one uniform draw walked along
-    the cumulative choice probabilities of the candidates in order of first position.
-    """
-    net = ReferenceNetwork(params, presentation, **options)
-    net.study()
-    out, recalled, previous = [], set(), None
-    for output in range(len(net.items)):
-        if rng.random() < net.stop(output, len(net.items) - len(recalled)):
-            break
-        probabilities = net.choice(recalled, previous)
-        draw, cum, chosen = rng.random(), 0.0, None
-        for item in sorted(probabilities):
-            chosen = item
-            cum += probabilities[item]
-            if draw < cum:
-                break
-        out.append(chosen)
-        recalled.add(chosen)
-        net.recall(chosen)
-        previous = chosen
-    return out
+    """One simulated recall sequence (first positions): :meth:`ReferenceNetwork.simulate`."""
+    return ReferenceNetwork(params, presentation, **options).simulate(rng)

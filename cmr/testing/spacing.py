@@ -62,23 +62,6 @@ class _FirstWeighted(ReferenceNetwork):
         self.integrate(start, p["B_start"])
 
 
-def _recall_list(net, rng) -> list[int]:
-    net.study()
-    out, recalled, previous = [], set(), None
-    for output in range(len(net.items)):
-        if rng.random() < net.stop(output, len(net.items) - len(recalled)):
-            break
-        probabilities = net.choice(recalled, previous)
-        items = sorted(probabilities)
-        cum = np.cumsum([probabilities[i] for i in items])
-        chosen = items[min(int(np.searchsorted(cum, rng.random(), side="right")), len(items) - 1)]
-        out.append(chosen)
-        recalled.add(chosen)
-        net.recall(chosen)
-        previous = chosen
-    return out
-
-
 def simulate_first_weighted(design, params=None, *, first_weight: float = 0.2, rng=0):
     """Recalls of the first-presentation variant on the lists of ``design`` (an events dataset).
 
@@ -106,7 +89,7 @@ def simulate_first_weighted(design, params=None, *, first_weight: float = 0.2, r
     presentation = presentation_items(design)
     recalls = np.zeros(presentation.shape, dtype=np.int64)
     for t, row in enumerate(presentation):
-        out = _recall_list(_FirstWeighted(params, row[row > 0], first_weight), rng)
+        out = _FirstWeighted(params, row[row > 0], first_weight).simulate(rng)
         recalls[t, :len(out)] = out
     return from_presentations(recalls, presentation, subject=design["subject"].values, list=design["list"].values,
                               source="cmr.testing.spacing.simulate_first_weighted")
