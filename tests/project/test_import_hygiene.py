@@ -62,6 +62,19 @@ def test_upper_layers_import_without_torch(module):
     assert _run(code) == "False"
 
 
+def test_the_command_line_parser_loads_no_heavy_library():
+    """``icl-cmr --help`` builds every subcommand's parser: the commands' module-level imports stay
+    light (heavy libraries load inside the function that runs a command)."""
+    heavy = ("torch", "transformers", "transformer_lens", "matplotlib", "scipy.stats", "dask.distributed")
+    code = (
+        "import sys, json\n"
+        "from icl_cmr.analyses.cli import build_parser\n"
+        "build_parser()\n"
+        f"print(json.dumps(sorted(m for m in {heavy!r} if m in sys.modules)))"
+    )
+    assert json.loads(_run(code)) == []
+
+
 def test_the_upper_layers_live_under_one_namespace():
     code = (
         "import json, importlib.util\n"

@@ -1,7 +1,10 @@
-"""The layout holds: no import cycles, no private names across modules, layers in one direction.
+"""The layout holds: no import cycles, no private names across modules, layers in one direction,
+imports inside the upper layers relative and at module level, the command line alone parsing
+arguments, library defaults in the library.
 
 Read from the source with ``ast`` (lazy imports inside functions count: a cycle through a
-function-level import is still two modules that need each other).
+function-level import is still two modules that need each other; so does ``importlib.import_module``
+of a literal name, or of an f-string whose literal prefix names modules).
 """
 from __future__ import annotations
 
@@ -60,14 +63,34 @@ def _imports(name: str, path: Path, with_alias: bool = False):
                 yield (source, alias.name, node.lineno, bound) if with_alias else (source, alias.name, node.lineno)
 
 
+def _dynamic_imports(path: Path):
+    """(module name or prefix, is_prefix, line) of every ``import_module("...")`` / ``import_module(f"...{x}")``."""
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if not (isinstance(node, ast.Call) and node.args):
+            continue
+        func = node.func
+        called = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        if called != "import_module":
+            continue
+        arg = node.args[0]
+        if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+            yield arg.value, False, node.lineno
+        elif isinstance(arg, ast.JoinedStr) and arg.values and isinstance(arg.values[0], ast.Constant):
+            yield arg.values[0].value, True, node.lineno
+
+
 def _edges():
-    """Internal import edges: module -> imported internal module (submodule when it is one)."""
+    """Internal import edges: module -> imported internal module (submodule when it is one); an
+    ``import_module`` of an f-string is an edge to every module its literal prefix can name."""
     edges = {name: set() for name in MODULES}
     for name, path in MODULES.items():
         for source, item, _ in _imports(name, path):
             target = f"{source}.{item}" if item and f"{source}.{item}" in MODULES else source
             if target in MODULES and target != name:
                 edges[name].add(target)
+        for target, is_prefix, _ in _dynamic_imports(path):
+            found = {m for m in MODULES if m.startswith(target)} if is_prefix else {target} & set(MODULES)
+            edges[name] |= found - {name}
     return edges
 
 
@@ -113,6 +136,15 @@ def test_no_import_cycles():
 
 def test_the_cycle_detector_finds_a_cycle():
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_dynamic_imports_are_edges(tmp_path):
+    path = tmp_path / "m.py"
+    path.write_text("import importlib\nfrom importlib import import_module\n"
+                    "def f(name):\n    importlib.import_module('icl_cmr.analyses.cli')\n"
+                    "    return import_module(f'icl_cmr.analyses.commands.{name}')\n")
+    assert list(_dynamic_imports(path)) == [("icl_cmr.analyses.cli", False, 4),
+                                            ("icl_cmr.analyses.commands.", True, 5)]
 
 
 def _private(name: str) -> bool:
@@ -231,3 +263,148 @@ def test_commands_never_import_each_other():
             if (target or "").startswith(COMMANDS_PACKAGE) and target not in SHARED_COMMAND_MODULES:
                 offences.append(f"{path.relative_to(REPO_ROOT)}:{line} imports {target}")
     assert offences == []
+
+
+# the layers: a private module path (a component starting with "_") is shared inside its layer only
+LAYERS = ("cmr", "icl_cmr.adapters", "icl_cmr.analyses", "icl_cmr.data")
+
+
+def _layer(name: str) -> str:
+    return next(layer for layer in LAYERS if name == layer or name.startswith(layer + "."))
+
+
+def _imported_module(source: str, item: str | None) -> str:
+    return f"{source}.{item}" if item and f"{source}.{item}" in MODULES else source
+
+
+def test_the_upper_layers_import_their_own_modules_relatively():
+    """Inside ``icl_cmr`` every import of ``icl_cmr`` is relative (``from ..causal import ...``):
+    an absolute one, ``from icl_cmr.x import y`` or ``import icl_cmr.x``, fails."""
+    offences = []
+    for name, path in MODULES.items():
+        if not name.startswith("icl_cmr"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
+            offences += [f"{path.relative_to(REPO_ROOT)}:{node.lineno} {n}" for n in names if n.split(".")[0] == "icl_cmr"]
+    assert offences == []
+
+
+def test_no_private_module_is_imported_from_another_layer():
+    """``from cmr._x import y`` in ``icl_cmr.adapters`` fails: what an upper layer needs has a public home
+    (``cmr.jit``, ``icl_cmr.adapters.lm.loading.DEFAULT_MODEL``); inside one layer private modules are shared."""
+    offences = []
+    for name, path in MODULES.items():
+        for source, item, line in _imports(name, path):
+            if not source or source.split(".")[0] not in ("cmr", "icl_cmr"):
+                continue
+            target = _imported_module(source, item)
+            if target not in MODULES or _layer(target) == _layer(name):
+                continue
+            private = [part for part in target[len(_layer(target)):].split(".") if _private(part)]
+            if private:
+                offences.append(f"{path.relative_to(REPO_ROOT)}:{line} imports {target}")
+    assert offences == []
+
+
+# where a function may import a product module or a library: the command modules and the command
+# line (a command's libraries load when it runs, so `icl-cmr --help` stays fast) and the language-model
+# adapters (torch and the model libraries; tests/project/test_import_hygiene.py imports every lm module
+# without torch)
+LAZY_PLACES = ("icl_cmr.analyses.commands", "icl_cmr.analyses.cli", "icl_cmr.adapters.lm")
+# libraries any module of icl_cmr may import inside a function: heavy (the model libraries,
+# matplotlib and its cycler, dask, scipy's submodules: scipy.stats alone loads some 500 modules, which
+# `icl-cmr --help` does not need), the reference implementations benchmarks and bundled data sets read
+# (psifr, cymr), optional ones (h5py) and one platform's (resource)
+LAZY_LIBRARIES = {"torch", "transformers", "transformer_lens", "tokenizers", "gguf", "matplotlib", "cycler", "dask",
+                  "distributed", "scipy", "psifr", "cymr", "h5py", "resource"}
+
+
+def _lazy(name: str) -> bool:
+    return any(name == place or name.startswith(place + ".") for place in LAZY_PLACES)
+
+
+def _function_level_imports(path: Path):
+    """(imported top-level name, line) of every import inside a function, outside ``try`` (an
+    optional dependency's fallback); relative imports give ``"."``."""
+    tree = ast.parse(path.read_text())
+    for function in ast.walk(tree):
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        guarded = {id(n) for t in ast.walk(function) if isinstance(t, ast.Try) for s in t.body for n in ast.walk(s)}
+        for node in ast.walk(function):
+            if id(node) in guarded:
+                continue
+            if isinstance(node, ast.Import):
+                yield from ((alias.name.split(".")[0], node.lineno) for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                yield ("." if node.level else (node.module or "").split(".")[0]), node.lineno
+
+
+def test_functions_import_only_heavy_libraries_outside_the_commands_and_lm():
+    """Product modules (``cmr``, relative ``icl_cmr``) and light libraries are imported at module level;
+    inside a function only where a heavy dependency needs it (:data:`LAZY_PLACES`, :data:`LAZY_LIBRARIES`)."""
+    offences = []
+    for name, path in MODULES.items():
+        if not name.startswith("icl_cmr") or _lazy(name):
+            continue
+        for imported, line in _function_level_imports(path):
+            if imported not in LAZY_LIBRARIES:
+                offences.append(f"{path.relative_to(REPO_ROOT)}:{line} imports {imported} inside a function")
+    assert offences == []
+
+
+def test_the_lazy_import_scan_sees_function_level_imports(tmp_path):
+    path = tmp_path / "m.py"
+    path.write_text("import json\ndef f():\n    from . import x\n    import torch\n    try:\n        import h5\n"
+                    "    except ImportError:\n        pass\n")
+    assert list(_function_level_imports(path)) == [(".", 3), ("torch", 4)]
+
+
+def test_only_the_command_line_parses_arguments():
+    """argparse belongs to ``analyses/cli.py`` and ``analyses/commands/``: a library module of the upper
+    layers takes its options as arguments."""
+    offences = []
+    for name, path in MODULES.items():
+        if not name.startswith("icl_cmr") or name == "icl_cmr.analyses.cli" or name.startswith(COMMANDS_PACKAGE):
+            continue
+        for source, item, line in _imports(name, path):
+            if (source or "").split(".")[0] == "argparse":
+                offences.append(f"{path.relative_to(REPO_ROOT)}:{line} imports argparse")
+    assert offences == []
+
+
+def _defaults_tables(path: Path) -> list[str]:
+    """Module-level defaults tables: a name with DEFAULT or PRESET bound to a dict, list, tuple or set,
+    or any name bound to ``dict(key=value, ...)`` (a table of option values)."""
+    found = []
+    for node in ast.parse(path.read_text()).body:
+        if not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None:
+            continue
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        names = [t.id for t in targets if isinstance(t, ast.Name)]
+        value = node.value
+        container = isinstance(value, (ast.Dict, ast.List, ast.Tuple, ast.Set))
+        keyword_table = isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "dict" \
+            and bool(value.keywords)
+        for target in names:
+            if keyword_table or (container and any(word in target.upper() for word in ("DEFAULT", "PRESET"))):
+                found.append(f"{target} (line {node.lineno})")
+    return found
+
+
+def test_no_defaults_table_lives_under_commands():
+    """Library defaults (option values, presets) belong to the library module that uses them; a
+    command reads them from there, so the library and the command line cannot disagree."""
+    offences = {}
+    for name, path in MODULES.items():
+        if name.startswith(COMMANDS_PACKAGE + ".") and (tables := _defaults_tables(path)):
+            offences[name] = tables
+    assert offences == {}
+
+
+def test_the_defaults_table_scan_finds_tables(tmp_path):
+    path = tmp_path / "m.py"
+    path.write_text("_DEFAULTS = dict(n=6)\nSTUDY_PRESETS = {'cpu': 1}\nCHOICES = ('a', 'b')\nHELP = 'x'\n")
+    assert _defaults_tables(path) == ["_DEFAULTS (line 1)", "STUDY_PRESETS (line 2)"]
