@@ -14,7 +14,6 @@ import json
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from types import MappingProxyType
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -30,7 +29,7 @@ from ..textbook._optimize import (
 )
 from ..textbook.fit import FLAG_VARIABLES, fit_dataset, flag_summary, restart_plan, start_points, unit_seeds
 from ..textbook.parameters import fit_bounds
-from ..textbook.spec import STANDARD_FREE, FitSpec
+from ..textbook.spec import STANDARD_FREE, FitSpec, freeze_spec
 from ..textbook.tied import TiedParameter, check_tied_range, evaluate
 from . import _kernels
 from ._sessions import SessionArrays, session_arrays
@@ -151,10 +150,6 @@ def _session_model(free, fixed, bounds, tied) -> _SessionModel:
                          tuple(CMR2_PARAMETER_NAMES), lower, upper)
 
 
-def _pair(value):
-    return tuple(value) if isinstance(value, (list, tuple)) else value
-
-
 @dataclass(frozen=True, repr=False)
 class CMR2FitSpec:
     """What a CMR2 fit estimates: :class:`cmr.FitSpec` over the 16 CMR2 parameters.
@@ -186,11 +181,7 @@ class CMR2FitSpec:
 
     def __post_init__(self):
         model = _session_model(self.free, self.fixed, self.bounds, self.tied)
-        object.__setattr__(self, "free", model.free)
-        object.__setattr__(self, "fixed", MappingProxyType(dict(self.fixed or {})))
-        object.__setattr__(self, "bounds", MappingProxyType({n: _pair(b) for n, b in dict(self.bounds or {}).items()}))
-        object.__setattr__(self, "tied", MappingProxyType(dict(self.tied or {})))
-        object.__setattr__(self, "_model", model)
+        freeze_spec(self, model)
 
     @property
     def k(self) -> int:

@@ -53,6 +53,19 @@ def _pair(value):
     return tuple(value) if isinstance(value, (list, tuple)) else value
 
 
+def freeze_spec(spec, model) -> None:
+    """Store a frozen fit spec's checked ``model`` and its fields as immutable, hashable values.
+
+    ``free`` becomes the model's tuple; ``fixed``, ``bounds`` (each entry a tuple) and ``tied``
+    read-only mappings. Shared by :class:`FitSpec` and :class:`cmr.CMR2FitSpec`.
+    """
+    object.__setattr__(spec, "free", model.free)
+    object.__setattr__(spec, "fixed", MappingProxyType(dict(spec.fixed or {})))
+    object.__setattr__(spec, "bounds", MappingProxyType({n: _pair(b) for n, b in dict(spec.bounds or {}).items()}))
+    object.__setattr__(spec, "tied", MappingProxyType(dict(spec.tied or {})))
+    object.__setattr__(spec, "_model", model)
+
+
 @dataclass(frozen=True, repr=False)
 class FitSpec:
     """The model a CMR fit estimates, checked once and immutable.
@@ -113,11 +126,7 @@ class FitSpec:
         # checked on the arguments as given, exactly as the fitters always checked them
         model = model_spec(self.free, self.fixed, self.bounds, self.tied, patterns=self.patterns is not None)
         _check_pool_size(self.pool_size, self.patterns)
-        object.__setattr__(self, "free", model.free)
-        object.__setattr__(self, "fixed", MappingProxyType(dict(self.fixed or {})))
-        object.__setattr__(self, "bounds", MappingProxyType({n: _pair(b) for n, b in dict(self.bounds or {}).items()}))
-        object.__setattr__(self, "tied", MappingProxyType(dict(self.tied or {})))
-        object.__setattr__(self, "_model", model)
+        freeze_spec(self, model)
 
     @property
     def k(self) -> int:
