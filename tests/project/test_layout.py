@@ -9,6 +9,7 @@ of a literal name, or of an f-string whose literal prefix names modules).
 from __future__ import annotations
 
 import ast
+import functools
 import tomllib
 from pathlib import Path
 
@@ -37,13 +38,19 @@ def _modules() -> dict[str, Path]:
 MODULES = _modules()
 
 
+@functools.cache
+def _tree(path: Path) -> ast.Module:
+    """The parsed module (parsed once for every check; the trees are only read)."""
+    return ast.parse(path.read_text(), filename=str(path))
+
+
 def _is_package(name: str) -> bool:
     return MODULES.get(name, Path()).name == "__init__.py"
 
 
 def _imports(name: str, path: Path, with_alias: bool = False):
     """(imported module, imported name or None, line[, bound name]) for every import of a module."""
-    tree = ast.parse(path.read_text(), filename=str(path))
+    tree = _tree(path)
     package = name if _is_package(name) else name.rpartition(".")[0]
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -65,7 +72,7 @@ def _imports(name: str, path: Path, with_alias: bool = False):
 
 def _dynamic_imports(path: Path):
     """(module name or prefix, is_prefix, line) of every ``import_module("...")`` / ``import_module(f"...{x}")``."""
-    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+    for node in ast.walk(_tree(path)):
         if not (isinstance(node, ast.Call) and node.args):
             continue
         func = node.func
@@ -160,7 +167,7 @@ def test_no_private_name_is_imported_across_modules():
             if item and _private(item) and f"{source}.{item}" not in MODULES:
                 offences.append(f"{path.relative_to(REPO_ROOT)}:{line} imports {item} from {source}")
         # attribute access to a private name of an imported internal module: module._name
-        tree = ast.parse(path.read_text())
+        tree = _tree(path)
         aliases = {}
         for source, item, _, bound in _imports(name, path, with_alias=True):
             full = f"{source}.{item}" if item else source
@@ -202,7 +209,7 @@ def test_tests_import_the_installed_names_only():
     names would load a second copy of every module (two PromptError classes, ...)."""
     offences = []
     for path in sorted((REPO_ROOT / "tests").rglob("*.py")):
-        tree = ast.parse(path.read_text())
+        tree = _tree(path)
         for node in ast.walk(tree):
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
                 [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
@@ -214,7 +221,7 @@ def test_no_module_shares_its_function_name():
     offences = []
     for name, path in MODULES.items():
         last = name.rpartition(".")[2]
-        tree = ast.parse(path.read_text())
+        tree = _tree(path)
         if any(isinstance(node, ast.FunctionDef) and node.name == last for node in tree.body):
             offences.append(name)
     assert offences == []
@@ -284,7 +291,7 @@ def test_the_upper_layers_import_their_own_modules_relatively():
     for name, path in MODULES.items():
         if not name.startswith("icl_cmr"):
             continue
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(_tree(path)):
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
                 [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
             offences += [f"{path.relative_to(REPO_ROOT)}:{node.lineno} {n}" for n in names if n.split(".")[0] == "icl_cmr"]
@@ -328,7 +335,7 @@ def _lazy(name: str) -> bool:
 def _function_level_imports(path: Path):
     """(imported top-level name, line) of every import inside a function, outside ``try`` (an
     optional dependency's fallback); relative imports give ``"."``."""
-    tree = ast.parse(path.read_text())
+    tree = _tree(path)
     for function in ast.walk(tree):
         if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
@@ -379,7 +386,7 @@ def _defaults_tables(path: Path) -> list[str]:
     """Module-level defaults tables: a name with DEFAULT or PRESET bound to a dict, list, tuple or set,
     or any name bound to ``dict(key=value, ...)`` (a table of option values)."""
     found = []
-    for node in ast.parse(path.read_text()).body:
+    for node in _tree(path).body:
         if not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None:
             continue
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
