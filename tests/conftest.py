@@ -107,6 +107,18 @@ def assert_event_probabilities_equal(ours, reference):
     return probs
 
 
+def save_tiny_model(directory: Path) -> Path:
+    """Save the tiny Hugging Face model and its tokenizer under ``directory / "tiny"`` (needs torch)."""
+    require("torch")
+    from icl_cmr.adapters.lm.loading import tiny_hf_model
+
+    model, tokenizer = tiny_hf_model()
+    path = Path(directory) / "tiny"
+    model.save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path
+
+
 def two_subject_table():
     """A psifr table of two subjects, one list each: study a b c, recall c a."""
     import pandas as pd

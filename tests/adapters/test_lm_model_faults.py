@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO_ROOT, require
+from tests.conftest import REPO_ROOT, require, save_tiny_model
 
 # the Python of a hostile model directory: importing it leaves a marker file behind
 _HOSTILE_CODE = """
@@ -33,15 +33,8 @@ class EvilConfig(PretrainedConfig):
 
 @pytest.fixture(scope="module")
 def saved_model(tmp_path_factory):
-    require("torch")
     require("transformer_lens")
-    from icl_cmr.adapters.lm.loading import tiny_hf_model
-
-    model, tokenizer = tiny_hf_model()
-    path = tmp_path_factory.mktemp("model") / "tiny"
-    model.save_pretrained(path)
-    tokenizer.save_pretrained(path)
-    return path
+    return save_tiny_model(tmp_path_factory.mktemp("model"))
 
 
 def _copy(source: Path, target: Path) -> Path:

@@ -5,19 +5,12 @@ import pickle
 
 import pytest
 
-from tests.conftest import require
+from tests.conftest import save_tiny_model
 
 
 @pytest.fixture(scope="module")
 def saved_model(tmp_path_factory):
-    require("torch")
-    from icl_cmr.adapters.lm.loading import tiny_hf_model
-
-    model, tokenizer = tiny_hf_model()
-    path = tmp_path_factory.mktemp("model") / "tiny"
-    model.save_pretrained(path)
-    tokenizer.save_pretrained(path)
-    return path
+    return save_tiny_model(tmp_path_factory.mktemp("model"))
 
 
 def _copy(source, target):
