@@ -79,7 +79,7 @@ def lag_range(lags, n_words: int) -> np.ndarray:
     PromptError
         A lag no query can have (``|lag| >= n_words``).
     """
-    window = lag_window(lags, n_words)
+    window = lag_window(lags, longest=n_words)
     if np.abs(window).max() >= n_words:
         raise PromptError(
             f"lag window {window[0]}..{window[-1]} is wider than the list of N={n_words} words: lags must lie "
@@ -494,7 +494,7 @@ def with_attention_mass(heads: xr.Dataset) -> xr.Dataset:
     if "amplitude" not in out and "profile" in out and set(lags) <= set(out["lag"].values.tolist()):
         window = out["profile"].sel(lag=lags)
         out["amplitude"] = window.max("lag", skipna=False) - window.min("lag", skipna=False)
-    mass, uniform, status = attention_mass(out, lags)
+    mass, uniform, status = attention_mass(out, lags=lags)
     if status == MASS_APPLIED and "attention_mass" not in out:
         out["attention_mass"], out["uniform_mass"] = mass, uniform
     for name in ("amplitude", "attention_mass", "uniform_mass"):
