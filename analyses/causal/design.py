@@ -29,10 +29,13 @@ from cmr.errors import ParameterError
 from ...adapters.lm.interventions import SET_MODES as MODES
 from .measures import MEASURES, check_measures, check_window
 
-__all__ = ["AblationDesign", "PRESETS", "ALL_MEASURES"]
+__all__ = ["AblationDesign", "PRESETS", "ALL_MEASURES", "MODE_NAMES"]
 
 #: the value of ``measures`` that asks for every measure the passages and the model's context fit
 ALL_MEASURES = "all"
+#: the names of mode sets (``icl-cmr ablate --mode``) -> the ablation modes they run
+MODE_NAMES = {"zero": ("zero",), "mean": ("mean",), "resample": ("resample",), "both": ("zero", "mean"),
+              "all": ("zero", "mean", "resample")}
 
 
 def _measures(value):
@@ -172,8 +175,7 @@ class AblationDesign:
 
     def options(self) -> str:
         """The preset as ``icl-cmr ablate`` options (for ``--help``; ``--dtype`` only when not float32)."""
-        mode = {("zero",): "zero", ("mean",): "mean", ("resample",): "resample", ("zero", "mean"): "both",
-                ("zero", "mean", "resample"): "all"}.get(self.modes, ",".join(self.modes))
+        mode = {modes: name for name, modes in MODE_NAMES.items()}.get(tuple(self.modes), ",".join(self.modes))
         measures = self.measures if self.measures == ALL_MEASURES else ",".join(self.measures)
         dtype = "" if self.dtype == AblationDesign.dtype else f" --dtype {self.dtype}"
         return (f"--n-passages {self.n_passages} --n-random {self.n_random} --n-matched {self.n_matched} "

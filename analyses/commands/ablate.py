@@ -82,20 +82,16 @@ def _description():
     return text
 
 
-#: --mode values -> ablation modes
-MODE_CHOICES = {"zero": ("zero",), "mean": ("mean",), "resample": ("resample",), "both": ("zero", "mean"),
-                "all": ("zero", "mean", "resample")}
-
 
 def build_design(args):
     """The :class:`~icl_cmr.analyses.causal.design.AblationDesign` the options ask for: ``--design``
     (or the defaults), with every option given replacing its field."""
-    from ..causal.design import AblationDesign
+    from ..causal.design import MODE_NAMES, AblationDesign
 
     base = AblationDesign.preset(args.design) if args.design else AblationDesign()
     return base.replace(
         n_passages=args.n_passages, n_random=args.n_random, n_matched=args.n_matched,
-        modes=MODE_CHOICES[args.mode] if args.mode else None, measures=args.measures, dtype=args.dtype,
+        modes=MODE_NAMES[args.mode] if args.mode else None, measures=args.measures, dtype=args.dtype,
         top_fraction=args.top_fraction, n_tokens=args.n_tokens, early=args.early, late=args.late, window=args.window,
         wide_early=args.wide_early, wide_late=args.wide_late, repeat_length=args.repeat_length,
         batch_size=args.batch_size)
@@ -114,7 +110,7 @@ def _window(text):
 def register(sub):
     import argparse
 
-    from ..causal.design import PRESETS, AblationDesign
+    from ..causal.design import MODE_NAMES, PRESETS, AblationDesign
     from .options import add_device, add_output
 
     D = AblationDesign()
@@ -140,7 +136,7 @@ def register(sub):
                    help=f"layer-matched random head sets (default {D.n_matched}; 0: none)")
     p.add_argument("--control-from", metavar="HEADS.nc",
                    help="heads file (icl-cmr heads) whose top induction_score heads form a control set")
-    p.add_argument("--mode", choices=tuple(MODE_CHOICES), default=None,
+    p.add_argument("--mode", choices=tuple(MODE_NAMES), default=None,
                    help="ablation: zero, mean, resample, both (zero + mean) or all (default both)")
     p.add_argument("--measures", default=None, metavar="M[,M]",
                    help="measures beside the study's icl score: wide_icl, bigram, repeated_tokens, or all (default all)")
