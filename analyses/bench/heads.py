@@ -45,7 +45,8 @@ def _worker(repeats: int, n_words: int, n_prompts: int, threads: int) -> dict:
         bare_times.append(median_time(bare, 1, warmup=0))
         extract_times.append(median_time(extract, 1, warmup=0))
     parts = {
-        "word_selection_s": median_time(lambda: extraction.make_prompts(model, n_words=n_words, n_prompts=n_prompts), 1, warmup=0),
+        "word_selection_s": median_time(lambda: extraction.make_prompts(model, n_words=n_words, n_prompts=n_prompts), 1,
+                                        warmup=0),
         "copying_s": median_time(lambda: extraction.copying_scores(model), 1, warmup=0),
     }
     ours = sorted(extract_times)[len(extract_times) // 2]

@@ -206,7 +206,8 @@ def run_measures(bridge, passages, sets, *, modes, measures, scores, base, extra
             tokenizer = getattr(bridge, "tokenizer", None)
             special = set(getattr(tokenizer, "all_special_ids", []) or []) | {bos_id(bridge)} - {None}
             n_vocab = int(bridge.cfg.d_vocab) if tokenizer is None else min(int(bridge.cfg.d_vocab), len(tokenizer))
-            repeated = repeated_token_passages(n_vocab, special, n_passages=done, repeat_length=repeat_length, rng=seed + 2)
+            repeated = repeated_token_passages(n_vocab, special, n_passages=done, repeat_length=repeat_length,
+                                               rng=seed + 2)
             scored = repeated_positions(repeat_length)
             donors = donor_passages(done, rng=seed + 3) if "resample" in modes else None
             with tqdm(total=done, desc="repeated-token passages", unit="passage", disable=not progress) as bar:

@@ -309,9 +309,11 @@ def comparison_text(v: dict, family: str, *, units: str = "passages") -> str:
                 f"({holm('holm_rank_pvalue')}), "
                 f"z {v.get('z', np.nan):+.2f} (random sets {v.get('null_mean', np.nan):+.3f} +- "
                 f"{v.get('null_sd', np.nan):.3f}); contrast {v['mean_difference']:+.3f} nats "
-                f"{format_interval(v['ci_low'], v['ci_high'], digits=3, needs=3, units=units)}{over}, crossed sets x {units} t p "
+                f"{format_interval(v['ci_low'], v['ci_high'], digits=3, needs=3, units=units)}{over}, "
+                f"crossed sets x {units} t p "
                 f"{v['t_pvalue']:.2g} ({holm('holm_t_pvalue')}), between-set sd {v.get('between_set_sd', np.nan):.3f}")
-    text = (f"{v['mean_difference']:+.3f} nats {format_interval(v['ci_low'], v['ci_high'], digits=3, needs=3, units=units)}{over}, "
+    text = (f"{v['mean_difference']:+.3f} nats "
+            f"{format_interval(v['ci_low'], v['ci_high'], digits=3, needs=3, units=units)}{over}, "
             f"d_z {v['cohens_dz']:+.2f} "
             f"{format_interval(v['dz_ci_low'], v['dz_ci_high'], digits=2, needs=MIN_BOOTSTRAP_PASSAGES, units=units)}, "
             f"paired t p {v['t_pvalue']:.2g} ({holm('holm_t_pvalue')})")
