@@ -34,8 +34,8 @@ import xarray as xr
 from cmr.errors import DataSourceError, FileFormatError, OptionalDependencyError, RecallDataError
 from cmr.csv_safety import restore_formulas
 from cmr.deprecation import keyword_only
-from cmr.files import check_input_file, read_arrays
 from cmr.events import from_recall_matrix, from_table
+from cmr.files import check_input_file, read_arrays
 
 from .repetition_data import load_repetition_data
 
@@ -259,7 +259,6 @@ def load_recall_matrix(path, *, list_length=None):
     if "recalls" not in arrays:
         raise FileFormatError(f"{label!r}: a .npz recall matrix needs an array 'recalls'; got {sorted(arrays)}")
     if "pres_itemnos" in arrays:  # jaxcmr's item number per presentation: lists with repeated items
-
         return load_repetition_data(path)
     recalls = arrays["recalls"]
     lengths = arrays.get("list_length", list_length)

@@ -12,8 +12,8 @@ from __future__ import annotations
 import time
 
 import numpy as np
-import xarray as xr
 from tqdm.auto import tqdm
+import xarray as xr
 
 from cmr.checks import seed_of
 from cmr.deprecation import keyword_only, renamed_keywords

@@ -31,10 +31,10 @@ from cmr.schema import provenance_attrs, require_dims, require_variables, valida
 
 from ..memory.llm_recall import MEASURES, model_recall, recall_measures
 from ...adapters.head_ranking import top_heads
+from ...adapters.lm import recall_task as task_module
 
 from .ablation import check_heads, head_sets as ablation_sets, random_head_sets
 from .statistics import NULL_FAMILIES, paired_statistics, rank_pvalue, set_z
-from ...adapters.lm import recall_task as task_module
 
 __all__ = ["KIND", "STATS", "validate_llm_recall_ablation", "head_sets", "rank_test_sets", "set_family", "set_statistics",
            "recall_ablation", "ablation_table", "rank_lines"]

@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING
 import warnings
 
 import numpy as np
-import xarray as xr
 from tqdm.auto import tqdm
 import pandas as pd
+import xarray as xr
 
 if TYPE_CHECKING:
     import pandas
@@ -31,9 +31,9 @@ from cmr.checks import seed_of
 from cmr.constants import CMR_LIKE_DISTANCE
 from cmr.deprecation import keyword_only, renamed_keywords
 from cmr.errors import ParameterError
-from cmr.schema import provenance_attrs, validate
 from cmr.files import check_input_file
 from cmr.profile_fit import ProfileWarning, fit_profiles
+from cmr.schema import provenance_attrs, validate
 
 from ...adapters.lm.extraction import extract_heads
 from ...adapters.lm.loading import load_model

@@ -21,20 +21,20 @@ Conditions (the ``condition`` of each trial):
 """
 from __future__ import annotations
 
-import time
 from importlib import resources
 import csv
 import json
+import time
 
 import numpy as np
-import xarray as xr
 import pandas as pd
+import xarray as xr
 
 from cmr.checks import as_generator, seed_of
 from cmr.deprecation import keyword_only, renamed_keywords
 from cmr.errors import DataSourceError, ParameterError, SchemaError
-from cmr.schema import provenance_attrs, register_kind, require_dims, require_variables
 from cmr.events import from_table
+from cmr.schema import provenance_attrs, register_kind, require_dims, require_variables
 
 from ...adapters.lm.recall_task import generate_answers, generate_answers_with_repeats, study_lists, word_pool
 from ...adapters.recall_data import read_recall_table
