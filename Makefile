@@ -35,8 +35,12 @@ $(STAMP): pyproject.toml $(LOCK) Makefile
 demo: $(STAMP)
 	$(BIN)/icl-cmr run -o results
 
+# Two pytest-xdist workers, one per core; a test file stays on one worker (--dist loadfile), so a
+# module's shared fixture (a reference run, a trained toy model) is computed once.
+PYTEST_WORKERS ?= -n 2 --dist loadfile
+
 test: $(STAMP)
-	ICL_CMR_REQUIRE_ALL=1 $(BIN)/python -m pytest -q -p no:cacheprovider tests
+	ICL_CMR_REQUIRE_ALL=1 $(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_WORKERS) tests
 
 bench: $(STAMP)
 	$(BIN)/icl-cmr bench --json
@@ -67,7 +71,7 @@ test-latest:
 	.venv-latest/bin/python -m pip install -q torch==$(TORCH)
 	.venv-latest/bin/python -m pip install -q --upgrade --upgrade-strategy eager -e '.[$(EXTRAS)]'
 	.venv-latest/bin/python -m pip install -q --upgrade --no-deps $(NO_DEPS)
-	ICL_CMR_REQUIRE_ALL=1 ICL_CMR_UNLOCKED=1 .venv-latest/bin/python -m pytest -q -p no:cacheprovider tests
+	ICL_CMR_REQUIRE_ALL=1 ICL_CMR_UNLOCKED=1 .venv-latest/bin/python -m pytest -q -p no:cacheprovider $(PYTEST_WORKERS) tests
 
 clean-venv:
 	rm -rf $(VENV) .venv-latest .venv-lock

@@ -98,32 +98,48 @@ def test_killed_run_resumes_without_redoing_finished_stages(tmp_path, small_grid
     assert "tiny-llama" in report and "CMR fits" in report
 
 
-def test_resume_redoes_a_stage_whose_output_was_damaged(tmp_path, small_grid):
+def _one_figure(ctx) -> dict:
+    """The figures stage, cut to one small file written by the same atomic writer (rendering every
+    figure three times would be most of the test's time; the figures have their own tests)."""
+    from cmr.io import atomic_write, load_dataset
+
+    with atomic_write(ctx.path("figures/human_lag_crp.png"), suffix=".png") as tmp:
+        tmp.write_bytes(load_dataset(ctx.path("heads.nc"))["profile"].values.tobytes())
+    return {"figures": ["figures/human_lag_crp.png"]}
+
+
+def _run_in_process(out: Path, grid: Path, *, resume: bool = False, **settings) -> str:
+    """The study as ``icl-cmr run`` with the options of :func:`_run_cmd`, in this process; its log."""
+    from icl_cmr.analyses.study.stages import run_study
+
+    lines = []
+    run_study(out, recall=["psifr:Morton2013"], model="tiny-llama", resume=resume, log=lines.append,
+              grid=str(grid), n_words=40, n_prompts=2, ablation_passages=0, **settings)
+    return "\n".join(lines)
+
+
+def test_resume_redoes_a_stage_whose_output_was_damaged(tmp_path, small_grid, monkeypatch):
+    from icl_cmr.analyses.study import stages
+
+    monkeypatch.setattr(stages, "_figures", _one_figure)
     out = tmp_path / "run"
-    cmd = _run_cmd(out, small_grid)
-    first = subprocess.run(cmd, env=_env(), cwd=REPO_ROOT, capture_output=True, text=True, timeout=HANG_GUARD_S)
-    assert first.returncode == 0, first.stdout + first.stderr
+    _run_in_process(out, small_grid)
     (out / "fits_heads_lsq.nc").write_bytes(b"truncated")
-    again = subprocess.run(cmd + ["--resume"], env=_env(), cwd=REPO_ROOT, capture_output=True, text=True, timeout=HANG_GUARD_S)
-    assert again.returncode == 0, again.stdout + again.stderr
-    assert "heads: done in an earlier run, skipped" in again.stdout
-    assert "fit_heads: redoing: fits_heads_lsq.nc missing or changed since the earlier run" in again.stdout
+    again = _run_in_process(out, small_grid, resume=True)
+    assert "heads: done in an earlier run, skipped" in again
+    assert "fit_heads: redoing: fits_heads_lsq.nc missing or changed since the earlier run" in again
     for later in ("composition", "llm_recall", "figures", "report"):  # they read the redone stage: redone too
-        assert f"{later}: redoing: it reads " in again.stdout, later
-    assert "fit_humans: done in an earlier run, skipped" in again.stdout  # reads human_crp and grid alone
+        assert f"{later}: redoing: it reads " in again, later
+    assert "fit_humans: done in an earlier run, skipped" in again  # reads human_crp and grid alone
     from cmr.io import load_dataset
 
     load_dataset(out / "fits_heads_lsq.nc", kind="profile_fit")
     # a restart with another setting keeps the stages it does not reach (same files, not rewritten)
     stamps = {p.name: p.stat().st_mtime_ns for p in out.glob("*.nc") if not p.name.startswith("llm_recall")}
-    changed = subprocess.run(cmd + ["--resume", "--recall-lists", "2"], env=_env(), cwd=REPO_ROOT, capture_output=True,
-                             text=True, timeout=HANG_GUARD_S)
-    assert changed.returncode == 0, changed.stdout + changed.stderr
-    assert "llm_recall: redoing: its settings changed (recall_lists 6 -> 2)" in changed.stdout
-    assert ("resumed: reused 6 stage(s) (human_crp, grid, heads, fit_heads, fit_humans, composition); redid 3"
-            in changed.stdout)
+    changed = _run_in_process(out, small_grid, resume=True, recall_lists=2)
+    assert "llm_recall: redoing: its settings changed (recall_lists 6 -> 2)" in changed
+    assert "resumed: reused 6 stage(s) (human_crp, grid, heads, fit_heads, fit_humans, composition); redid 3" in changed
     assert {p.name: p.stat().st_mtime_ns for p in out.glob("*.nc") if p.name in stamps} == stamps
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["stages"]["llm_recall"]["settings"]["recall_lists"] == 2
     assert load_dataset(out / "llm_recall_events.nc").sizes["trial"] == 2
-
