@@ -186,3 +186,16 @@ def tl():
 def tiny(tl):
     """``tiny_model(seed=0)``: 2 layers, 4 query heads, 2 key/value heads, float32 on the CPU."""
     return tl.tiny_model(rng=0)
+
+
+def assert_population_intervals(fits, free) -> None:
+    """A population fit's intervals are ordered for every free parameter: each subject's estimate
+    lies strictly inside its interval, and so do the population mean, sd and median."""
+    import numpy as np
+
+    value = fits["value"].sel(parameter=free)
+    assert bool((fits["value_lower"].sel(parameter=free) < value).all())
+    assert bool((value < fits["value_upper"].sel(parameter=free)).all())
+    for name in ("population_mean", "population_sd", "population_median"):
+        low, mid, high = (fits[f"{name}{end}"].sel(parameter=free).values for end in ("_lower", "", "_upper"))
+        assert np.all(low < mid) and np.all(mid < high)

@@ -46,7 +46,7 @@ Examples:
 def register(sub):
     import argparse
 
-    from .options import add_output, add_patterns, add_recall_data_options
+    from .options import add_fit_spec_options, add_output, add_patterns, add_recall_data_options
 
     p = sub.add_parser(
         "fit-population", help=HELP, description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -54,11 +54,7 @@ def register(sub):
     p.add_argument("source", metavar="SOURCE", nargs="?", default=None,
                    help="bundled data set name or a psifr-format CSV file (not with --recovery)")
     add_recall_data_options(p)
-    p.add_argument("--free", required=True, metavar="NAME,NAME,...", help="comma-separated free parameters")
-    p.add_argument("--fixed", default=None, metavar="PARAMS.json", help="JSON object of fixed parameter values")
-    p.add_argument("--tie", action="append", default=[], metavar="NAME=EXPR",
-                   help="tie a parameter to an expression of others (repeatable), e.g. B_rec=B_enc")
-    p.add_argument("--bounds", default=None, metavar="NAME=LOW:HIGH,...", help="search bounds overriding the defaults")
+    add_fit_spec_options(p)
     add_patterns(p)
     add_output(p, "POP.nc")
     p.add_argument("--check", default=None, metavar="CHECK.nc", help="also write the posterior predictive check")

@@ -53,18 +53,14 @@ Examples:
 def register(sub):
     import argparse
 
-    from .options import add_output, add_patterns, add_recall_data_options
+    from .options import add_fit_spec_options, add_output, add_patterns, add_recall_data_options
 
     p = sub.add_parser(
         "fit-recall", help=HELP, description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     p.add_argument("source", metavar="SOURCE", help="bundled data set name or a psifr-format CSV file")
     add_recall_data_options(p)
-    p.add_argument("--free", required=True, metavar="NAME,NAME,...", help="comma-separated free parameters")
-    p.add_argument("--fixed", default=None, metavar="PARAMS.json", help="JSON object of fixed parameter values")
-    p.add_argument("--tie", action="append", default=[], metavar="NAME=EXPR",
-                   help="tie a parameter to an expression of others (repeatable), e.g. B_rec=B_enc")
-    p.add_argument("--bounds", default=None, metavar="NAME=LOW:HIGH,...", help="search bounds overriding the defaults")
+    add_fit_spec_options(p)
     add_patterns(p)
     add_output(p, "FITS.nc")
     p.add_argument("--seed", type=int, default=0, help="root random seed (default 0)")

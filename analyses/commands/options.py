@@ -271,6 +271,17 @@ def profile_fit_lags(profiles, args):
         ) from None
 
 
+def add_fit_spec_options(parser) -> None:
+    """``--free``, ``--fixed``, ``--tie`` and ``--bounds``: what a recall fit estimates, holds and ties
+    (read by :func:`parse_ties` and :func:`parse_bounds`)."""
+    parser.add_argument("--free", required=True, metavar="NAME,NAME,...", help="comma-separated free parameters")
+    parser.add_argument("--fixed", default=None, metavar="PARAMS.json", help="JSON object of fixed parameter values")
+    parser.add_argument("--tie", action="append", default=[], metavar="NAME=EXPR",
+                        help="tie a parameter to an expression of others (repeatable), e.g. B_rec=B_enc")
+    parser.add_argument("--bounds", default=None, metavar="NAME=LOW:HIGH,...",
+                        help="search bounds overriding the defaults")
+
+
 def add_patterns(parser) -> None:
     """``--patterns`` and ``--feature-layer``: the item patterns of semantic / category CMR."""
     from ...adapters.item_pools import PATTERN_KINDS

@@ -11,6 +11,8 @@ import cmr
 from cmr import errors
 from cmr.io import load_dataset
 
+from tests.conftest import assert_population_intervals
+
 SPEC = cmr.FitSpec(["B_enc", "T"])
 
 
@@ -56,11 +58,7 @@ def test_estimates_lie_inside_their_intervals_and_converge(population_fit):
     assert fits.attrs["converged"] == 1 and float(fits["em_change"][-1]) < 2e-3
     free = ["B_enc", "T"]
     value = fits["value"].sel(parameter=free)
-    assert bool((fits["value_lower"].sel(parameter=free) < value).all())
-    assert bool((value < fits["value_upper"].sel(parameter=free)).all())
-    for name in ("population_mean", "population_sd", "population_median"):
-        low, mid, high = (fits[f"{name}{end}"].sel(parameter=free).values for end in ("_lower", "", "_upper"))
-        assert np.all(low < mid) and np.all(mid < high)
+    assert_population_intervals(fits, free)
     assert np.isnan(fits["population_mean"].sel(parameter="B_rec"))
     # the median of the population lies within the subjects' own spread of estimates
     assert float(value.sel(parameter="B_enc").min()) <= float(fits["population_median"].sel(parameter="B_enc")) \

@@ -14,6 +14,8 @@ from cmr import errors
 from cmr.hierarchical import to_natural
 from cmr.io import load_dataset
 
+from tests.conftest import assert_population_intervals
+
 # a recall regime with prior-list intrusions (docs/cmr2.md)
 BASE = dict(cmr.default_cmr2_parameters(), X1=0.01, X2=0.3, Lcf=0.3, P1=0.5, T=0.25)
 FREE = ["B_enc", "B_rec", "T", "B_distract"]
@@ -78,12 +80,7 @@ def test_fit_is_a_cmr2_parameter_set_with_its_own_logl(small):
 def test_intervals_history_and_population_variables(small):
     _, spec, fits = small
     free = list(spec.free)
-    value = fits["value"].sel(parameter=free)
-    assert bool((fits["value_lower"].sel(parameter=free) < value).all())
-    assert bool((value < fits["value_upper"].sel(parameter=free)).all())
-    for name in ("population_mean", "population_sd", "population_median"):
-        low, mid, high = (fits[f"{name}{end}"].sel(parameter=free).values for end in ("_lower", "", "_upper"))
-        assert np.all(low < mid) and np.all(mid < high)
+    assert_population_intervals(fits, free)
     assert np.isnan(fits["population_mean"].sel(parameter="C_thresh"))
     assert fits.sizes["iteration"] == fits.attrs["n_iter"] and float(fits["em_change"][-1]) < 1e-2
     assert np.isfinite(fits["em_marginal_logl"].values).all()
