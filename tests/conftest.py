@@ -17,6 +17,12 @@ import pytest
 REPO_ROOT = Path(__file__).resolve().parents[1]
 REQUIRE_ALL = os.environ.get("ICL_CMR_REQUIRE_ALL", "") not in ("", "0")
 
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # `make test` runs one worker per core: torch's CPU kernels get one thread each (set before any
+    # test imports torch), or two workers' thread pools oversubscribe the two cores (a training
+    # test ran 2.5x slower than alone). A test that sets its own thread count keeps it.
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+
 
 def require(module_name: str):
     """Import an optional module; skip the test if absent, fail if ICL_CMR_REQUIRE_ALL=1."""
