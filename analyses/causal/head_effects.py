@@ -61,10 +61,11 @@ def set_effects(bridge, passages, sets, *, modes=("zero",), measures=("bigram", 
         ``icl-cmr ablate``). A Generator draws one seed (``int(rng.integers(2**63))``); None
         draws one from fresh entropy.
     deadline : float, optional
-        A ``time.monotonic()`` value after which no natural-text passage starts; with both
-        measures that happens at half the time left, and then as many
-        repeated-token passages run as natural-text passages were done (as ``icl-cmr ablate``
-        does), so the last started passage and the repeated tokens may pass the deadline.
+        A ``time.monotonic()`` value after which no passage starts. With both measures the
+        natural-text passages stop starting at half the time left, then repeated-token passages
+        run, at most as many as natural-text passages were done, until the deadline; each
+        measure keeps the passages both finished. So the deadline is wall time, passed by at
+        most the passage that was running when it came.
     """
     seed = seed_of(rng)
     measures, modes = tuple(measures), tuple(modes)
@@ -78,7 +79,7 @@ def set_effects(bridge, passages, sets, *, modes=("zero",), measures=("bigram", 
     rows = {}
     done = n
     natural_deadline = deadline
-    if deadline is not None and len(measures) == 2:  # the repeated-token passages run after, for as many passages
+    if deadline is not None and len(measures) == 2:  # the repeated-token passages get the second half
         natural_deadline = time.monotonic() + 0.5 * (deadline - time.monotonic())
     if "bigram" in measures:
         positions = np.arange(1, last + 1, dtype=np.int64)
@@ -99,7 +100,7 @@ def set_effects(bridge, passages, sets, *, modes=("zero",), measures=("bigram", 
         donors = donor_passages(n_repeated, rng=seed + 3) if "resample" in modes else None
         with tqdm(total=n_repeated, desc=f"{desc}: repeated tokens", unit="passage", disable=not progress) as bar:
             base, losses, _ = set_losses(bridge, repeated, scored, sets, modes=modes, batch_size=batch_size, progress=bar,
-                                         donors=donors, deadline=None if "bigram" in measures else deadline)
+                                         donors=donors, deadline=deadline)
         rows["repeated_tokens"] = (measure_scores("repeated_tokens", losses, scored, repeat_length=repeat_length)
                                    - measure_scores("repeated_tokens", base, scored,
                                                     repeat_length=repeat_length)[None, None, :])

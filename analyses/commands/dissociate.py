@@ -29,8 +29,8 @@ Each printed test names its Holm family within its experiment: primary (the CMR 
 of an earlier dissociation file (no ablation). --time-budget is wall time in seconds for the
 whole command: the heads experiment gets half of what is left after loading (all of it when it
 runs alone), the sets experiment the rest; within each, no natural-text passage starts after
-half of its time, then as many repeated-token passages run as natural-text ones
-were done, so a run can pass its budget by about one passage and the repeated tokens. A budget
+half of its time, then repeated-token passages run, at most as many as natural-text ones were
+done, until the end of its time; a run passes its budget by at most the passage under way. A budget
 that the heads experiment spends skips the sets experiment with a note and writes the heads.
 
 Designs (--design; explicit options override a preset):

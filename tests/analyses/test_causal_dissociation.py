@@ -248,3 +248,25 @@ def test_set_effects_refuse_a_budget_spent_before_the_first_passage(tiny):
     assert effects.shape == (1, 2, 2, 2) and done == 2 and np.isfinite(effects).all()
     with pytest.raises(ParameterError, match="measures must be among bigram, repeated_tokens"):
         set_effects(tiny.bridge, passages, [[(0, 1)]], measures=("icl",))
+
+
+def test_set_effects_give_the_repeated_tokens_the_deadline_too(tiny, monkeypatch):
+    """--time-budget is wall time: the repeated-token passages stop at the deadline as the natural-text ones do."""
+    import time
+
+    from icl_cmr.analyses.causal import head_effects
+
+    seen = []
+    real = head_effects.set_losses
+
+    def spy(*args, deadline=None, **kwargs):
+        seen.append(deadline)
+        return real(*args, deadline=deadline, **kwargs)
+
+    monkeypatch.setattr(head_effects, "set_losses", spy)
+    passages = np.random.default_rng(0).integers(3, 40, size=(3, 24))
+    deadline = time.monotonic() + 3600
+    effects, done = head_effects.set_effects(tiny.bridge, passages, [[(0, 1)]], modes=("zero",), repeat_length=8,
+                                             deadline=deadline, progress=False)
+    assert len(seen) == 2 and seen[1] == deadline and seen[0] < deadline
+    assert effects.shape == (2, 1, 1, 3) and done == 3
