@@ -47,7 +47,7 @@ def placement(bridge):
 
 
 def host_logprob(logits, gold):
-    """Log-probability of ``gold`` (host int64) in float64, from float32 copies of ``logits``, on the host.
+    """Log-probability of ``gold`` (host int64) in float64, from float32 copies of ``logits``, returned on the host.
 
     On a CUDA device the float64 log-softmax runs there and only the gathered values travel: copying
     the whole vocabulary of every scored position to the host (5 GB for 64 conditions x 199 scored
