@@ -29,7 +29,7 @@ from ..textbook._optimize import (
 )
 from ..textbook.fit import FLAG_VARIABLES, fit_dataset, flag_summary, restart_plan, start_points, unit_seeds
 from ..textbook.parameters import fit_bounds
-from ..textbook.spec import STANDARD_FREE, FitSpec, freeze_spec
+from ..textbook.spec import STANDARD_FREE, BaseFitSpec, FitSpec
 from ..textbook.tied import TiedParameter, check_tied_range, evaluate
 from . import _kernels
 from ._sessions import SessionArrays, session_arrays
@@ -151,7 +151,7 @@ def _session_model(free, fixed, bounds, tied) -> _SessionModel:
 
 
 @dataclass(frozen=True, repr=False)
-class CMR2FitSpec:
+class CMR2FitSpec(BaseFitSpec):
     """What a CMR2 fit estimates: :class:`cmr.FitSpec` over the 16 CMR2 parameters.
 
     Parameters
@@ -175,31 +175,9 @@ class CMR2FitSpec:
     """
 
     free: Sequence[str] | str = CMR2_STANDARD_FREE
-    fixed: Mapping[str, float] | None = None
-    bounds: Mapping[str, tuple[float, float]] | None = None
-    tied: Mapping[str, str] | None = None
 
-    def __post_init__(self):
-        model = _session_model(self.free, self.fixed, self.bounds, self.tied)
-        freeze_spec(self, model)
-
-    @property
-    def k(self) -> int:
-        """Number of free parameters."""
-        return len(self.free)
-
-    def __hash__(self):
-        return hash((self.free, frozenset(self.fixed.items()), frozenset(self.bounds.items()),
-                     frozenset(self.tied.items())))
-
-    def __reduce__(self):
-        return (type(self), (self.free, dict(self.fixed), dict(self.bounds), dict(self.tied)))
-
-    def __repr__(self) -> str:
-        parts = [f"free={self.free!r}"]
-        parts += [f"{name}={dict(value)!r}" for name, value in
-                  (("fixed", self.fixed), ("bounds", self.bounds), ("tied", self.tied)) if value]
-        return f"CMR2FitSpec({', '.join(parts)})"
+    def _checked_model(self) -> _SessionModel:
+        return _session_model(self.free, self.fixed, self.bounds, self.tied)
 
 
 def as_cmr2_spec(spec) -> CMR2FitSpec:

@@ -11,7 +11,7 @@ with the errors the fitters raised for the same arguments, and cannot change aft
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from types import MappingProxyType
 from typing import Mapping, Sequence
 
@@ -20,7 +20,7 @@ from ..errors import ParameterError, RecallDataError
 from ._optimize import model_spec
 from .patterns import ItemPatterns
 
-__all__ = ["FitSpec", "STANDARD_FREE"]
+__all__ = ["BaseFitSpec", "FitSpec", "STANDARD_FREE"]
 
 # the ten parameters usually fitted to free recall (Morton & Polyn 2016), A/D fixed
 STANDARD_FREE = ("Lfc", "Lcf", "P1", "P2", "B_enc", "B_start", "B_rec", "T", "X1", "X2")
@@ -57,7 +57,7 @@ def freeze_spec(spec, model) -> None:
     """Store a frozen fit spec's checked ``model`` and its fields as immutable, hashable values.
 
     ``free`` becomes the model's tuple; ``fixed``, ``bounds`` (each entry a tuple) and ``tied``
-    read-only mappings. Shared by :class:`FitSpec` and :class:`cmr.CMR2FitSpec`.
+    read-only mappings. Used by :class:`BaseFitSpec` for every family's spec.
     """
     object.__setattr__(spec, "free", model.free)
     object.__setattr__(spec, "fixed", MappingProxyType(dict(spec.fixed or {})))
@@ -67,7 +67,71 @@ def freeze_spec(spec, model) -> None:
 
 
 @dataclass(frozen=True, repr=False)
-class FitSpec:
+class BaseFitSpec:
+    """What every fit spec holds: free, fixed and tied parameters and search bounds, checked once.
+
+    The base of :class:`FitSpec` (textbook CMR), :class:`cmr.CMR2FitSpec` and
+    :class:`cmr.NetworkFitSpec`. A family's spec adds its own defaults and fields (the item
+    patterns of a textbook fit, the network of a network fit) and checks everything in
+    :meth:`_checked_model`, which returns the checked model its fitter runs on. The base makes
+    the spec immutable and normalised (``free`` a tuple; ``fixed``, ``bounds`` with tuple
+    entries, and ``tied`` read-only mappings), hashable and equal by value, picklable (rebuilt
+    and re-checked from plain values) and printed with only what was given. ``k`` counts the
+    free parameters. A new spec from an old one: ``dataclasses.replace(spec, free=[...])``.
+    """
+
+    free: Sequence[str] | str
+    fixed: Mapping[str, float] | None = None
+    bounds: Mapping[str, tuple[float, float]] | None = None
+    tied: Mapping[str, str] | None = None
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        # in the class body before @dataclass runs, so a frozen subclass keeps this hash instead of
+        # getting one generated over its fields (read-only mappings are not hashable)
+        cls.__hash__ = BaseFitSpec.__hash__
+
+    def __post_init__(self):
+        freeze_spec(self, self._checked_model())
+
+    def _checked_model(self):
+        """The checked model of the fit (raises the family's errors); the family's spec defines it."""
+        raise NotImplementedError(f"{type(self).__name__} must define _checked_model")
+
+    @property
+    def k(self) -> int:
+        """Number of free parameters (tied and fixed ones are not counted)."""
+        return len(self.free)
+
+    def _extra_values(self) -> tuple:
+        """The values of the family's own fields, in order (after ``tied``)."""
+        return tuple(getattr(self, f.name) for f in fields(self)[4:] if f.init)
+
+    def _identity(self) -> tuple:
+        """What the family's own fields contribute to the hash (their values by default)."""
+        return self._extra_values()
+
+    def _extra_repr(self) -> list[str]:
+        """The ``name=value`` parts of the family's own fields that were given."""
+        return []
+
+    def __hash__(self):
+        return hash((self.free, frozenset(self.fixed.items()), frozenset(self.bounds.items()),
+                     frozenset(self.tied.items())) + self._identity())
+
+    def __reduce__(self):
+        # read-only mappings do not pickle; a spec is rebuilt (and re-checked) from plain dicts
+        return (type(self), (self.free, dict(self.fixed), dict(self.bounds), dict(self.tied)) + self._extra_values())
+
+    def __repr__(self) -> str:
+        parts = [f"free={self.free!r}"]
+        parts += [f"{name}={dict(value)!r}" for name, value in
+                  (("fixed", self.fixed), ("bounds", self.bounds), ("tied", self.tied)) if value]
+        return f"{type(self).__name__}({', '.join(parts + self._extra_repr())})"
+
+
+@dataclass(frozen=True, repr=False)
+class FitSpec(BaseFitSpec):
     """The model a CMR fit estimates, checked once and immutable.
 
     Parameters
@@ -115,37 +179,18 @@ class FitSpec:
     """
 
     free: Sequence[str] | str = STANDARD_FREE
-    fixed: Mapping[str, float] | None = None
-    bounds: Mapping[str, tuple[float, float]] | None = None
-    tied: Mapping[str, str] | None = None
     patterns: ItemPatterns | None = None
     pool_size: int | None = None
 
-    def __post_init__(self):
+    def _checked_model(self):
         check_patterns(self.patterns)
         # checked on the arguments as given, exactly as the fitters always checked them
         model = model_spec(self.free, self.fixed, self.bounds, self.tied, patterns=self.patterns is not None)
         _check_pool_size(self.pool_size, self.patterns)
-        freeze_spec(self, model)
+        return model
 
-    @property
-    def k(self) -> int:
-        """Number of free parameters (tied and fixed ones are not counted)."""
-        return len(self.free)
-
-    def __hash__(self):
-        return hash((self.free, frozenset(self.fixed.items()), frozenset(self.bounds.items()),
-                     frozenset(self.tied.items()), self.patterns, self.pool_size))
-
-    def __reduce__(self):
-        # read-only mappings do not pickle; a spec is rebuilt (and re-checked) from plain dicts
-        return (type(self), (self.free, dict(self.fixed), dict(self.bounds), dict(self.tied), self.patterns,
-                             self.pool_size))
-
-    def __repr__(self) -> str:
-        parts = [f"free={self.free!r}"]
-        parts += [f"{name}={dict(value)!r}" for name, value in
-                  (("fixed", self.fixed), ("bounds", self.bounds), ("tied", self.tied)) if value]
+    def _extra_repr(self) -> list[str]:
+        parts = []
         if self.patterns is not None:
             p = self.patterns
             what = ["similarity"] if p.similarity is not None else []
@@ -153,7 +198,7 @@ class FitSpec:
             parts.append(f"patterns=<{p.size} items{': ' if what else ''}{'; '.join(what)}>")
         if self.pool_size is not None:
             parts.append(f"pool_size={self.pool_size!r}")
-        return f"FitSpec({', '.join(parts)})"
+        return parts
 
 
 def resolve_spec(caller: str, spec, positional: tuple, keywords: dict, *,
