@@ -146,6 +146,7 @@ from .textbook import posterior_predictive as posterior_predictive
 from .textbook import read_parameters as read_parameters
 from .textbook import record_states as record_states
 from .network import NetworkConfig as NetworkConfig
+from .network import NetworkFitSpec as NetworkFitSpec
 from .network import fit_network as fit_network
 from .network import read_network as read_network
 from .network import network_log_likelihood as network_log_likelihood
@@ -283,6 +284,7 @@ __all__ = [
     "population_recovery",
     # general CMR networks, cymr's features (docs/cmr-features.md)
     "NetworkConfig",
+    "NetworkFitSpec",
     "fit_network",
     "read_network",
     "network_log_likelihood",

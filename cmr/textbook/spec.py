@@ -203,10 +203,12 @@ class FitSpec(BaseFitSpec):
 
 def resolve_spec(caller: str, spec, positional: tuple, keywords: dict, *,
                  positional_names: Sequence[str] = ("fixed", "bounds"),
-                 accepted: Sequence[str] = MODEL_ARGUMENTS) -> tuple[FitSpec, dict, str | None]:
-    """The :class:`FitSpec` of a fitter call, given as one spec or as deprecated separate arguments.
+                 accepted: Sequence[str] = MODEL_ARGUMENTS, spec_type: type = FitSpec,
+                 model_arguments: Sequence[str] = MODEL_ARGUMENTS) -> tuple[BaseFitSpec, dict, str | None]:
+    """The spec of a fitter call, given as one spec or as deprecated separate arguments.
 
-    ``spec`` is a FitSpec, None (the default spec) or, deprecated, the free parameters;
+    ``spec`` is a ``spec_type`` (default :class:`FitSpec`; ``model_arguments`` its fields),
+    None (the default spec) or, deprecated, the free parameters;
     ``positional`` are further deprecated positional arguments (named ``positional_names``)
     and ``keywords`` the deprecated model keyword arguments (``accepted``). Returns the spec,
     the deprecated positional arguments that are not part of a spec (by name), and the
@@ -215,7 +217,7 @@ def resolve_spec(caller: str, spec, positional: tuple, keywords: dict, *,
     ParameterError when a FitSpec comes with model arguments as well.
     """
     old = {}
-    if spec is not None and not isinstance(spec, FitSpec):
+    if spec is not None and not isinstance(spec, spec_type):
         old["free"] = spec
         spec = None
     if len(positional) > len(positional_names):
@@ -229,16 +231,16 @@ def resolve_spec(caller: str, spec, positional: tuple, keywords: dict, *,
         if name in old:
             raise TypeError(f"{caller}() got multiple values for argument {name!r}")
         old[name] = value
-    others = {name: old.pop(name) for name in list(old) if name not in MODEL_ARGUMENTS}
+    others = {name: old.pop(name) for name in list(old) if name not in model_arguments}
     if spec is not None:
         if old:
-            raise ParameterError(f"{caller} takes the model as one cmr.FitSpec; got spec and also "
-                                 f"{', '.join(old)} (pass them inside the FitSpec)")
+            raise ParameterError(f"{caller} takes the model as one cmr.{spec_type.__name__}; got spec and also "
+                                 f"{', '.join(old)} (pass them inside the {spec_type.__name__})")
         return spec, others, None
     used = list(old) + list(others)
     message = None if not used else (
         f"{caller}'s arguments {', '.join(used)} are deprecated and will be removed in the next release; "
-        f"pass the model as one spec, cmr.FitSpec({', '.join(f'{n}=...' for n in old)}), "
+        f"pass the model as one spec, cmr.{spec_type.__name__}({', '.join(f'{n}=...' for n in old)}), "
         "and any other argument by keyword"
     )
-    return FitSpec(**old), others, message
+    return spec_type(**old), others, message

@@ -111,15 +111,16 @@ def test_the_network_fitter_shares_the_restarts_and_the_verdict():
     region = {(("task", "item"), ("task", "item")): "Afc + Dfc * loc"}
     fixed = {"B_rec": 0.8, "B_start": 0, "Afc": 0, "Dfc": 1, "Lfc": 1, "Lcf": 1, "P1": 0, "P2": 1, "T": 10,
              "X1": 0.05, "X2": 1}
-    options = dict(config=NetworkConfig(weights={"fc": region, "cf": region}), patterns=patterns,
-                   free={"B_enc": (0, 1)}, fixed=fixed, rng=1, de_options=dict(popsize=5, tol=1e-3))
-    fits = cmr.fit_network(data, n_restarts="auto", max_restarts=3, **options)
+    spec = cmr.NetworkFitSpec({"B_enc": (0, 1)}, fixed, config=NetworkConfig(weights={"fc": region, "cf": region}),
+                              patterns=patterns)
+    options = dict(rng=1, de_options=dict(popsize=5, tol=1e-3))
+    fits = cmr.fit_network(data, spec, n_restarts="auto", max_restarts=3, **options)
     assert fits.attrs["convergence_tolerance"] == 0.1
     for u in range(fits.sizes["unit"]):
         assert 2 <= int(fits["n_restarts"][u]) <= 3
         assert bool(fits["converged"][u]) == (float(fits["logl_gap"][u]) <= 0.1)
-    one = cmr.fit_network(data, **options)
+    one = cmr.fit_network(data, spec, **options)
     assert (one["n_restarts"] == 1).all() and not one["converged"].any() and np.isnan(one["logl_gap"]).all()
     # a unit's search depends on its label and the seed only: the second subject fitted alone is the same
-    alone = cmr.fit_network(data[data["subject"] == data["subject"].unique()[1]], **options)
+    alone = cmr.fit_network(data[data["subject"] == data["subject"].unique()[1]], spec, **options)
     assert float(alone["logl"][0]) == float(one["logl"][1])

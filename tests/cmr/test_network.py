@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+import xarray as xr
 
 import cmr
 from cmr import errors
@@ -86,7 +87,8 @@ def test_dist_cmr_fit(data, patterns, weights):
     config = NetworkConfig(weights={"fc": region, "cf": region})
     fixed = {"B_rec": 0.8, "B_start": 0, "Afc": 0, "Dfc": 1, "Lfc": 1, "Lcf": 1, "P1": 0, "P2": 1, "T": 10, "X1": 0.05,
              "X2": 1}
-    result = cmr.fit_network(data, config=config, patterns=patterns, free={"B_enc": (0, 1)}, fixed=fixed, rng=1)
+    spec = cmr.NetworkFitSpec(["B_enc"], fixed, bounds={"B_enc": (0, 1)}, config=config, patterns=patterns)
+    result = cmr.fit_network(data, spec, rng=1)
     np.testing.assert_allclose(result["value"].sel(parameter="B_enc").values, [0.72728744, 0.99883425], atol=0.02)
     np.testing.assert_array_equal(result["n"].values, [3, 3])
     best = {**fixed, "B_enc": float(result["value"].values[0, 0])}
@@ -94,10 +96,62 @@ def test_dist_cmr_fit(data, patterns, weights):
     again = cmr.network_log_likelihood(first, best, config=config, patterns=patterns)
     assert again.attrs["total_logl"] == result["logl"].values[0]
     with pytest.raises(errors.ParameterError, match=r"parameter\(s\) B_enc are both free and fixed"):
-        cmr.fit_network(data, config=config, patterns=patterns, free={"B_enc": (0, 1)}, fixed={**fixed, "B_enc": 1})
+        cmr.NetworkFitSpec({"B_enc": (0, 1)}, {**fixed, "B_enc": 1}, config=config, patterns=patterns)
     with pytest.raises(errors.ParameterError, match=r"bounds of free parameter B_enc must be finite with low < high; "
                                                      r"got \(1\.0, 0\.0\)"):
-        cmr.fit_network(data, config=config, patterns=patterns, free={"B_enc": (1, 0)}, fixed=fixed)
+        cmr.NetworkFitSpec({"B_enc": (1, 0)}, fixed, config=config, patterns=patterns)
+
+
+def test_the_old_fit_network_keywords_warn_and_give_the_same_fit(data, patterns):
+    """config=, patterns=, free= (name -> bounds) and fixed= build the NetworkFitSpec for one release."""
+    region = {(("task", "item"), ("task", "item")): "loc"}
+    config = NetworkConfig(weights={"fc": region, "cf": region})
+    fixed = {"B_rec": 0.8, "B_start": 0, "Lfc": 1, "Lcf": 1, "P1": 0, "P2": 1, "T": 10, "X1": 0.05, "X2": 1}
+    options = dict(rng=3, de_options=dict(popsize=4, maxiter=5))
+    spec = cmr.NetworkFitSpec({"B_enc": (0, 1)}, fixed, config=config, patterns=patterns)
+    new = cmr.fit_network(data, spec, **options)
+    with pytest.warns(DeprecationWarning, match=r"fit_network's arguments config, patterns, free, fixed are "
+                                                r"deprecated.*cmr\.NetworkFitSpec\(config=\.\.\., patterns="):
+        old = cmr.fit_network(data, config=config, patterns=patterns, free={"B_enc": (0, 1)}, fixed=fixed, **options)
+    xr.testing.assert_identical(old, new)
+    with pytest.raises(errors.ParameterError, match=r"takes the model as one cmr\.NetworkFitSpec; got spec and also "
+                                                    r"fixed"):
+        cmr.fit_network(data, spec, fixed=fixed)
+    with pytest.raises(errors.ParameterError, match=r"fit_network takes the model as one cmr\.NetworkFitSpec"):
+        cmr.fit_network(data)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'tied'"):
+        cmr.fit_network(data, tied={"B_rec": "B_enc"})
+
+
+def test_network_fit_spec_is_checked_immutable_hashable_and_picklable(patterns):
+    import dataclasses
+    import pickle
+
+    region = {(("task", "item"), ("task", "item")): "loc"}
+    config = NetworkConfig(weights={"fc": region, "cf": region})
+    spec = cmr.NetworkFitSpec({"B_enc": [0, 1]}, {"T": 10}, config=config, patterns=patterns)
+    assert spec.free == ("B_enc",) and spec.k == 1 and spec.bounds["B_enc"] == (0.0, 1.0)
+    assert isinstance(spec, cmr.textbook.spec.BaseFitSpec)
+    same = cmr.NetworkFitSpec(["B_enc"], {"T": 10}, {"B_enc": (0, 1)}, config=config,
+                              patterns={**patterns, "vector": dict(patterns["vector"])})
+    assert spec == same and hash(spec) == hash(same)
+    other = cmr.NetworkFitSpec(["B_enc"], {"T": 10}, {"B_enc": (0, 1)}, config=config,
+                               patterns={**patterns, "vector": {"loc": 2 * np.eye(6), "cat": CAT}})
+    assert spec != other and hash(spec) != hash(other)
+    assert pickle.loads(pickle.dumps(spec)) == spec
+    assert repr(spec) == "NetworkFitSpec(free=('B_enc',), fixed={'T': 10}, bounds={'B_enc': (0.0, 1.0)}, " \
+                         "config=<1 sublayer(s)>, patterns=<6 items>)"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        spec.free = ("T",)
+    assert dataclasses.replace(spec, free=["B_enc", "T"], fixed={}, bounds={"B_enc": (0, 1), "T": (1, 20)}).k == 2
+    with pytest.raises(errors.ParameterError, match=r"B_rec need search bounds"):
+        cmr.NetworkFitSpec(["B_enc", "B_rec"], bounds={"B_enc": (0, 1)}, config=config, patterns=patterns)
+    with pytest.raises(errors.ParameterError, match=r"dependent parameters, NetworkConfig\(dependent="):
+        cmr.NetworkFitSpec({"B_enc": (0, 1)}, tied={"B_rec": "B_enc"}, config=config, patterns=patterns)
+    with pytest.raises(errors.ParameterError, match=r"config must be a cmr.NetworkConfig; got NoneType"):
+        cmr.NetworkFitSpec({"B_enc": (0, 1)}, patterns=patterns)
+    with pytest.raises(errors.ParameterError, match=r"patterns must be a mapping with 'items'"):
+        cmr.NetworkFitSpec({"B_enc": (0, 1)}, config=config)
 
 
 def test_cymr_configuration_files_are_read(tmp_path):

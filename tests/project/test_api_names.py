@@ -37,6 +37,7 @@ ALLOWED = {
     # the model fitted (or recovered) is the second data argument: fit_recall(events, spec)
     "cmr.fit_recall": "the model spec fitted is data",
     "cmr.fit_cmr2": "the model spec fitted is data",
+    "cmr.fit_network": "the model spec fitted is data (the old model keywords handled in the body)",
     "cmr.fit_population": "the model spec fitted is data",
     "cmr.cross_validate": "the model spec fitted is data",
     "cmr.parameter_recovery": "the model spec recovered is data (old positional options handled in the body)",
