@@ -11,7 +11,6 @@ default). See docs/cmr2.md.
 from __future__ import annotations
 
 import json
-import warnings
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Mapping, Sequence
@@ -22,12 +21,13 @@ import xarray as xr
 
 from ..checks import integer, seed_of, shown
 from ..checks import n_jobs as check_n_jobs
-from ..errors import FitWarning, ParameterError, RecallDataError
+from ..errors import ParameterError, RecallDataError
 from ..events import as_events
 from ..textbook._optimize import (
     MAX_RESTARTS, VectorisedObjective, polish_start, run_restarts, run_tasks, search, single_threaded_blas,
 )
-from ..textbook.fit import FLAG_VARIABLES, fit_dataset, flag_summary, restart_plan, start_points, unit_seeds
+from ..textbook.fit import FLAG_VARIABLES, fit_dataset, restart_plan, start_points, unit_seeds
+from ..textbook.flags import flag_summary, warn_fit
 from ..textbook.parameters import fit_bounds
 from ..textbook.spec import STANDARD_FREE, BaseFitSpec, FitSpec
 from ..textbook.tied import TiedParameter, check_tied_range, evaluate
@@ -335,9 +335,7 @@ def fit_cmr2(
     fits = fit_dataset(model, labels, results, counts, "cmr.fit_cmr2", info)
     fits.attrs["model"] = "cmr2"
     fits.attrs["session"] = session or ""
-    summary = flag_summary(fits)
-    if summary:
-        warnings.warn(f"fit_cmr2: {summary}; {FLAG_VARIABLES}", FitWarning, stacklevel=2)
+    warn_fit("fit_cmr2", flag_summary(fits), FLAG_VARIABLES)
     return fits
 
 

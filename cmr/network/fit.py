@@ -21,8 +21,9 @@ from ..checks import seed_of, shown
 from ..constants import CONVERGENCE_TOLERANCE
 from ..deprecation import warn
 from ..errors import ParameterError
-from ..textbook._optimize import has_converged, logl_gap, run_restarts
+from ..textbook._optimize import run_restarts
 from ..textbook.fit import restart_plan, unit_seeds
+from ..textbook.flags import convergence_summary, convergence_variables, warn_fit
 from ..textbook.spec import BaseFitSpec, resolve_spec
 from ._arrays import check_patterns, list_parameters, network_weights
 from ._lists import lists_of
@@ -235,8 +236,7 @@ def fit_network(data, spec: NetworkFitSpec | None = None, *, by: str | None = "s
     n_events = np.zeros(len(units), dtype=np.int64)
     n_nan = np.zeros(len(units), dtype=np.int64)
     success = np.zeros(len(units), dtype=np.int64)
-    ran, gap = np.zeros(len(units), dtype=np.int64), np.zeros(len(units))
-    converged = np.zeros(len(units), dtype=bool)
+    logls = []
     for u, (unit, seeds) in enumerate(zip(units, unit_seeds(seed, [str(unit) for unit in units], count))):
         part = lists if by is None else lists_of(lists, lists.subject == unit)
         nan_count = [0]
@@ -263,14 +263,16 @@ def fit_network(data, spec: NetworkFitSpec | None = None, *, by: str | None = "s
         n_events[u] = int((part.n_recall + 1).sum())
         n_nan[u] = nan_count[0]
         success[u] = int(best["success"])
-        scores = [r["logl"] for r in searches]
-        ran[u], gap[u], converged[u] = len(searches), logl_gap(scores), has_converged(scores)
-    return xr.Dataset(
+        logls.append([r["logl"] for r in searches])
+    verdict = convergence_variables(logls, CONVERGENCE_TOLERANCE)
+    fits = xr.Dataset(
         {"value": (("unit", "parameter"), values), "logl": ("unit", logl), "n": ("unit", n_events),
-         "n_nan": ("unit", n_nan), "success": ("unit", success), "n_restarts": ("unit", ran),
-         "logl_gap": ("unit", gap), "converged": ("unit", converged)},
+         "n_nan": ("unit", n_nan), "success": ("unit", success),
+         **{name: ("unit", verdict[name]) for name in ("n_restarts", "logl_gap", "logl_spread", "converged")}},
         coords={"unit": np.asarray(units).astype(str), "parameter": names},
         attrs={"k": len(names), "method": "differential_evolution", "by": by or "pooled",
                "fixed": ",".join(f"{k}={float(v)!r}" for k, v in fixed.items()),
                "convergence_tolerance": CONVERGENCE_TOLERANCE},
     )
+    warn_fit("fit_network", convergence_summary(fits), "see the fit's converged")
+    return fits

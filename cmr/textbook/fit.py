@@ -27,9 +27,9 @@ from ..criteria import aic_bic
 from ..errors import FitWarning, ParameterError, RecallDataError
 from ..events import as_events, from_recall_matrix
 from ..schema import provenance_attrs, require_variables
-from ._optimize import MAX_RESTARTS, MIN_RESTARTS, ModelSpec, fit_unit, has_converged, logl_gap, run_tasks
+from ._optimize import MAX_RESTARTS, MIN_RESTARTS, ModelSpec, fit_unit, run_tasks
 from ._trials import TrialArrays, trial_arrays
-from .flags import convergence_summary, flag_summary, listed
+from .flags import convergence_summary, convergence_variables, flag_summary, listed
 from .parameters import MODEL_PARAMETER_NAMES
 from .spec import STANDARD_FREE, FitSpec, resolve_spec
 
@@ -287,7 +287,7 @@ def fit_dataset(spec: ModelSpec, labels, results, counts, created_by: str, info:
     """The ``recall_fit`` dataset of fitted units (``labels`` None: one pooled unit)."""
     names = list(spec.names)
     n_units, n_restarts = len(results), max(len(unit) for unit in results)
-    ran = np.array([len(unit) for unit in results], dtype=np.int64)  # adaptive restarts: ragged, NaN-padded
+    # adaptive restarts: ragged, NaN-padded
     restart_value = np.full((n_units, n_restarts, len(names)), np.nan)
     restart_logl = np.full((n_units, n_restarts), np.nan)
     restart_int = {key: np.full((n_units, n_restarts), fill, dtype=np.int64)
@@ -346,12 +346,9 @@ def fit_dataset(spec: ModelSpec, labels, results, counts, created_by: str, info:
     margin = AT_BOUND_TOLERANCE * (upper - lower)  # NaN for parameters that are not free: never at a bound
     data["at_bound"] = (unit + ("parameter",), squeeze((value - lower <= margin) | (upper - value <= margin)))
     data["few_events"] = (unit, squeeze(n < MIN_EVENTS_PER_PARAMETER * spec.k))
-    logls = [[res["logl"] for res in u] for u in results]
-    finite = [[v for v in u if np.isfinite(v)] for u in logls]
-    data["n_restarts"] = (unit, squeeze(ran))
-    data["logl_gap"] = (unit, squeeze(np.array([logl_gap(u) for u in logls])))
-    data["logl_spread"] = (unit, squeeze(np.array([max(u) - min(u) if len(u) >= 2 else np.nan for u in finite])))
-    data["converged"] = (unit, squeeze(np.array([has_converged(u, CONVERGENCE_TOLERANCE) for u in logls])))
+    verdict = convergence_variables([[res["logl"] for res in u] for u in results], CONVERGENCE_TOLERANCE)
+    for name in ("n_restarts", "logl_gap", "logl_spread", "converged"):
+        data[name] = (unit, squeeze(verdict[name]))
     ds = xr.Dataset(data, coords=coords, attrs=provenance_attrs("recall_fit", created_by, **info))
     ds.attrs["k"] = spec.k
     ds.attrs["unit_kind"] = "subject" if labels is not None else "pooled"

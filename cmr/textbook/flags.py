@@ -1,14 +1,23 @@
 """What not to trust silently in a recall fit: estimates at a bound, units with few scored
-events, units whose restarts did not converge. One line for a warning or a command's summary."""
+events, units whose restarts did not converge. One line for a warning or a command's summary.
+
+The convergence verdict is made here for every family's fitter (textbook CMR, CMR2, networks,
+population fits): :func:`convergence_variables` turns each unit's restarts into ``n_restarts``,
+``logl_gap``, ``logl_spread`` and ``converged``; :func:`convergence_summary` names the units
+that did not converge; :func:`warn_fit` warns the line as a :class:`~cmr.errors.FitWarning`."""
 from __future__ import annotations
+
+import warnings
 
 import numpy as np
 import xarray as xr
 
 from ..constants import CONVERGENCE_TOLERANCE, MIN_EVENTS_PER_PARAMETER
+from ..errors import FitWarning
 from ..schema import require_variables
+from ._optimize import has_converged, logl_gap
 
-__all__ = ["flag_summary", "convergence_summary", "listed"]
+__all__ = ["flag_summary", "convergence_summary", "convergence_variables", "warn_fit", "listed"]
 
 
 #: subjects named in a flag line before "and N more"
@@ -77,11 +86,39 @@ def flag_summary(fits: xr.Dataset) -> str:
     return "; ".join(parts)
 
 
+def convergence_variables(logls, tolerance: float = CONVERGENCE_TOLERANCE) -> dict[str, np.ndarray]:
+    """The convergence verdict of each unit from its restarts' log-likelihoods (``logls``: one list per unit).
+
+    Returns ``n_restarts`` (int64), ``logl_gap`` (best minus second-best restart, NaN with fewer
+    than two), ``logl_spread`` (best minus worst finite restart, NaN with fewer than two) and
+    ``converged`` (``logl_gap`` within ``tolerance``; False with one restart), one value per unit.
+    """
+    logls = [list(unit) for unit in logls]
+    finite = [[v for v in unit if np.isfinite(v)] for unit in logls]
+    return {
+        "n_restarts": np.array([len(unit) for unit in logls], dtype=np.int64),
+        "logl_gap": np.array([logl_gap(unit) for unit in logls], dtype=np.float64),
+        "logl_spread": np.array([max(u) - min(u) if len(u) >= 2 else np.nan for u in finite], dtype=np.float64),
+        "converged": np.array([has_converged(unit, tolerance) for unit in logls], dtype=bool),
+    }
+
+
+def warn_fit(caller: str, summary: str, see: str, *, stacklevel: int = 2) -> None:
+    """Warn ``"{caller}: {summary}; {see}"`` as a FitWarning at the fitter's caller, when ``summary`` says anything.
+
+    ``stacklevel`` counts as :func:`warnings.warn`'s does from the fitter (2: the fitter's caller).
+    """
+    if summary:
+        warnings.warn(f"{caller}: {summary}; {see}", FitWarning, stacklevel=stacklevel + 1)
+
+
 def convergence_summary(fits: xr.Dataset) -> str:
     """The units whose best two restarts differ by more than the fit's ``convergence_tolerance``; ``""`` when none.
 
     Units of a single restart are not named (nothing to compare), nor are fits without the
-    ``converged`` variable (written before it existed).
+    ``converged`` variable (written before it existed). The units are the ``converged``
+    variable's dim (``subject``, or a network fit's ``unit``); none, or attrs ``by="pooled"``: the
+    pooled fit.
     """
     if not {"converged", "logl_gap", "n_restarts"} <= set(fits.data_vars):
         return ""
@@ -92,10 +129,11 @@ def convergence_summary(fits: xr.Dataset) -> str:
     if not failed.any():
         return ""
     tolerance = float(fits.attrs.get("convergence_tolerance", CONVERGENCE_TOLERANCE))
-    if "subject" not in fits["converged"].dims:
+    dims = fits["converged"].dims  # ("subject",), a network fit's ("unit",), or () when pooled
+    if not dims or fits.attrs.get("by") == "pooled":
         return (f"the pooled fit did not converge: best two restarts {gap[0]:.3g} log units apart after "
                 f"{int(ran[0])} restarts (tolerance {tolerance:g})")
-    labels = [str(label) for label in fits["subject"].values]
+    labels = [str(label) for label in fits[dims[0]].values]
     named = [f"subject {label}: {g:.3g} apart after {int(r)} restarts"
              for label, g, r, f in zip(labels, gap, ran, failed) if f]
     return (f"{int(failed.sum())} of {_plural(len(labels), 'subject')} not converged: best two restarts more than "

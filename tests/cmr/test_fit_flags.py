@@ -157,3 +157,28 @@ def test_cli_prints_no_flag_line_when_nothing_is_flagged(tmp_path, capsys):
     assert len(lines) == 1 and lines[0].startswith("wrote ")
     fits = load_dataset(out, kind="recall_fit")
     assert not fits["at_bound"].values.any() and not fits["few_events"].values.any()
+
+
+def test_convergence_variables_are_the_verdict_of_each_units_restarts():
+    from cmr.textbook.flags import convergence_variables
+
+    verdict = convergence_variables([[-10.0, -10.05, -12.0], [-3.0, -4.0], [-7.0], [-5.0, -np.inf]])
+    np.testing.assert_array_equal(verdict["n_restarts"], [3, 2, 1, 2])
+    np.testing.assert_allclose(verdict["logl_gap"], [0.05, 1.0, np.nan, np.nan], atol=1e-12)  # finite restarts only
+    np.testing.assert_allclose(verdict["logl_spread"], [2.0, 1.0, np.nan, np.nan], atol=1e-12)
+    np.testing.assert_array_equal(verdict["converged"], [True, False, False, False])
+
+
+def test_the_convergence_line_names_the_units_of_any_fitter():
+    """A network fit's units (dim ``unit``) are named as a recall fit's subjects; a pooled one as pooled."""
+    import xarray as xr
+
+    from cmr.textbook.flags import convergence_summary, convergence_variables
+
+    verdict = convergence_variables([[-3.0, -4.0], [-7.0, -7.01]])
+    fits = xr.Dataset({name: ("unit", values) for name, values in verdict.items()}, coords={"unit": ["1", "2"]},
+                      attrs={"convergence_tolerance": 0.1, "by": "subject"})
+    assert convergence_summary(fits) == ("1 of 2 subjects not converged: best two restarts more than 0.1 log units "
+                                         "apart (subject 1: 1 apart after 2 restarts)")
+    pooled = fits.isel(unit=[0]).assign_attrs(by="pooled")
+    assert convergence_summary(pooled).startswith("the pooled fit did not converge: best two restarts 1 log units")
