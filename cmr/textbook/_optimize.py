@@ -55,19 +55,21 @@ def has_converged(logls, tolerance: float = CONVERGENCE_TOLERANCE) -> bool:
 
 
 def run_restarts(run_one, seeds, min_restarts: int | None = None, tolerance: float = CONVERGENCE_TOLERANCE,
-                 results=None) -> list:
+                 results=None, uncounted: int = 0) -> list:
     """Restarts ``run_one(seed) -> dict`` (with ``logl``), one per seed, in order.
 
     ``min_restarts`` None: every seed. Otherwise restarts stop as soon as at least
     ``min_restarts`` ran and the best two agree within ``tolerance`` (:func:`has_converged`),
     or the seeds run out. The seeds are fixed in advance and the stop depends only on the
     results, so the restarts run do not depend on threads or executors. ``results``: searches
-    already run (a polish from a given start), counted and compared like the restarts.
+    already run (a polish from a given start, polishes from the start library), compared like
+    the restarts; the first ``uncounted`` of them (the library's) do not count towards
+    ``min_restarts``.
     """
     results = list(results or [])
     for seed in seeds:
         results.append(run_one(seed))
-        if (min_restarts is not None and len(results) >= min_restarts
+        if (min_restarts is not None and len(results) - uncounted >= min_restarts
                 and has_converged([r["logl"] for r in results], tolerance)):
             break
     return results
@@ -375,10 +377,11 @@ def search(objective, bounds, seed: int, de_options: dict, polish: bool, *, resc
     )
 
 
-def polish_start(objective, bounds, start) -> dict:
+def polish_start(objective, bounds, start, seed: int = -1) -> dict:
     """A search from a given point: :func:`polish_logit` from ``start`` (free values), never worse than it.
 
-    The result has the keys of :func:`search`, with ``seed`` -1 and ``nit`` 0.
+    The result has the keys of :func:`search`, with ``seed`` (-1: a given start, -2: a point of
+    the start library) and ``nit`` 0.
     """
     begin = time.perf_counter()
     nfev0, nan0, invalid0 = objective.nfev, objective.n_nan, objective.n_invalid
@@ -387,23 +390,33 @@ def polish_start(objective, bounds, start) -> dict:
     x, f = polish_logit(objective, bounds, x, f) if np.isfinite(f) else (x, f)
     return dict(x=x, logl=-float(f), nit=0, success=bool(np.isfinite(f)), message="polished from the given start",
                 nfev=objective.nfev - nfev0, n_nan=objective.n_nan - nan0, n_invalid=objective.n_invalid - invalid0,
-                seconds=time.perf_counter() - begin, seed=-1)
+                seconds=time.perf_counter() - begin, seed=int(seed))
 
 
 def fit_unit(spec: ModelSpec, arrays: TrialArrays, seeds, de_options=None, polish: bool = True,
-             n_threads: int = 1, min_restarts: int | None = None, start=None) -> list[dict]:
+             n_threads: int = 1, min_restarts: int | None = None, start=None, library: bool = False) -> list[dict]:
     """Fit one unit from its seeds (one restart per seed, :func:`run_restarts`); every restart's result, in order.
 
-    ``start`` (free values, optional): first a polish from there (:func:`polish_start`), so the
-    fit is never worse than that point (e.g. a nested model's or a population fit's estimate).
+    ``library``: first a polish from each point of the start library
+    (:func:`cmr.textbook.starts.library_starts`; ``restart_seed`` -2; inadmissible ones
+    skipped), compared with the searches but not counted towards ``min_restarts``. ``start``
+    (free values, optional): then a polish from there (:func:`polish_start`), so the fit is never
+    worse than that point (e.g. a nested model's or a population fit's estimate).
     """
+    from .starts import library_starts
+
     pool = ThreadPoolExecutor(max_workers=n_threads) if n_threads > 1 else None
     try:
         objective = _Objective(spec, arrays, pool, n_threads)
         with single_threaded_blas():
-            first = [] if start is None else [polish_start(objective, spec.bounds, start)]
+            first = [out for out in (polish_start(objective, spec.bounds, x, seed=-2)
+                                     for x in (library_starts(spec) if library else []))
+                     if np.isfinite(out["logl"])]
+            uncounted = len(first)
+            if start is not None:
+                first.append(polish_start(objective, spec.bounds, start))
             return run_restarts(lambda seed: search(objective, spec.bounds, seed, dict(de_options or {}), polish),
-                                seeds, min_restarts, results=first)
+                                seeds, min_restarts, results=first, uncounted=uncounted)
     finally:
         if pool is not None:
             pool.shutdown()

@@ -23,7 +23,7 @@ from ..schema import provenance_attrs
 from ..constants import CONVERGENCE_TOLERANCE
 from ._optimize import MAX_RESTARTS, has_converged, logl_gap, score_unit
 from ._trials import trial_arrays
-from .fit import event_counts, fit_units, label_words, restart_plan, unit_seeds
+from .fit import event_counts, fit_units, label_words, restart_plan, unit_seeds, uses_library
 from .spec import FitSpec, resolve_spec
 
 __all__ = ["cross_validate", "list_folds"]
@@ -61,6 +61,7 @@ def cross_validate(
     progress: bool = True,
     de_options: Mapping | None = None,
     max_restarts: int = MAX_RESTARTS,
+    start_library: bool | None = None,
     **deprecated_model,
 ) -> xr.Dataset:
     """Leave-lists-out cross-validated log-likelihood of CMR for each subject.
@@ -101,7 +102,8 @@ def cross_validate(
             keys.append(f"{subject}/fold {f}")
     results = fit_units(spec, arrays, units, unit_seeds(seed, keys, count), n_jobs=n_jobs,
                         executor=executor, polish=polish, progress=progress, de_options=de_options,
-                        desc="cross-validate", min_restarts=min_restarts)
+                        desc="cross-validate", min_restarts=min_restarts,
+                        library=uses_library(start_library, min_restarts))
     shape = (labels.size, n_folds)
     fold_logl, fold_train = np.empty(shape), np.empty(shape)
     fold_n = np.empty(shape, dtype=np.int64)

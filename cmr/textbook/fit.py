@@ -113,6 +113,7 @@ def fit_recall(
     de_options: Mapping | None = None,
     max_restarts: int = MAX_RESTARTS,
     start=None,
+    start_library: bool | None = None,
     **deprecated_model,
 ) -> xr.Dataset:
     """Fit CMR to recall sequences by maximum likelihood, per subject or pooled.
@@ -158,6 +159,13 @@ def fit_recall(
         the fit is never below the likelihood there. E.g. a nested model's fit (textbook CMR
         inside semantic CMR: ``Scf = Sff = 0``; parameters the start lacks take their fixed
         or default values) or :func:`cmr.fit_population`'s shrunk estimates.
+    start_library : bool, optional
+        Polish also from each point of the start library (:data:`cmr.textbook.starts.START_LIBRARY`,
+        eight points where searches of human data ended; ``restart_seed`` -2), beside the searches: it finds the
+        maximum where differential evolution settles on a second maximum with a large basin.
+        The polishes are compared with the searches for ``converged`` but do not count towards
+        the minimum of two searches. None (default): with ``n_restarts="auto"`` only, so an
+        integer ``n_restarts`` runs exactly that many searches and nothing else.
 
     Returns
     -------
@@ -198,15 +206,16 @@ def fit_recall(
         units = [np.flatnonzero(index == i) for i in range(len(labels))]
     seed = seed_of(rng)
     keys = ["pooled"] if labels is None else list(labels)
+    library = uses_library(start_library, min_restarts)
     results = fit_units(spec, arrays, units, unit_seeds(seed, keys, count), n_jobs=n_jobs,
                         executor=executor, polish=polish, progress=progress, de_options=de_options,
-                        min_restarts=min_restarts, starts=start_points(spec, start, labels))
+                        min_restarts=min_restarts, starts=start_points(spec, start, labels), library=library)
     counts = [int(event_counts(arrays.recalls[rows]).sum()) for rows in units]
     info = dict(free=list(spec.free), fixed=spec.fixed, bounds=dict(zip(spec.free, spec.bounds)),
                 tied={t.name: t.expression for t in spec.tied}, seed=int(seed), pool_size=pool_size,
                 patterns=_patterns_info(patterns), polish=bool(polish), de_options=dict(de_options or {}),
                 n_restarts=n_restarts if isinstance(n_restarts, str) else count, max_restarts=count,
-                by=by, source=_source_of(events), start=start is not None)
+                by=by, source=_source_of(events), start=start is not None, start_library=library)
     fits = fit_dataset(spec, labels, results, counts, "cmr.fit_recall", info)
     summary = flag_summary(fits)
     if summary:
@@ -218,13 +227,25 @@ def fit_recall(
 FLAG_VARIABLES = "see the fit's at_bound, few_events and converged"
 
 
+def uses_library(start_library, min_restarts) -> bool:
+    """Whether the fit polishes from the start library: ``start_library``, or (None) with ``"auto"`` restarts."""
+    if start_library is None:
+        return min_restarts is not None
+    if not isinstance(start_library, (bool, np.bool_)):
+        raise ParameterError(f"start_library must be True, False or None (with n_restarts='auto'); "
+                             f"got {start_library!r}")
+    return bool(start_library)
+
+
 def fit_units(spec: ModelSpec, arrays: TrialArrays, units, seeds, *, n_jobs=1, executor=None, polish=True,
-              progress=False, de_options=None, desc="fit-recall", min_restarts=None, starts=None) -> list[list[dict]]:
+              progress=False, de_options=None, desc="fit-recall", min_restarts=None, starts=None,
+              library=False) -> list[list[dict]]:
     """Fit each unit (rows of ``arrays``) from its seeds (and its start, if any); per unit, every restart's result."""
     workers = max(1, min(n_jobs, len(units)))
     threads = 1 if executor is not None else max(1, n_jobs // workers)
     starts = starts or [None] * len(units)
-    tasks = [(fit_unit, (spec, arrays.subset(rows), unit_seed, de_options, polish, threads, min_restarts, first))
+    tasks = [(fit_unit, (spec, arrays.subset(rows), unit_seed, de_options, polish, threads, min_restarts, first,
+                         library))
              for rows, unit_seed, first in zip(units, seeds, starts)]
     from . import _lanes
 

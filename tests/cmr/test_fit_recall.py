@@ -179,15 +179,17 @@ def test_restarts_run_until_two_agree_and_the_verdict_is_kept(fits):
     ran = fits["n_restarts"].values
     info = json.loads(fits.attrs["provenance"])
     assert info["n_restarts"] == "auto" and info["max_restarts"] == 8 and fits.attrs["convergence_tolerance"] == 0.1
-    assert ((ran >= 2) & (ran <= 8)).all()
+    library = (fits["restart_seed"].values == -2).sum(axis=1)  # polishes from the start library come first
+    assert (library > 0).all() and (fits["restart_seed"].values[:, 0] == -2).all()
+    assert ((ran - library >= 2) & (ran - library <= 8)).all()
     for s in range(fits.sizes["subject"]):
         logl = np.sort(fits["restart_logl"].values[s, : ran[s]])
         assert np.isnan(fits["restart_logl"].values[s, ran[s]:]).all()  # padding of subjects with fewer restarts
         assert fits["logl_gap"].values[s] == pytest.approx(logl[-1] - logl[-2])
         assert fits["logl_spread"].values[s] == pytest.approx(logl[-1] - logl[0])
         assert bool(fits["converged"].values[s]) == (logl[-1] - logl[-2] <= 0.1)
-        # stopped at the first restart that made two agree, or after the last
-        if ran[s] > 2:
+        # stopped at the first restart that made two agree (once two searches ran), or after the last
+        if ran[s] - library[s] > 2:
             earlier = np.sort(fits["restart_logl"].values[s, : ran[s] - 1])
             assert earlier[-1] - earlier[-2] > 0.1
 
@@ -200,7 +202,7 @@ def test_a_fit_that_did_not_converge_is_named_in_one_warning(two_subjects):
     with pytest.warns(FitWarning, match=r"1 of 1 subject not converged: best two restarts more than 0.1 log units "
                                         r"apart \(subject s1: [0-9.]+ apart after 2 restarts\)"):
         fits = fit_recall(one, FitSpec(["B_enc", "T", "B_rec"]), rng=2, progress=False, polish=False,
-                          de_options=dict(popsize=3, maxiter=1), max_restarts=2)
+                          de_options=dict(popsize=3, maxiter=1), max_restarts=2, start_library=False)
     assert not fits["converged"].values[0] and fits["logl_gap"].values[0] > 0.1
     single = fit_recall(one, FitSpec(["T"]), rng=0, progress=False, n_restarts=1, de_options=FAST_DE)
     assert not single["converged"].values[0] and np.isnan(single["logl_gap"].values[0])

@@ -1,0 +1,91 @@
+"""The start library: every default fit also polishes from eight points where searches of human data ended."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import cmr
+from cmr.errors import FitWarning, ParameterError
+from cmr.textbook._optimize import _Objective, polish_start, search, single_threaded_blas
+from cmr.textbook._trials import trial_arrays
+from cmr.textbook.starts import START_LIBRARY, START_NAMES, library_starts
+
+CHEAP = dict(progress=False, de_options=dict(popsize=4, maxiter=6, tol=0.05), max_restarts=3)
+
+
+def _fit(*args, **kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FitWarning)
+        return cmr.fit_recall(*args, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def events():
+    truths = {"a": dict(cmr.default_parameters(), B_enc=0.5), "b": dict(cmr.default_parameters(), T=0.2)}
+    return cmr.from_table(cmr.simulate_free_recall(truths, 6, 4, rng=3))
+
+
+def test_library_points_are_admissible_human_parameter_sets():
+    assert START_LIBRARY.shape == (8, len(START_NAMES)) and set(START_NAMES) == set(cmr.STANDARD_FREE)
+    for row in START_LIBRARY:
+        cmr.validate_parameters(dict(cmr.default_parameters(), **dict(zip(START_NAMES, row))))
+    # both regions: T on its lower bound with B_start near 1, and T in the middle of its range
+    t = START_LIBRARY[:, START_NAMES.index("T")]
+    assert (t < 0.011).sum() >= 4 and (t > 0.1).sum() >= 2
+
+
+def test_library_starts_follow_the_spec():
+    spec = cmr.FitSpec()._model
+    points = library_starts(spec)
+    assert len(points) == 8
+    np.testing.assert_array_equal(points[0], START_LIBRARY[0][[START_NAMES.index(n) for n in spec.free]])
+    narrow = cmr.FitSpec(["B_enc", "T"], bounds={"T": (0.05, 1.0)})._model
+    got = np.array(library_starts(narrow))
+    assert got[:, 1].min() == 0.05  # clipped into the search bounds
+    assert len({tuple(p) for p in got}) == len(got)  # distinct
+    assert library_starts(cmr.FitSpec(["Afc"])._model) == []  # frees none of the library's parameters
+
+
+def test_default_fit_polishes_from_the_library_and_an_integer_count_does_not(events):
+    auto = _fit(events, cmr.FitSpec(["B_enc", "T"]), rng=0, **CHEAP)
+    seeds = auto["restart_seed"].values
+    library = len(library_starts(cmr.FitSpec(["B_enc", "T"])._model))
+    for row in seeds:
+        assert (row[:library] == -2).all() and (row[library:library + 2] >= 0).all()
+    assert auto.attrs["provenance"].count('"start_library": true') == 1
+    fixed = _fit(events, cmr.FitSpec(["B_enc", "T"]), rng=0, n_restarts=2, **CHEAP)
+    assert fixed.sizes["restart"] == 2 and (fixed["restart_seed"].values >= 0).all()
+    forced = _fit(events, cmr.FitSpec(["B_enc", "T"]), rng=0, n_restarts=2, start_library=True, **CHEAP)
+    assert (forced["restart_seed"].values == -2).sum(axis=1).tolist() == [library, library]
+    # the searches are the same searches with and without the library: only the best of all is chosen
+    np.testing.assert_array_equal(forced["restart_logl"].values[:, library:], fixed["restart_logl"].values)
+    assert (forced["logl"].values >= fixed["logl"].values).all()
+    assert (forced["logl"].values == np.nanmax(forced["restart_logl"].values, axis=1)).all()
+    off = _fit(events, cmr.FitSpec(["B_enc", "T"]), rng=0, start_library=False, **CHEAP)
+    assert (off["restart_seed"].values != -2).all()
+    with pytest.raises(ParameterError, match="start_library must be True, False or None"):
+        _fit(events, cmr.FitSpec(["B_enc"]), start_library="yes", **CHEAP)
+
+
+def test_library_polishes_do_not_count_as_the_two_searches(events):
+    fits = _fit(events, cmr.FitSpec(["B_enc", "T"]), rng=0, **CHEAP)
+    searches = (fits["restart_seed"].values >= 0).sum(axis=1)
+    assert (searches >= 2).all()
+
+
+def test_a_library_polish_crosses_into_the_basin_a_search_misses():
+    """Morton2013 subject 10: searches settle 2.2 log units below the best known maximum (-1565.01);
+    the polish from the library's third point reaches it."""
+    from icl_cmr.adapters.recall_data import load_recall_data
+
+    events = load_recall_data("psifr:Morton2013")
+    spec = cmr.FitSpec()._model
+    arrays = trial_arrays(events, None, cmr.FitSpec().pool_size)
+    objective = _Objective(spec, arrays.subset(np.flatnonzero(np.asarray(events["subject"].values) == 10)), None, 1)
+    with single_threaded_blas():
+        polished = polish_start(objective, spec.bounds, library_starts(spec)[2], seed=-2)
+        found = search(objective, spec.bounds, 4250628946, {}, True)  # the default fit's first search
+    assert polished["seed"] == -2 and polished["logl"] == pytest.approx(-1565.009, abs=0.01)
+    assert found["logl"] < -1567.0
