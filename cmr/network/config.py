@@ -13,7 +13,7 @@ from typing import Mapping
 from ..errors import ParameterError
 from ._expressions import Expression
 
-__all__ = ["NetworkConfig", "read_network", "ITEM_PARAMETERS", "REQUIRED_PARAMETERS"]
+__all__ = ["NetworkConfig", "read_network", "default_parameters", "ITEM_PARAMETERS", "REQUIRED_PARAMETERS"]
 
 #: parameters that may take one value per studied item (the others take one value per list)
 ITEM_PARAMETERS = ("Lfc", "Lcf", "B_enc", "B_distract")
@@ -249,3 +249,15 @@ def read_network(path) -> tuple[NetworkConfig, dict, dict]:
             for name, pair in _mapping(data.get("free"), f"{where} free").items()}
     return config, fixed, free
 
+
+def default_parameters() -> dict[str, float]:
+    """A new dict of the parameters every network needs, and the localist weight parameters, at their defaults.
+
+    :data:`REQUIRED_PARAMETERS` and ``Afc, Dfc, Acf, Dcf`` (the weights ``"Afc + Dfc * loc"`` of a
+    localist network) take textbook CMR's defaults (:func:`cmr.default_parameters`, cymr's
+    Morton2013_mixed set). A network's own parameters (its sublayers', ``B_distract`` and
+    ``B_retention`` of distraction, those its expressions name) have no defaults: add them.
+    """
+    from ..textbook.parameters import default_parameters as textbook_defaults
+
+    return textbook_defaults()

@@ -264,7 +264,7 @@ def fit_network(data, spec: NetworkFitSpec | None = None, *, by: str | None = "s
         n_nan[u] = nan_count[0]
         success[u] = int(best["success"])
         logls.append([r["logl"] for r in searches])
-    verdict = convergence_variables(logls, CONVERGENCE_TOLERANCE)
+    verdict = convergence_variables(logls, tolerance=CONVERGENCE_TOLERANCE)
     fits = xr.Dataset(
         {"value": (("unit", "parameter"), values), "logl": ("unit", logl), "n": ("unit", n_events),
          "n_nan": ("unit", n_nan), "success": ("unit", success),

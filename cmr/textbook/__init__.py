@@ -15,6 +15,13 @@
 
 Teacher-forced lag profiles of textbook CMR are in :mod:`cmr.grids`. See docs/equations.md
 and docs/semantic-cmr.md.
+
+The family's verbs, the same in :mod:`cmr.cmr2` and :mod:`cmr.network` (docs/fitting-recall.md,
+"Model families"): ``default_parameters()``, ``log_likelihood(events, params)``,
+``simulate(events, params)`` (:func:`simulate_experiment`: the data's lists replayed),
+``fit(events, spec)`` (:func:`fit_recall`) and ``Spec`` (:class:`FitSpec`). The names ``fit``
+and ``simulate`` are these functions; their modules are imported by their full names
+(``from cmr.textbook.fit import unit_seeds``).
 """
 from .compare import compare_models as compare_models
 from .crossval import cross_validate as cross_validate
@@ -41,7 +48,15 @@ from .simulate import simulate_recalls as simulate_recalls
 from .spec import STANDARD_FREE as STANDARD_FREE
 from .spec import FitSpec as FitSpec
 
+# the family's verbs (after the imports above: ``fit`` and ``simulate`` are the functions, not the modules)
+Spec = FitSpec
+fit = fit_recall
+simulate = simulate_experiment
+
 __all__ = [
+    "Spec",
+    "fit",
+    "simulate",
     "STANDARD_FREE",
     "PARAMETER_NAMES",
     "SEMANTIC_PARAMETER_NAMES",

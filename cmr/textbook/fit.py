@@ -367,7 +367,7 @@ def fit_dataset(spec: ModelSpec, labels, results, counts, created_by: str, info:
     margin = AT_BOUND_TOLERANCE * (upper - lower)  # NaN for parameters that are not free: never at a bound
     data["at_bound"] = (unit + ("parameter",), squeeze((value - lower <= margin) | (upper - value <= margin)))
     data["few_events"] = (unit, squeeze(n < MIN_EVENTS_PER_PARAMETER * spec.k))
-    verdict = convergence_variables([[res["logl"] for res in u] for u in results], CONVERGENCE_TOLERANCE)
+    verdict = convergence_variables([[res["logl"] for res in u] for u in results], tolerance=CONVERGENCE_TOLERANCE)
     for name in ("n_restarts", "logl_gap", "logl_spread", "converged"):
         data[name] = (unit, squeeze(verdict[name]))
     ds = xr.Dataset(data, coords=coords, attrs=provenance_attrs("recall_fit", created_by, **info))

@@ -86,7 +86,7 @@ def flag_summary(fits: xr.Dataset) -> str:
     return "; ".join(parts)
 
 
-def convergence_variables(logls, tolerance: float = CONVERGENCE_TOLERANCE) -> dict[str, np.ndarray]:
+def convergence_variables(logls, *, tolerance: float = CONVERGENCE_TOLERANCE) -> dict[str, np.ndarray]:
     """The convergence verdict of each unit from its restarts' log-likelihoods (``logls``: one list per unit).
 
     Returns ``n_restarts`` (int64), ``logl_gap`` (best minus second-best restart, NaN with fewer
