@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import warnings
 from typing import Mapping
 
 import numpy as np
@@ -24,12 +23,12 @@ from ..checks import n_jobs as check_n_jobs
 from ..deprecation import renamed_keywords, warn
 from ..constants import AT_BOUND_TOLERANCE, CONVERGENCE_TOLERANCE, MIN_EVENTS_PER_PARAMETER
 from ..criteria import aic_bic
-from ..errors import FitWarning, ParameterError, RecallDataError
+from ..errors import ParameterError, RecallDataError
 from ..events import as_events, from_recall_matrix
 from ..schema import provenance_attrs, require_variables
 from ._optimize import MAX_RESTARTS, MIN_RESTARTS, ModelSpec, fit_unit, run_tasks
 from ._trials import TrialArrays, trial_arrays
-from .flags import convergence_summary, convergence_variables, flag_summary, listed
+from .flags import convergence_summary, convergence_variables, flag_summary, listed, warn_fit
 from .parameters import MODEL_PARAMETER_NAMES
 from .spec import STANDARD_FREE, FitSpec, resolve_spec
 
@@ -217,9 +216,7 @@ def fit_recall(
                 n_restarts=n_restarts if isinstance(n_restarts, str) else count, max_restarts=count,
                 by=by, source=_source_of(events), start=start is not None, start_library=library)
     fits = fit_dataset(spec, labels, results, counts, "cmr.fit_recall", info)
-    summary = flag_summary(fits)
-    if summary:
-        warnings.warn(f"fit_recall: {summary}; {FLAG_VARIABLES}", FitWarning, stacklevel=2)
+    warn_fit("fit_recall", flag_summary(fits), FLAG_VARIABLES)
     return fits
 
 
