@@ -42,7 +42,8 @@ from .errors import FitWarning, ParameterError, RecallDataError
 from .events import as_events, from_recall_matrix
 from .textbook._optimize import run_tasks
 from .textbook._trials import trial_arrays
-from .textbook.fit import event_counts, fit_dataset, fit_recall, flag_summary, unit_seeds
+from .textbook.fit import event_counts, fit_dataset, fit_recall, unit_seeds
+from .textbook.flags import flag_summary, warn_fit
 from .textbook.spec import FitSpec
 
 __all__ = ["fit_population", "population_recovery", "INITIAL_SD", "SD_FLOOR", "RECOVERY_POPULATION"]
@@ -164,9 +165,6 @@ def fit_population(
         estimates lie at a bound (``few_events`` is kept in the result but not warned about:
         few events per subject are what the population prior is for).
     """
-    from scipy import stats
-    from tqdm.auto import tqdm
-
     fit_spec = _check_spec(spec, "fit_population", cmr2=True)
     is_cmr2 = isinstance(fit_spec, CMR2FitSpec)
     if session is not None and not is_cmr2:
@@ -179,6 +177,33 @@ def fit_population(
     level = _interval_level(interval)
     n_jobs = check_n_jobs(n_jobs)
     model = fit_spec._model
+    labels, subsets, counts, model_info = _subjects(events, fit_spec, session)
+    seed = seed_of(rng)
+    start_time = time.perf_counter()
+    em = _expectation_maximisation(model, labels, subsets, _first_starts(seed, labels, model.k, n_starts),
+                                   max_iter=max_iter, tol=tol, n_jobs=n_jobs, executor=executor, progress=progress)
+    info = dict(free=list(model.free), fixed=model.fixed, bounds=dict(zip(model.free, model.bounds)),
+                tied={t.name: t.expression for t in model.tied}, seed=int(seed), **model_info, n_starts=n_starts,
+                max_iter=max_iter, tol=tol, interval=level, by="subject", estimation="hierarchical",
+                covariance="diagonal", transform="logit of (value - lower) / (upper - lower)", seconds=time.perf_counter() - start_time)
+    fits = _assemble(model, labels, counts, em, seed, level, info)
+    fits.attrs.update(estimation="hierarchical", converged=int(em["converged"]), n_iter=len(em["history"]["change"]),
+                      tol=tol, interval=level)
+    if is_cmr2:
+        fits.attrs.update(model="cmr2", session=session or "")
+    if not em["converged"]:
+        warnings.warn(f"fit_population: the population estimates did not converge in {max_iter} iterations (last "
+                      f"change {em['history']['change'][-1]:.3g}, tol {tol:g}); raise max_iter", FitWarning,
+                      stacklevel=2)
+    # few scored events are what the population prior is for: only estimates at a bound are flagged
+    warn_fit("fit_population", flag_summary(fits.assign(few_events=xr.zeros_like(fits["few_events"]))),
+             "see the fit's at_bound and few_events")
+    return fits
+
+
+def _subjects(events, fit_spec, session) -> tuple:
+    """Each subject's data, as its objective scores them: labels, data, scored events, the model's provenance."""
+    is_cmr2 = isinstance(fit_spec, CMR2FitSpec)
     if is_cmr2:  # the session variable checked once, for every subject
         session_labels(events, session)
     else:
@@ -195,40 +220,61 @@ def fit_population(
         subsets = [arrays.subset(rows) for rows in units]
         counts = [int(event_counts(arrays.recalls[rows]).sum()) for rows in units]
         model_info = dict(pool_size=fit_spec.pool_size, patterns=fit_spec.patterns is not None)
-    seed = seed_of(rng)
-    k = model.k
-    low = np.array([b[0] for b in model.bounds])
-    high = np.array([b[1] for b in model.bounds])
+    return labels, subsets, counts, model_info
+
+
+def _first_starts(seed: int, labels, k: int, n_starts: int) -> list[np.ndarray]:
+    """Each subject's starts of the first E-step: the first prior's mean, then ``n_starts - 1`` draws from it."""
     mean, sd = np.zeros(k), np.full(k, INITIAL_SD)
     starts = []
     for unit_seed in unit_seeds(seed, list(labels), 1):
         draws = np.random.default_rng(unit_seed[0]).normal(mean, sd, size=(n_starts - 1, k))
         starts.append(np.vstack([mean[None, :], draws]))
-    curvatures = [None] * len(units)  # the first iteration searches by L-BFGS from every start
+    return starts
+
+
+def _e_step(model, labels, subsets, mean, sd, starts, curvatures, *, n_jobs, executor) -> list[dict]:
+    """Each subject's posterior mode and Laplace approximation under the prior ``N(mean, sd**2)``."""
+    tasks = [(subject_mode, (model, subset, mean, sd, start, curve))
+             for subset, start, curve in zip(subsets, starts, curvatures)]
+    modes = run_tasks(tasks, n_jobs=n_jobs, executor=executor)
+    failed = [str(labels[i]) for i, mode in enumerate(modes) if mode["z"] is None]
+    if failed:
+        raise ParameterError(f"fit_population: no admissible parameter set found for subject(s) "
+                             f"{', '.join(failed[:5])} (every start scored impossible; check ties and bounds)")
+    return modes
+
+
+def _m_step(modes, sd) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float]:
+    """The population of the modes: mean, sd (with the Laplace variances, at least ``SD_FLOOR``), the
+    modes ``z`` and variances, and the Laplace log marginal likelihood under the prior of sd ``sd``."""
+    z = np.array([m["z"] for m in modes])
+    variance = np.array([np.diag(m["covariance"]) for m in modes])
+    marginal = sum(m["logl"] + m["log_prior"] - np.log(sd).sum() - 0.5 * m["log_det"] for m in modes)
+    new_mean = z.mean(axis=0)
+    new_sd = np.maximum(np.sqrt(np.mean((z - new_mean) ** 2 + variance, axis=0)), SD_FLOOR)
+    return new_mean, new_sd, z, variance, float(marginal)
+
+
+def _expectation_maximisation(model, labels, subsets, starts, *, max_iter, tol, n_jobs, executor, progress) -> dict:
+    """E- and M-steps until neither mean nor sd moves by ``tol`` (or ``max_iter``): the last state and the history."""
+    from tqdm.auto import tqdm
+
+    mean, sd = np.zeros(model.k), np.full(model.k, INITIAL_SD)
+    curvatures = [None] * len(subsets)  # the first iteration searches by L-BFGS from every start
     history = dict(mean=[], sd=[], change=[], marginal=[])
-    totals = np.zeros((len(units), 4))  # nfev, n_nan, n_invalid, seconds over all iterations
+    totals = np.zeros((len(subsets), 4))  # nfev, n_nan, n_invalid, seconds over all iterations
     converged = False
-    start_time = time.perf_counter()
     with tqdm(total=max_iter, desc="fit-population", unit="iteration", disable=not progress) as bar:
         for _ in range(max_iter):
-            tasks = [(subject_mode, (model, subset, mean, sd, start, curve))
-                     for subset, start, curve in zip(subsets, starts, curvatures)]
-            modes = run_tasks(tasks, n_jobs=n_jobs, executor=executor)
-            failed = [str(labels[i]) for i, mode in enumerate(modes) if mode["z"] is None]
-            if failed:
-                raise ParameterError(f"fit_population: no admissible parameter set found for subject(s) "
-                                     f"{', '.join(failed[:5])} (every start scored impossible; check ties and bounds)")
+            modes = _e_step(model, labels, subsets, mean, sd, starts, curvatures, n_jobs=n_jobs, executor=executor)
             totals += [[m["nfev"], m["n_nan"], m["n_invalid"], m["seconds"]] for m in modes]
-            z = np.array([m["z"] for m in modes])
-            variance = np.array([np.diag(m["covariance"]) for m in modes])
-            marginal = sum(m["logl"] + m["log_prior"] - np.log(sd).sum() - 0.5 * m["log_det"] for m in modes)
-            new_mean = z.mean(axis=0)
-            new_sd = np.maximum(np.sqrt(np.mean((z - new_mean) ** 2 + variance, axis=0)), SD_FLOOR)
+            new_mean, new_sd, z, variance, marginal = _m_step(modes, sd)
             change = float(max(np.abs(new_mean - mean).max(), np.abs(new_sd - sd).max()))
             history["mean"].append(new_mean)
             history["sd"].append(new_sd)
             history["change"].append(change)
-            history["marginal"].append(float(marginal))
+            history["marginal"].append(marginal)
             mean, sd = new_mean, new_sd
             starts = [mode["z"][None, :] for mode in modes]
             curvatures = [mode["curvature"] for mode in modes]
@@ -237,7 +283,18 @@ def fit_population(
             if change < tol:
                 converged = True
                 break
-    n_iter = len(history["change"])
+    return dict(mean=mean, sd=sd, modes=modes, z=z, variance=variance, totals=totals, history=history,
+                converged=converged)
+
+
+def _assemble(model, labels, counts, em, seed, level, info) -> xr.Dataset:
+    """The ``recall_fit`` dataset of the last E-step's modes, with the population, its intervals and the history."""
+    from scipy import stats
+
+    mean, sd, modes, z, variance, history = (em[key] for key in ("mean", "sd", "modes", "z", "variance", "history"))
+    converged = em["converged"]
+    low = np.array([b[0] for b in model.bounds])
+    high = np.array([b[1] for b in model.bounds])
     # intervals of the population: per parameter, the normal-normal model of the Laplace posteriors
     quantile = float(stats.norm.ppf(0.5 + level / 2))
     weight = np.maximum(sd ** 2 - variance, 0.0) / sd ** 4  # 1 / (sd**2 + likelihood-only variance)
@@ -247,11 +304,7 @@ def fit_population(
     results = [[dict(x=to_natural(mode["z"], low, high), logl=mode["logl"], nit=mode["nit"],
                      success=int(mode["success"] and converged), message=mode["message"], nfev=int(total[0]),
                      n_nan=int(total[1]), n_invalid=int(total[2]), seconds=float(total[3]), seed=int(seed))]
-               for mode, total in zip(modes, totals)]
-    info = dict(free=list(model.free), fixed=model.fixed, bounds=dict(zip(model.free, model.bounds)),
-                tied={t.name: t.expression for t in model.tied}, seed=int(seed), **model_info, n_starts=n_starts,
-                max_iter=max_iter, tol=tol, interval=level, by="subject", estimation="hierarchical",
-                covariance="diagonal", transform="logit of (value - lower) / (upper - lower)", seconds=time.perf_counter() - start_time)
+               for mode, total in zip(modes, em["totals"])]
     fits = fit_dataset(model, labels, results, counts, "cmr.fit_population", info)
     names = list(model.names)
     where = np.array([names.index(name) for name in model.free])
@@ -262,7 +315,7 @@ def fit_population(
         return ("parameter", out)
 
     def per_subject(values):
-        out = np.full((len(units), len(names)), np.nan)
+        out = np.full((len(labels), len(names)), np.nan)
         out[:, where] = values
         return (("subject", "parameter"), out)
 
@@ -280,24 +333,14 @@ def fit_population(
     fits["value_upper"] = per_subject(to_natural(z + quantile * posterior_sd, low, high))
     fits["posterior_sd"] = per_subject(posterior_sd)
     fits["n_clipped"] = ("subject", np.array([m["n_clipped"] for m in modes], dtype=np.int64))
-    iteration = np.arange(1, n_iter + 1, dtype=np.int64)
+    iteration = np.arange(1, len(history["change"]) + 1, dtype=np.int64)
     fits["em_mean"] = (("iteration", "parameter"), np.array([per_parameter(m)[1] for m in history["mean"]]))
     fits["em_sd"] = (("iteration", "parameter"), np.array([per_parameter(s)[1] for s in history["sd"]]))
     fits["em_change"] = ("iteration", np.array(history["change"]))
     fits["em_marginal_logl"] = ("iteration", np.array(history["marginal"]))
     fits = fits.assign_coords(iteration=iteration)
-    fits.attrs.update(estimation="hierarchical", converged=int(converged), n_iter=n_iter, tol=tol, interval=level)
     # the verdict of a population fit is its iterations': one search per subject and iteration, no restarts
     fits["converged"] = xr.full_like(fits["converged"], bool(converged))
-    if is_cmr2:
-        fits.attrs.update(model="cmr2", session=session or "")
-    if not converged:
-        warnings.warn(f"fit_population: the population estimates did not converge in {max_iter} iterations (last "
-                      f"change {history['change'][-1]:.3g}, tol {tol:g}); raise max_iter", FitWarning, stacklevel=2)
-    # few scored events are what the population prior is for: only estimates at a bound are flagged
-    summary = flag_summary(fits.assign(few_events=xr.zeros_like(fits["few_events"])))
-    if summary:
-        warnings.warn(f"fit_population: {summary}; see the fit's at_bound and few_events", FitWarning, stacklevel=2)
     return fits
 
 
