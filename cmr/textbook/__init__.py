@@ -16,7 +16,7 @@
 Teacher-forced lag profiles of textbook CMR are in :mod:`cmr.grids`. See docs/equations.md
 and docs/semantic-cmr.md.
 
-The family's verbs, the same in :mod:`cmr.cmr2` and :mod:`cmr.network` (docs/fitting-recall.md,
+The family's verbs, the same in :mod:`cmr.cmr2` and :mod:`cmr.network` (docs/model-zoo.md,
 "Model families"): ``default_parameters()``, ``log_likelihood(events, params)``,
 ``simulate(events, params)`` (:func:`simulate_experiment`: the data's lists replayed),
 ``fit(events, spec)`` (:func:`fit_recall`) and ``Spec`` (:class:`FitSpec`). The names ``fit``
