@@ -21,9 +21,10 @@ from ..errors import RecallDataError
 from ..events import as_events
 from ..schema import provenance_attrs
 from ..constants import CONVERGENCE_TOLERANCE
-from ._optimize import MAX_RESTARTS, has_converged, logl_gap, score_unit
+from ._optimize import MAX_RESTARTS, score_unit
 from ._trials import trial_arrays
 from .fit import event_counts, fit_units, label_words, restart_plan, unit_seeds, uses_library
+from .flags import convergence_variables
 from .spec import FitSpec, resolve_spec
 
 __all__ = ["cross_validate", "list_folds"]
@@ -109,13 +110,11 @@ def cross_validate(
     fold_n = np.empty(shape, dtype=np.int64)
     names = list(spec.names)
     fold_value = np.empty(shape + (len(names),))
-    fold_ran, fold_gap = np.empty(shape, dtype=np.int64), np.empty(shape)
-    fold_converged = np.empty(shape, dtype=bool)
+    verdict = {name: values.reshape(shape) for name, values in convergence_variables(
+        [[r["logl"] for r in restarts] for restarts in results], tolerance=CONVERGENCE_TOLERANCE).items()}
+    fold_ran, fold_gap, fold_converged = verdict["n_restarts"], verdict["logl_gap"], verdict["converged"]
     for u, (restarts, test) in enumerate(zip(results, tests)):
         i, f = divmod(u, n_folds)
-        logls = [r["logl"] for r in restarts]
-        fold_ran[i, f], fold_gap[i, f] = len(restarts), logl_gap(logls)
-        fold_converged[i, f] = has_converged(logls, CONVERGENCE_TOLERANCE)
         best = max(restarts, key=lambda r: r["logl"] if np.isfinite(r["logl"]) else -np.inf)
         fold_train[i, f] = best["logl"]
         fold_logl[i, f] = score_unit(spec, arrays.subset(test), best["x"])
