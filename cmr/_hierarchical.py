@@ -236,3 +236,54 @@ def subject_mode(spec: ModelSpec, arrays, mean: np.ndarray, sd: np.ndarray, star
         message=message, nfev=post.nfev, n_nan=post.n_nan, n_invalid=post.n_invalid,
         seconds=time.perf_counter() - start_time,
     )
+
+
+#: where a start on a bound is placed on the latent scale (a share of 0.0025 of the range from the
+#: bound): L-BFGS from ``Z_LIMIT`` would see a flat prior-free gradient
+START_Z = 6.0
+
+
+def individual_starts(model: ModelSpec, start, labels, all_names) -> tuple[list[np.ndarray], list[str]]:
+    """Each subject's latent start from ``start`` (a recall_fit dataset of individual fits of the
+    same subjects, e.g. :func:`cmr.fit_recall`'s) and the subjects whose start did not converge."""
+    import xarray as xr
+
+    from .errors import ParameterError
+    from .textbook.fit import start_points
+
+    if not isinstance(start, xr.Dataset):
+        raise ParameterError(f"start must be a recall_fit dataset of individual fits of the same subjects "
+                             f"(cmr.fit_recall's); got {type(start).__name__}")
+    if "subject" not in start.dims:
+        raise ParameterError("start must be a fit per subject (cmr.fit_recall with by='subject'); got a pooled fit")
+    points = start_points(model, start, labels, all_names)
+    low = np.array([b[0] for b in model.bounds])
+    high = np.array([b[1] for b in model.bounds])
+    latent = [np.clip(to_latent(x, low, high), -START_Z, START_Z) for x in points]
+    unconverged = []
+    if "converged" in start:
+        verdict = {str(s): bool(c) for s, c in zip(start["subject"].values, start["converged"].values)}
+        unconverged = [str(label) for label in labels if not verdict.get(str(label), True)]
+    return latent, unconverged
+
+
+def unconverged_parameters(names, mean_history, sd_history, tol: float) -> tuple[list[str], bool]:
+    """The parameters whose population mean or sd still moved by ``tol`` or more in the last iteration,
+    each with how it moved, and whether any of them is a spread shrinking toward 0."""
+    if len(mean_history) < 2:
+        return [], False
+    mean_step = np.asarray(mean_history[-1]) - np.asarray(mean_history[-2])
+    sd_step = np.asarray(sd_history[-1]) - np.asarray(sd_history[-2])
+    lines, shrinking = [], False
+    for i, name in enumerate(names):
+        if max(abs(mean_step[i]), abs(sd_step[i])) < tol:
+            continue
+        if abs(sd_step[i]) >= abs(mean_step[i]):
+            direction = "shrinking" if sd_step[i] < 0 else "growing"
+            shrinking |= sd_step[i] < 0 and sd_history[-1][i] < 0.25
+            lines.append(f"{name} (population sd {sd_history[-1][i]:.3g}, {direction} by {abs(sd_step[i]):.2g} "
+                         f"per iteration)")
+        else:
+            lines.append(f"{name} (population mean {mean_history[-1][i]:.3g}, moving by {abs(mean_step[i]):.2g} "
+                         f"per iteration)")
+    return lines, shrinking

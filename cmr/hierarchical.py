@@ -32,18 +32,20 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from ._hierarchical import subject_mode, to_latent, to_natural
+from ._hierarchical import individual_starts, subject_mode, to_latent, to_natural, unconverged_parameters
 from .checks import integer, seed_of, shown
 from .checks import n_jobs as check_n_jobs
 from .cmr2._sessions import session_labels
 from .cmr2.fit import CMR2FitSpec, session_objective
+from .cmr2.parameters import CMR2_PARAMETER_NAMES
 from .deprecation import keyword_only
 from .errors import FitWarning, ParameterError, RecallDataError
 from .events import as_events, from_recall_matrix
 from .textbook._optimize import run_tasks
 from .textbook._trials import trial_arrays
 from .textbook.fit import event_counts, fit_dataset, fit_recall, unit_seeds
-from .textbook.flags import flag_summary, warn_fit
+from .textbook.flags import flag_summary, listed, warn_fit
+from .textbook.parameters import MODEL_PARAMETER_NAMES
 from .textbook.spec import FitSpec
 
 __all__ = ["fit_population", "population_recovery", "INITIAL_SD", "SD_FLOOR", "RECOVERY_POPULATION"]
@@ -100,6 +102,7 @@ def fit_population(
     n_jobs: int = 1,
     executor=None,
     progress: bool = True,
+    start=None,
 ) -> xr.Dataset:
     """Fit CMR (or CMR2) to all subjects at once: population mean and spread, and shrunk subject estimates.
 
@@ -131,6 +134,11 @@ def fit_population(
         Submit one task per subject and iteration there instead.
     progress : bool
         Show a progress bar over iterations.
+    start : recall_fit dataset, optional
+        Individual maximum-likelihood fits of the same subjects (:func:`cmr.fit_recall`'s, or
+        :func:`cmr.fit_cmr2`'s for a CMR2 spec), ideally converged: each subject's first E-step
+        also starts from its own estimate (on a bound: just inside it), beside the starts
+        above. Subjects whose start did not converge are named in a FitWarning.
 
     Returns
     -------
@@ -161,7 +169,9 @@ def fit_population(
     Warns
     -----
     FitWarning
-        When the iterations end without converging, and (as :func:`cmr.fit_recall`) when
+        When the iterations end without converging (naming the parameters whose population mean
+        or sd still moved, and what to do), when a ``start`` fit did not converge, and (as
+        :func:`cmr.fit_recall`) when
         estimates lie at a bound (``few_events`` is kept in the result but not warned about:
         few events per subject are what the population prior is for).
     """
@@ -180,21 +190,37 @@ def fit_population(
     labels, subsets, counts, model_info = _subjects(events, fit_spec, session)
     seed = seed_of(rng)
     start_time = time.perf_counter()
-    em = _expectation_maximisation(model, labels, subsets, _first_starts(seed, labels, model.k, n_starts),
+    starts = _first_starts(seed, labels, model.k, n_starts)
+    if start is not None:
+        own, unconverged = individual_starts(model, start, labels,
+                                             CMR2_PARAMETER_NAMES if is_cmr2 else MODEL_PARAMETER_NAMES)
+        starts = [np.vstack([z[None, :], first]) for z, first in zip(own, starts)]
+        if unconverged:
+            warnings.warn(f"fit_population: the start fits of {len(unconverged)} of {len(labels)} subjects did not "
+                          f"converge (subject {listed(unconverged)}); refit them first (cmr.fit_recall(..., "
+                          f"max_restarts=24, start=fits))", FitWarning, stacklevel=2)
+    em = _expectation_maximisation(model, labels, subsets, starts,
                                    max_iter=max_iter, tol=tol, n_jobs=n_jobs, executor=executor, progress=progress)
     info = dict(free=list(model.free), fixed=model.fixed, bounds=dict(zip(model.free, model.bounds)),
                 tied={t.name: t.expression for t in model.tied}, seed=int(seed), **model_info, n_starts=n_starts,
                 max_iter=max_iter, tol=tol, interval=level, by="subject", estimation="hierarchical",
-                covariance="diagonal", transform="logit of (value - lower) / (upper - lower)", seconds=time.perf_counter() - start_time)
+                covariance="diagonal", transform="logit of (value - lower) / (upper - lower)", seconds=time.perf_counter() - start_time,
+                start=start is not None)
     fits = _assemble(model, labels, counts, em, seed, level, info)
     fits.attrs.update(estimation="hierarchical", converged=int(em["converged"]), n_iter=len(em["history"]["change"]),
                       tol=tol, interval=level)
     if is_cmr2:
         fits.attrs.update(model="cmr2", session=session or "")
+    moving, shrinking = unconverged_parameters(list(model.free), em["history"]["mean"], em["history"]["sd"], tol)
+    fits.attrs["not_converged_parameters"] = "; ".join(moving) if not em["converged"] else ""
     if not em["converged"]:
+        advice = ("a population sd shrinking toward 0 says the data do not separate the subjects on that parameter: "
+                  "fix it at the population median (or tie it), or stop earlier with a larger tol; otherwise raise "
+                  "max_iter" if shrinking else
+                  "raise max_iter, or start from converged individual fits (start=cmr.fit_recall(...))")
         warnings.warn(f"fit_population: the population estimates did not converge in {max_iter} iterations (last "
-                      f"change {em['history']['change'][-1]:.3g}, tol {tol:g}); raise max_iter", FitWarning,
-                      stacklevel=2)
+                      f"change {em['history']['change'][-1]:.3g}, tol {tol:g}; still moving: "
+                      f"{'; '.join(moving) or 'none above tol'}); {advice}", FitWarning, stacklevel=2)
     # few scored events are what the population prior is for: only estimates at a bound are flagged
     warn_fit("fit_population", flag_summary(fits.assign(few_events=xr.zeros_like(fits["few_events"]))),
              "see the fit's at_bound and few_events")

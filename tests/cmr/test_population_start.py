@@ -1,0 +1,99 @@
+"""Population fits from individual fits, and a non-converged population fit that says which parameters moved."""
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+import pytest
+
+import cmr
+from cmr import errors
+from cmr._hierarchical import START_Z, individual_starts, to_latent, unconverged_parameters
+
+SPEC = cmr.FitSpec(["B_enc", "T"])
+CHEAP = dict(progress=False, de_options=dict(popsize=6, maxiter=20), max_restarts=3)
+
+
+@pytest.fixture(scope="module")
+def events():
+    rng = np.random.default_rng(11)
+    matrices, subjects = [], []
+    for s in range(4):
+        params = dict(cmr.default_parameters(), B_enc=float(rng.uniform(0.5, 0.8)), T=float(rng.uniform(0.1, 0.3)))
+        matrices.append(cmr.simulate_recalls(params, 10, 4, rng=rng))
+        subjects += [f"s{s}"] * 4
+    return cmr.from_recall_matrix(np.concatenate(matrices), 10, subject=np.array(subjects))
+
+
+@pytest.fixture(scope="module")
+def fits(events):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", errors.FitWarning)
+        return cmr.fit_recall(events, SPEC, rng=0, **CHEAP)
+
+
+def test_each_subject_starts_from_its_own_estimate(fits):
+    model = SPEC._model
+    labels = list(fits["subject"].values)
+    latent, unconverged = individual_starts(model, fits, labels, cmr.textbook.parameters.MODEL_PARAMETER_NAMES)
+    low = np.array([b[0] for b in model.bounds])
+    high = np.array([b[1] for b in model.bounds])
+    for z, label in zip(latent, labels):
+        x = fits["value"].sel(subject=label, parameter=list(model.free)).values
+        np.testing.assert_allclose(z, np.clip(to_latent(x, low, high), -START_Z, START_Z))
+    assert unconverged == [str(s) for s, ok in zip(labels, fits["converged"].values) if not ok]
+    at_bound = fits.copy(deep=True)
+    at_bound["value"].loc[dict(subject=labels[0], parameter="T")] = high[1]
+    z, _ = individual_starts(model, at_bound, labels, cmr.textbook.parameters.MODEL_PARAMETER_NAMES)
+    assert z[0][1] == START_Z  # a start on a bound is placed just inside it
+
+
+def test_population_fit_from_individual_fits(events, fits):
+    pop = cmr.fit_population(events, SPEC, progress=False, tol=2e-3, start=fits)
+    assert json.loads(pop.attrs["provenance"])["start"] is True and pop.attrs["converged"] == 1
+    assert pop.attrs["not_converged_parameters"] == ""
+    plain = cmr.fit_population(events, SPEC, progress=False, tol=2e-3)
+    # the same population, whichever starts the first E-step had
+    np.testing.assert_allclose(pop["population_median"].sel(parameter=list(SPEC.free)).values,
+                               plain["population_median"].sel(parameter=list(SPEC.free)).values, atol=0.02)
+
+
+def test_a_start_that_did_not_converge_is_named(events, fits):
+    bad = fits.copy(deep=True)
+    bad["converged"].values[:] = [False, True, True, True]
+    with pytest.warns(errors.FitWarning, match=r"start fits of 1 of 4 subjects did not converge \(subject s0\)"):
+        cmr.fit_population(events, SPEC, progress=False, tol=2e-3, start=bad)
+
+
+@pytest.mark.parametrize("start, pattern", [
+    ({"B_enc": 0.5}, "start must be a recall_fit dataset of individual fits of the same subjects"),
+    ("pooled", "start must be a fit per subject"),
+    ("missing", r"start has no estimates for subject\(s\) s3"),
+])
+def test_a_start_of_the_wrong_kind_is_one_typed_line(events, fits, start, pattern):
+    if start == "pooled":
+        start = fits.isel(subject=0, drop=True)
+    elif start == "missing":
+        start = fits.isel(subject=slice(0, 3))
+    with pytest.raises(errors.ParameterError, match=pattern):
+        cmr.fit_population(events, SPEC, progress=False, start=start)
+
+
+def test_a_population_fit_that_did_not_converge_names_what_moved(events):
+    with pytest.warns(errors.FitWarning, match=r"did not converge in 2 iterations .*still moving: (B_enc|T) "
+                                               r"\(population (sd|mean) .*per iteration\)"):
+        pop = cmr.fit_population(events, SPEC, progress=False, max_iter=2, tol=1e-6)
+    assert pop.attrs["converged"] == 0 and pop.attrs["not_converged_parameters"]
+
+
+def test_unconverged_parameters_say_how_each_moved():
+    mean = [np.array([0.0, 1.0, 2.0]), np.array([0.0, 1.05, 2.0])]
+    sd = [np.array([0.5, 0.5, 0.2]), np.array([0.5, 0.5, 0.1])]
+    lines, shrinking = unconverged_parameters(["A", "B", "C"], mean, sd, tol=0.01)
+    assert lines == ["B (population mean 1.05, moving by 0.05 per iteration)",
+                     "C (population sd 0.1, shrinking by 0.1 per iteration)"]
+    assert shrinking
+    assert unconverged_parameters(["A"], mean[:1], sd[:1], tol=0.01) == ([], False)
+    assert unconverged_parameters(["A", "B"], [np.zeros(2), np.array([0.0, 0.02])], [np.ones(2), np.ones(2)],
+                                  tol=0.01) == (["B (population mean 0.02, moving by 0.02 per iteration)"], False)
