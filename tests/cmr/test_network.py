@@ -496,9 +496,10 @@ def recall_statistics(sim, n_items, studied):
     intrusions = 0
     adjacent = transitions = 0
     counts = recalls.groupby(["subject", "list"]).size().reindex(lists, fill_value=0).to_numpy()
-    for (subject, lst), rows in recalls.groupby(["subject", "list"]):
-        study = sim[(sim["trial_type"] == "study") & (sim["subject"] == subject) & (sim["list"] == lst)]
-        serial = dict(zip(study["item"], study["position"]))
+    study = sim[sim["trial_type"] == "study"]
+    serial_of = {key: dict(zip(rows["item"], rows["position"])) for key, rows in study.groupby(["subject", "list"])}
+    for key, rows in recalls.groupby(["subject", "list"]):
+        serial = serial_of.get(key, {})
         positions = [serial.get(item) for item in rows["item"]]
         intrusions += sum(p is None for p in positions)
         for p in {p for p in positions if p is not None}:
