@@ -56,8 +56,9 @@ def test_parameters_are_recovered_from_simulated_subjects():
     table = cmr.simulate_cmr2({s: _params(**v) for s, v in true.items()}, list_length=10, n_lists=8, sessions=8,
                               rng=11)
     free = ["B_enc", "B_distract", "C_thresh"]
-    # one search per subject: recovery depends on the data, not on the restarts (restarts until two agree
-    # moved no estimate by more than 0.03 and no logl by more than 0.12; the default restart rule is tested in test_fit_flags.py)
+    # one search per subject: recovery depends on the data, not on the restarts (restarts until two
+    # agree moved no estimate by more than 0.03 and no logl by more than 0.12; the default restart
+    # rule is tested in test_fit_flags.py)
     fit = cmr.fit_cmr2(table, cmr.CMR2FitSpec(free, fixed=_fixed(free)), session="session", rng=3, n_jobs=2,
                        n_restarts=1, progress=False, de_options=dict(tol=0.001))
     assert not fit["at_bound"].any()
