@@ -267,23 +267,48 @@ def individual_starts(model: ModelSpec, start, labels, all_names) -> tuple[list[
     return latent, unconverged
 
 
-def unconverged_parameters(names, mean_history, sd_history, tol: float) -> tuple[list[str], bool]:
+#: latent |mean| beyond which a population mean moving outward is reported as running toward a bound
+#: (a median within 5% of the range from it)
+BOUND_Z = 3.0
+
+#: what to do, per way a parameter kept moving
+NOT_CONVERGED_ADVICE = {
+    "bound": "a population mean running toward a bound says most subjects' maxima lie on or near it, at the end "
+             "of a ridge the data do not close: fix that parameter at the bound (e.g. fixed={'T': 0.01}) or widen "
+             "the bound",
+    "shrinking": "a population sd shrinking toward 0 says the data do not separate the subjects on that parameter: "
+                 "fix it at the population median (or tie it), or stop earlier with a larger tol",
+    "moving": "raise max_iter, or start from converged individual fits (start=cmr.fit_recall(...))",
+}
+
+
+def unconverged_parameters(names, mean_history, sd_history, tol: float, low, high) -> tuple[list[str], list[str]]:
     """The parameters whose population mean or sd still moved by ``tol`` or more in the last iteration,
-    each with how it moved, and whether any of them is a spread shrinking toward 0."""
+    each with how it moved, and the kinds of :data:`NOT_CONVERGED_ADVICE` that apply, in that order."""
     if len(mean_history) < 2:
-        return [], False
-    mean_step = np.asarray(mean_history[-1]) - np.asarray(mean_history[-2])
-    sd_step = np.asarray(sd_history[-1]) - np.asarray(sd_history[-2])
-    lines, shrinking = [], False
+        return [], []
+    mean, sd = np.asarray(mean_history[-1]), np.asarray(sd_history[-1])
+    mean_step = mean - np.asarray(mean_history[-2])
+    sd_step = sd - np.asarray(sd_history[-2])
+    lines, kinds = [], set()
     for i, name in enumerate(names):
         if max(abs(mean_step[i]), abs(sd_step[i])) < tol:
             continue
-        if abs(sd_step[i]) >= abs(mean_step[i]):
+        median = float(to_natural(mean[i], low[i], high[i]))
+        if abs(mean_step[i]) >= abs(sd_step[i]) and abs(mean[i]) > BOUND_Z and mean_step[i] * mean[i] > 0:
+            side, bound = ("lower", low[i]) if mean[i] < 0 else ("upper", high[i])
+            kinds.add("bound")
+            lines.append(f"{name} (population median {median:.3g}, running toward its {side} bound {bound:g} by "
+                         f"{abs(mean_step[i]):.2g} per iteration on the latent scale)")
+        elif abs(sd_step[i]) >= abs(mean_step[i]):
             direction = "shrinking" if sd_step[i] < 0 else "growing"
-            shrinking |= sd_step[i] < 0 and sd_history[-1][i] < 0.25
-            lines.append(f"{name} (population sd {sd_history[-1][i]:.3g}, {direction} by {abs(sd_step[i]):.2g} "
-                         f"per iteration)")
+            if sd_step[i] < 0 and sd[i] < 0.25:
+                kinds.add("shrinking")
+            else:
+                kinds.add("moving")
+            lines.append(f"{name} (population sd {sd[i]:.3g}, {direction} by {abs(sd_step[i]):.2g} per iteration)")
         else:
-            lines.append(f"{name} (population mean {mean_history[-1][i]:.3g}, moving by {abs(mean_step[i]):.2g} "
-                         f"per iteration)")
-    return lines, shrinking
+            kinds.add("moving")
+            lines.append(f"{name} (population median {median:.3g}, moving by {abs(mean_step[i]):.2g} per iteration "
+                         f"on the latent scale)")
+    return lines, [kind for kind in NOT_CONVERGED_ADVICE if kind in kinds]

@@ -32,7 +32,9 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from ._hierarchical import individual_starts, subject_mode, to_latent, to_natural, unconverged_parameters
+from ._hierarchical import (
+    NOT_CONVERGED_ADVICE, individual_starts, subject_mode, to_latent, to_natural, unconverged_parameters,
+)
 from .checks import integer, seed_of, shown
 from .checks import n_jobs as check_n_jobs
 from .cmr2._sessions import session_labels
@@ -211,13 +213,12 @@ def fit_population(
                       tol=tol, interval=level)
     if is_cmr2:
         fits.attrs.update(model="cmr2", session=session or "")
-    moving, shrinking = unconverged_parameters(list(model.free), em["history"]["mean"], em["history"]["sd"], tol)
+    bounds = np.array(model.bounds, dtype=np.float64).reshape(-1, 2)
+    moving, kinds = unconverged_parameters(list(model.free), em["history"]["mean"], em["history"]["sd"], tol,
+                                           bounds[:, 0], bounds[:, 1])
     fits.attrs["not_converged_parameters"] = "; ".join(moving) if not em["converged"] else ""
     if not em["converged"]:
-        advice = ("a population sd shrinking toward 0 says the data do not separate the subjects on that parameter: "
-                  "fix it at the population median (or tie it), or stop earlier with a larger tol; otherwise raise "
-                  "max_iter" if shrinking else
-                  "raise max_iter, or start from converged individual fits (start=cmr.fit_recall(...))")
+        advice = "; ".join(NOT_CONVERGED_ADVICE[kind] for kind in kinds or ["moving"])
         warnings.warn(f"fit_population: the population estimates did not converge in {max_iter} iterations (last "
                       f"change {em['history']['change'][-1]:.3g}, tol {tol:g}; still moving: "
                       f"{'; '.join(moving) or 'none above tol'}); {advice}", FitWarning, stacklevel=2)

@@ -82,18 +82,23 @@ def test_a_start_of_the_wrong_kind_is_one_typed_line(events, fits, start, patter
 
 def test_a_population_fit_that_did_not_converge_names_what_moved(events):
     with pytest.warns(errors.FitWarning, match=r"did not converge in 2 iterations .*still moving: (B_enc|T) "
-                                               r"\(population (sd|mean) .*per iteration\)"):
+                                               r"\(population (sd|median) .*per iteration"):
         pop = cmr.fit_population(events, SPEC, progress=False, max_iter=2, tol=1e-6)
     assert pop.attrs["converged"] == 0 and pop.attrs["not_converged_parameters"]
 
 
 def test_unconverged_parameters_say_how_each_moved():
-    mean = [np.array([0.0, 1.0, 2.0]), np.array([0.0, 1.05, 2.0])]
-    sd = [np.array([0.5, 0.5, 0.2]), np.array([0.5, 0.5, 0.1])]
-    lines, shrinking = unconverged_parameters(["A", "B", "C"], mean, sd, tol=0.01)
-    assert lines == ["B (population mean 1.05, moving by 0.05 per iteration)",
-                     "C (population sd 0.1, shrinking by 0.1 per iteration)"]
-    assert shrinking
-    assert unconverged_parameters(["A"], mean[:1], sd[:1], tol=0.01) == ([], False)
-    assert unconverged_parameters(["A", "B"], [np.zeros(2), np.array([0.0, 0.02])], [np.ones(2), np.ones(2)],
-                                  tol=0.01) == (["B (population mean 0.02, moving by 0.02 per iteration)"], False)
+    low, high = np.zeros(4), np.ones(4)
+    mean = [np.array([0.0, 1.0, 2.0, -4.0]), np.array([0.0, 1.05, 2.0, -4.1])]
+    sd = [np.array([0.5, 0.5, 0.2, 0.3]), np.array([0.5, 0.5, 0.1, 0.3])]
+    lines, kinds = unconverged_parameters(["A", "B", "C", "T"], mean, sd, 0.01, low, high)
+    assert lines == ["B (population median 0.741, moving by 0.05 per iteration on the latent scale)",
+                     "C (population sd 0.1, shrinking by 0.1 per iteration)",
+                     "T (population median 0.0163, running toward its lower bound 0 by 0.1 per iteration on the "
+                     "latent scale)"]
+    assert kinds == ["bound", "shrinking", "moving"]
+    assert unconverged_parameters(["A"], mean[:1], sd[:1], 0.01, low, high) == ([], [])
+    # a mean far out but moving back inward is only moving
+    inward = unconverged_parameters(["T"], [np.array([-4.0]), np.array([-3.9])], [np.ones(1), np.ones(1)], 0.01,
+                                    low[:1], high[:1])
+    assert inward[1] == ["moving"]
