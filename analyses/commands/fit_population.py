@@ -14,7 +14,9 @@ until neither moves by more than --tol. Subjects with few lists borrow strength 
 others (docs/fitting-recall.md, "Population-level fits").
 
 SOURCE and the model options are those of icl-cmr fit-recall (--free, --fixed, --tie,
---bounds, --patterns, --vectors, --similarity, --pool-size, --subjects).
+--bounds, --patterns, --vectors, --similarity, --pool-size, --subjects), and so are the
+places a fit runs: threads (--jobs), or one task per subject and iteration on a dask
+cluster (--workers N on this machine, --scheduler ADDRESS), with the same numbers.
 
 The output (kind recall_fit) holds the shrunk subject estimates as `value` (so it serves as a
 parameter set for icl-cmr loglik), each subject's interval (value_lower, value_upper), the
@@ -40,13 +42,14 @@ Examples:
   icl-cmr fit-population psifr:Morton2013 --free B_enc,B_rec,T --check check.nc -o pop.nc
   icl-cmr fit-population psifr:Morton2013 --model cmr2 --session session --free B_enc,B_rec,T,B_distract -o pop2.nc
   icl-cmr fit-population --recovery 40 --lists 4,8,24 --free B_enc,B_rec,T,X1,X2 --jobs 2 -o recovery.nc
+  icl-cmr fit-population psifr:peers_notask --free B_enc,B_rec,T --workers 4 -o pop.nc
 """
 
 
 def register(sub):
     import argparse
 
-    from .options import add_fit_spec_options, add_output, add_patterns, add_recall_data_options
+    from .options import add_cluster_options, add_fit_spec_options, add_output, add_patterns, add_recall_data_options
 
     p = sub.add_parser(
         "fit-population", help=HELP, description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -60,7 +63,7 @@ def register(sub):
     p.add_argument("--check", default=None, metavar="CHECK.nc", help="also write the posterior predictive check")
     p.add_argument("--check-reps", type=int, default=10, help="simulated recalls per studied list (default 10)")
     p.add_argument("--seed", type=int, default=0, help="root random seed (default 0)")
-    p.add_argument("--jobs", type=int, default=1, help="subjects fitted at once in threads")
+    p.add_argument("--jobs", type=int, default=1, help="threads of this process: subjects fitted at once (default 1)")
     p.add_argument("--max-iter", type=int, default=200, help="most iterations (default 200)")
     p.add_argument("--tol", type=float, default=1e-3,
                    help="stop when no population mean or sd moves more than this (latent scale; default 0.001)")
@@ -74,6 +77,7 @@ def register(sub):
                    help="textbook CMR (default) or CMR2: sessions of lists with prior-list intrusions")
     p.add_argument("--session", default=None, metavar="KEY",
                    help="--model cmr2: the variable that labels sessions (e.g. session)")
+    add_cluster_options(p)
     p.set_defaults(func=run, output_args=("output", "check"))
 
 
@@ -89,10 +93,11 @@ def _parse_counts(text):
     return counts
 
 
-def _recovery(args, spec) -> int:
+def _recovery(args, spec, cluster) -> int:
     import cmr
     from cmr.errors import ParameterError
     from cmr.io import save_dataset
+    from ..cluster import describe_executor
     from .options import check_counts
 
     if args.source is not None:
@@ -105,10 +110,13 @@ def _recovery(args, spec) -> int:
         raise ParameterError(f"--recovery simulates localist CMR of its own subjects; got {', '.join(given)} as well")
     check_counts(args, recovery=2)
     counts = _parse_counts(args.lists)
-    result = cmr.population_recovery(args.recovery, n_lists=counts, spec=spec, rng=args.seed, n_jobs=args.jobs,
-                                     progress=not args.no_progress, max_iter=args.max_iter, tol=args.tol)
+    with cluster as executor:
+        result = cmr.population_recovery(args.recovery, n_lists=counts, spec=spec, rng=args.seed, n_jobs=args.jobs,
+                                         executor=executor, progress=not args.no_progress, max_iter=args.max_iter,
+                                         tol=args.tol)
+        where = describe_executor(executor, n_jobs=args.jobs)
     path = save_dataset(result, args.output)
-    print(f"wrote {path}: {args.recovery} simulated subjects, free {', '.join(spec.free)}")
+    print(f"wrote {path}: {args.recovery} simulated subjects, free {', '.join(spec.free)}, fitted {where}")
     print("RMSE of subject estimates (share of the search range), independent -> hierarchical:")
     for count in result["n_lists"].values:
         row = result.sel(n_lists=count)
@@ -129,14 +137,16 @@ def run(args) -> int:
     from cmr.io import result_format, save_dataset, write_result
     from cmr.textbook.fit import flag_summary
     from ...adapters.recall_data import load_recall_data
-    from .options import (check_counts, item_patterns_of, parse_bounds, parse_ties,
-                                                   recall_data_options, refuse_textbook_options)
+    from ..cluster import describe_executor
+    from .options import (check_counts, cluster_of, item_patterns_of, parse_bounds, parse_ties,
+                          recall_data_options, refuse_textbook_options)
 
     result_format(args.output)
     if args.check is not None:
         result_format(args.check)
     check_counts(args, jobs=1, max_iter=1, check_reps=1)  # before a fit of minutes, not after it
     refuse_textbook_options(args, "fit-population")
+    cluster = cluster_of(args)
     simulated = [option for option, value in (("--recovery", args.recovery), ("--check", args.check))
                  if value is not None]
     if args.model == "cmr2" and simulated:
@@ -148,7 +158,7 @@ def run(args) -> int:
     if args.recovery is not None:
         spec = cmr.FitSpec(free, fixed, parse_bounds(args.bounds), tied=parse_ties(args.tie),
                            pool_size=args.pool_size)
-        return _recovery(args, spec)
+        return _recovery(args, spec, cluster)
     if args.source is None:
         raise ParameterError("fit-population needs SOURCE (a bundled data set or a recall table) or --recovery N")
     events = load_recall_data(args.source, **recall_data_options(args))
@@ -165,10 +175,11 @@ def run(args) -> int:
         patterns, options = item_patterns_of(args, events), {}
         spec = cmr.FitSpec(free, fixed, parse_bounds(args.bounds), tied=parse_ties(args.tie), patterns=patterns,
                            pool_size=args.pool_size)
-    with warnings.catch_warnings():  # the same facts are printed below, one line each
+    with cluster as executor, warnings.catch_warnings():  # the same facts are printed below, one line each
         warnings.simplefilter("ignore", FitWarning)
-        fits = cmr.fit_population(events, spec, rng=args.seed, n_jobs=args.jobs, max_iter=args.max_iter,
-                                  tol=args.tol, progress=not args.no_progress, **options)
+        fits = cmr.fit_population(events, spec, rng=args.seed, n_jobs=args.jobs, executor=executor,
+                                  max_iter=args.max_iter, tol=args.tol, progress=not args.no_progress, **options)
+        where = describe_executor(executor, n_jobs=args.jobs)
     path = write_result(fits, args.output)
     median = fits["population_median"]
     shown = ", ".join(f"{name} {float(median.sel(parameter=name)):.3g} "
@@ -176,7 +187,8 @@ def run(args) -> int:
                       f"{float(fits['population_median_upper'].sel(parameter=name)):.3g}]" for name in spec.free)
     state = "converged" if fits.attrs["converged"] else "NOT converged"
     model = "CMR2, " if args.model == "cmr2" else ""
-    print(f"wrote {path}: {model}{fits.sizes['subject']} subject(s), {state} in {fits.attrs['n_iter']} iterations, "
+    print(f"wrote {path}: {model}{fits.sizes['subject']} subject(s), {state} in {fits.attrs['n_iter']} iterations "
+          f"{where}, "
           f"total logl {float(fits['logl'].sum()):.3f}; population medians {shown}")
     if not fits.attrs["converged"]:
         print(f"check: no convergence in {args.max_iter} iterations; raise --max-iter")

@@ -6,7 +6,13 @@ HELP = "fit CMR (localist, semantic or category) to recall sequences by maximum 
 DESCRIPTION = """\
 Fit CMR (cymr's parameterisation) to each subject of a free-recall data set by maximum
 likelihood: seeded differential evolution, then a local L-BFGS-B polish; subjects run in
-parallel threads. The likelihood equals cymr's (see icl-cmr loglik).
+parallel threads (--jobs). The likelihood equals cymr's (see icl-cmr loglik).
+
+On a dask cluster each subject (each subject and fold with --cv) is one task: --workers N
+starts N worker processes on this machine for the fit, --scheduler ADDRESS uses the workers
+of a running scheduler (dask scheduler; dask worker ADDRESS on each machine). The numbers
+equal a local run's: each subject's searches are seeded from --seed and its label
+(docs/fitting-recall.md, "On a cluster"). Needs pip install 'icl-cmr[analyses]'.
 
 SOURCE is a bundled data set (psifr:Morton2013, psifr:peers_notask, cymr:Morton2013_mixed)
 or a psifr-format CSV file. --free names the fitted parameters; --fixed gives a JSON object
@@ -47,13 +53,14 @@ Examples:
   icl-cmr fit-recall psifr:Morton2013 --free Lfc,Lcf,P1,P2,B_enc,B_start,B_rec,T,X1,X2 -o fits.nc
   icl-cmr fit-recall psifr:Morton2013 --free B_enc,B_rec,T,Sff --patterns semantic --restarts 3 -o sem.nc
   icl-cmr fit-recall data.csv --free B_enc,T --tie B_rec=B_enc --cv 4 -o cv.nc --jobs 2
+  icl-cmr fit-recall psifr:peers_notask --free B_enc,B_rec,T,X1,X2 --scheduler tcp://10.0.0.5:8786 -o fits.nc
   icl-cmr fit-recall psifr:Morton2013 --model cmr2 --session session --free B_enc,T,B_distract,C_thresh -o cmr2.nc
 """
 
 def register(sub):
     import argparse
 
-    from .options import add_fit_spec_options, add_output, add_patterns, add_recall_data_options
+    from .options import add_cluster_options, add_fit_spec_options, add_output, add_patterns, add_recall_data_options
 
     p = sub.add_parser(
         "fit-recall", help=HELP, description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -64,7 +71,8 @@ def register(sub):
     add_patterns(p)
     add_output(p, "FITS.nc")
     p.add_argument("--seed", type=int, default=0, help="root random seed (default 0)")
-    p.add_argument("--jobs", type=int, default=1, help="threads: subjects at once, the rest split populations")
+    p.add_argument("--jobs", type=int, default=1,
+                   help="threads of this process: subjects at once, the rest split populations (default 1)")
     p.add_argument("--restarts", type=_restarts, default="auto", metavar="N|auto",
                    help="independent searches per subject, all kept (default auto: until the best two agree)")
     p.add_argument("--max-restarts", type=int, default=8, metavar="N",
@@ -78,6 +86,7 @@ def register(sub):
                    help="textbook CMR (default) or CMR2: sessions of lists with prior-list intrusions")
     p.add_argument("--session", default=None, metavar="KEY",
                    help="--model cmr2: the variable that labels sessions (e.g. session)")
+    add_cluster_options(p)
     p.set_defaults(func=run)
 
 
@@ -105,11 +114,14 @@ def run(args) -> int:
     from cmr.errors import FitWarning, RecallDataError
     from cmr.io import result_format, write_result
     from ...adapters.recall_data import load_recall_data
-    from .options import (item_patterns_of, parse_bounds, parse_ties, recall_data_options,
-                                                   refuse_textbook_options)
+    from ..cluster import describe_executor
+    from .options import (check_counts, cluster_of, item_patterns_of, parse_bounds, parse_ties,
+                          recall_data_options, refuse_textbook_options)
 
     result_format(args.output)
     refuse_textbook_options(args, "fit-recall")
+    check_counts(args, jobs=1)
+    cluster = cluster_of(args)  # options checked before the data are read
     free = [name.strip() for name in args.free.split(",") if name.strip()]
     fixed = cmr.read_parameters(args.fixed) if args.fixed else {}
     events = load_recall_data(args.source, **recall_data_options(args))
@@ -120,35 +132,41 @@ def run(args) -> int:
         if not keep.any():
             raise RecallDataError(f"--subjects {args.subjects!r} matches no subject of {args.source}")
         events = events.isel(trial=np.flatnonzero(keep))
+    if args.cv is not None and args.pooled:
+        raise RecallDataError("--cv scores each subject's held-out lists; it cannot be combined with --pooled")
     if args.model == "cmr2":
         spec = cmr.CMR2FitSpec(free, fixed, parse_bounds(args.bounds), tied=parse_ties(args.tie))
-        with warnings.catch_warnings():  # the same counts are printed below, as one line of the summary
+        with cluster as executor, warnings.catch_warnings():  # the counts are printed below, in the summary
             warnings.simplefilter("ignore", FitWarning)
             fits = cmr.fit_cmr2(events, spec, session=args.session, by=None if args.pooled else "subject",
                                 n_restarts=args.restarts, max_restarts=args.max_restarts, rng=args.seed,
-                                n_jobs=args.jobs, progress=not args.no_progress)
-        return _report(args, fits, free, "CMR2")
+                                n_jobs=args.jobs, executor=executor, progress=not args.no_progress)
+            where = describe_executor(executor, n_jobs=args.jobs)
+        return _report(args, fits, free, "CMR2", where)
     spec = cmr.FitSpec(free, fixed, parse_bounds(args.bounds), tied=parse_ties(args.tie),
                        patterns=item_patterns_of(args, events),
                        pool_size=args.pool_size)
     options = dict(n_restarts=args.restarts, max_restarts=args.max_restarts, rng=args.seed, n_jobs=args.jobs,
                    progress=not args.no_progress)
+    with cluster as executor:
+        where = describe_executor(executor, n_jobs=args.jobs)
+        if args.cv is not None:
+            result = cmr.cross_validate(events, spec, n_folds=args.cv, executor=executor, **options)
+        else:
+            with warnings.catch_warnings():  # the same counts are printed below, as one line of the summary
+                warnings.simplefilter("ignore", FitWarning)
+                fits = cmr.fit_recall(events, spec, by=None if args.pooled else "subject", executor=executor,
+                                      **options)
     if args.cv is not None:
-        if args.pooled:
-            raise RecallDataError("--cv scores each subject's held-out lists; it cannot be combined with --pooled")
-        result = cmr.cross_validate(events, spec, n_folds=args.cv, **options)
         path = write_result(result, args.output)
-        print(f"wrote {path}: {result.sizes['subject']} subject(s), {args.cv} folds; "
+        print(f"wrote {path}: {result.sizes['subject']} subject(s), {args.cv} folds {where}; "
               f"cross-validated logl {float(result['logl'].sum()):.3f}; "
               f"{_verdict(result['fold_converged'], result['fold_n_restarts'], 'training fits')}")
         return 0
-    with warnings.catch_warnings():  # the same counts are printed below, as one line of the summary
-        warnings.simplefilter("ignore", FitWarning)
-        fits = cmr.fit_recall(events, spec, by=None if args.pooled else "subject", **options)
-    return _report(args, fits, free, "")
+    return _report(args, fits, free, "", where)
 
 
-def _report(args, fits, free, model: str) -> int:
+def _report(args, fits, free, model: str, where: str) -> int:
     from cmr.io import write_result
     from cmr.textbook.fit import flag_summary
 
@@ -156,7 +174,7 @@ def _report(args, fits, free, model: str) -> int:
     units = "pooled" if args.pooled else f"{fits.sizes['subject']} subject(s)"
     print(f"wrote {path}: {model + ' ' if model else ''}{units}, free {', '.join(free)}; "
           f"total logl {float(fits['logl'].sum()):.3f}, AIC {float(fits['aic'].sum()):.1f}, "
-          f"{float(fits['seconds'].sum()):.1f} s of fitting; "
+          f"{float(fits['seconds'].sum()):.1f} s of fitting {where}; "
           f"{_verdict(fits['converged'], fits['n_restarts'], 'pooled fit' if args.pooled else 'subjects')}")
     flags = flag_summary(fits)
     if flags:

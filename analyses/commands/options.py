@@ -12,6 +12,8 @@ __all__ = [
     "add_profile_fit_options",
     "profile_fit_lags",
     "add_patterns",
+    "add_cluster_options",
+    "cluster_of",
     "add_item_files",
     "item_patterns_of",
     "pool_matched_to_study",
@@ -280,6 +282,39 @@ def add_fit_spec_options(parser) -> None:
                         help="tie a parameter to an expression of others (repeatable), e.g. B_rec=B_enc")
     parser.add_argument("--bounds", default=None, metavar="NAME=LOW:HIGH,...",
                         help="search bounds overriding the defaults")
+
+
+def add_cluster_options(parser) -> None:
+    """``--scheduler ADDRESS`` or ``--workers N``, and ``--connect-timeout``: the subjects of a fit as tasks
+    on a dask cluster (read by :func:`cluster_of`)."""
+    from ..cluster import CONNECT_TIMEOUT
+
+    group = parser.add_argument_group("on a dask cluster (pip install 'icl-cmr[analyses]'; same numbers as locally)")
+    where = group.add_mutually_exclusive_group()
+    where.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                       help="run on the workers of a running dask scheduler, e.g. tcp://HOST:8786 (as "
+                       "`dask scheduler` prints it)")
+    where.add_argument("--workers", type=int, default=None, metavar="N",
+                       help="start N dask worker processes on this machine (one thread each) for this fit")
+    group.add_argument("--connect-timeout", type=float, default=CONNECT_TIMEOUT, metavar="S",
+                       help=f"--scheduler: seconds to wait for it to answer and have a worker (default "
+                       f"{CONNECT_TIMEOUT:g})")
+
+
+def cluster_of(args):
+    """The context manager of ``--scheduler`` / ``--workers`` (yields a dask Client, or None without them):
+    refuses ``--jobs`` with them (dask workers run one subject per thread) and bad counts, in the options' names."""
+    from cmr.errors import ParameterError
+    from ..cluster import fit_executor
+
+    check_counts(args, workers=1)
+    if not args.connect_timeout > 0:
+        raise ParameterError(f"--connect-timeout must be a positive number of seconds; got {args.connect_timeout:g}")
+    given = "--scheduler" if args.scheduler is not None else "--workers" if args.workers is not None else None
+    if given and args.jobs != 1:
+        raise ParameterError(f"--jobs sets threads of this process; with {given} the dask workers run the subjects "
+                             f"(one thread each): leave --jobs out; got --jobs {args.jobs}")
+    return fit_executor(scheduler=args.scheduler, workers=args.workers, connect_timeout=args.connect_timeout)
 
 
 def add_patterns(parser) -> None:
