@@ -4,8 +4,10 @@ Each passage runs unablated once; every (head set, mode) condition resumes at it
 ablated layer, several conditions batched per forward pass, on a plain Hugging Face copy of the
 bridge's model (:func:`icl_cmr.adapters.lm.interventions.plain_model`, sharing its weights).
 Heads are ablated at the input of each layer's attention output projection (``hook_z``
-flattened). Models outside :data:`~icl_cmr.adapters.lm.interventions.DIRECT_FAMILIES` run every
-condition through the bridge. torch is imported inside the functions.
+flattened). Each layer gets the attention mask and rotary embedding of its attention type, as the
+model's own forward builds them (Gemma 3's sliding-window and full-attention layers: :func:`_layer_inputs`).
+Models outside :data:`~icl_cmr.adapters.lm.interventions.DIRECT_FAMILIES` run every condition
+through the bridge. torch is imported inside the functions.
 """
 from __future__ import annotations
 
@@ -68,13 +70,10 @@ def _decoder_pass(plain, hidden, start, masks, predict_index, *, keep_states=Fal
     and with ``dense`` their losses (rows, n_index; float64).
     """
     import torch
-    from transformers.masking_utils import create_causal_mask
 
     body = plain.model
     position_ids = torch.arange(hidden.shape[1], device=hidden.device).unsqueeze(0)
-    # no cache: passed by position, since its keyword was renamed (past_key_values -> cache, transformers 5.24)
-    mask = create_causal_mask(plain.config, hidden, None, None, position_ids=position_ids)
-    rotary = body.rotary_emb(hidden, position_ids=position_ids)
+    mask, rotary = _layer_inputs(plain, hidden, position_ids)
     handles, states = [], []
     try:
         for layer in range(start, len(body.layers)):
@@ -94,8 +93,8 @@ def _decoder_pass(plain, hidden, start, masks, predict_index, *, keep_states=Fal
         for layer in range(start, end):
             if keep_states:
                 states.append(hidden)
-            hidden = body.layers[layer](hidden, attention_mask=mask, position_ids=position_ids,
-                                        position_embeddings=rotary)
+            hidden = body.layers[layer](hidden, attention_mask=mask[layer], position_ids=position_ids,
+                                        position_embeddings=rotary[layer])
     finally:
         for handle in handles:
             handle.remove()
@@ -108,6 +107,45 @@ def _decoder_pass(plain, hidden, start, masks, predict_index, *, keep_states=Fal
     if dense is None:
         return logits, states
     return logits, states, _dense_losses(plain, body.norm(hidden[:, dense[0]]), dense[1], cap)
+
+
+def _layer_inputs(plain, hidden, position_ids):
+    """Per layer, the attention mask and the rotary embedding (cos, sin) its decoder layer takes.
+
+    As the model's own forward builds them (no cache, no padding): one causal mask and one
+    rotary embedding for every layer (Llama, Mistral), or, where the configuration names each
+    layer's attention type (``config.layer_types``), the causal mask of full-attention layers and
+    the sliding-window causal mask of sliding-window layers (Qwen2/3, Gemma 3); with a rotary
+    embedding per layer type where the model keeps one per type (Gemma 3: local and global
+    frequencies, ``rotary_emb(hidden, position_ids, layer_type)``).
+    """
+    from transformers.masking_utils import create_causal_mask, create_sliding_window_causal_mask
+
+    body, config = plain.model, plain.config
+    n_layers = len(body.layers)
+    # no cache: passed by position, since its keyword was renamed (past_key_values -> cache, transformers 5.24)
+    full = create_causal_mask(config, hidden, None, None, position_ids=position_ids)
+    types = getattr(config, "layer_types", None)
+    if types is None:
+        masks = [full] * n_layers
+    else:
+        by_type = {"full_attention": full}
+        if "sliding_attention" in types:
+            by_type["sliding_attention"] = create_sliding_window_causal_mask(config, hidden, None, None,
+                                                                              position_ids=position_ids)
+        masks = [by_type[types[layer]] for layer in range(n_layers)]
+    if getattr(body.rotary_emb, "layer_types", None) is None:
+        rotary = [body.rotary_emb(hidden, position_ids=position_ids)] * n_layers
+    else:
+        by_type = {kind: body.rotary_emb(hidden, position_ids, kind) for kind in set(types)}
+        rotary = [by_type[types[layer]] for layer in range(n_layers)]
+    return masks, rotary
+
+
+def _direct(plain) -> bool:
+    """Whether the engine runs ``plain`` itself (else every condition goes through the bridge)."""
+    return (plain is not None and plain.config.model_type in DIRECT_FAMILIES and hasattr(plain.model, "rotary_emb")
+            and not getattr(plain.config, "use_bidirectional_attention", False))
 
 
 def _dense_losses(plain, normed, gold, cap):
@@ -203,7 +241,7 @@ def set_losses(bridge, passages, targets, head_sets, *, modes=("zero",), batch_s
     if "resample" in modes:
         donors = _check_donors(donors, passages.shape[0])
     plain = interventions.plain_model(bridge)
-    if plain is None or plain.config.model_type not in DIRECT_FAMILIES or not hasattr(plain.model, "rotary_emb"):
+    if not _direct(plain):
         return _bridge_set_losses(bridge, passages, targets, head_sets, modes, progress, donors, extra)
     bos = bos_id(bridge)
     offset = 1 if bos is not None else 0

@@ -217,7 +217,7 @@ def full_logit_losses(bridge, passages, targets, *, heads=(), mode="zero", means
 # --- many head sets per passage: the ablation test's engine ------------------------------------
 
 #: model families whose decoder (embed, rotary, layers, norm, lm_head) the engine runs directly
-DIRECT_FAMILIES = ("llama", "mistral", "qwen2", "qwen3")
+DIRECT_FAMILIES = ("llama", "mistral", "qwen2", "qwen3", "gemma3_text")
 
 _PLAIN = {}  # id(bridge) -> (weakref to the bridge, plain model or None)
 
