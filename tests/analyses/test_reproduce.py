@@ -91,13 +91,17 @@ def test_no_reproduce_module_parses_arguments_or_reaches_the_command_line():
     assert offences == []
 
 
-def test_model_comparison_reads_a_labs_table_with_the_recall_data_options(capsys, tmp_path):
+def test_model_comparison_reads_a_labs_table_with_the_recall_data_options(capsys, tmp_path, monkeypatch):
+    import functools
     import warnings
 
     import numpy as np
 
     import cmr
 
+    # the table and its options are under test, not the search: one restart per fit and fold
+    for name in ("fit_recall", "cross_validate"):
+        monkeypatch.setattr(cmr, name, functools.partial(getattr(cmr, name), n_restarts=1))
     words = np.array(["Apple", "bird", "Cat", "dog", "eel", "fox"])
     table = cmr.simulate_free_recall(cmr.default_parameters(), 6, 4, subjects=["01", "02", "03"], rng=3)
     table["item"] = words[table["item"].astype(int).to_numpy() - 1]
