@@ -216,9 +216,10 @@ def fit_population(
     bounds = np.array(model.bounds, dtype=np.float64).reshape(-1, 2)
     moving, kinds = unconverged_parameters(list(model.free), em["history"]["mean"], em["history"]["sd"], tol,
                                            bounds[:, 0], bounds[:, 1])
+    advice = "; ".join(NOT_CONVERGED_ADVICE[kind] for kind in kinds or ["moving"])
     fits.attrs["not_converged_parameters"] = "; ".join(moving) if not em["converged"] else ""
+    fits.attrs["not_converged_advice"] = advice if not em["converged"] else ""
     if not em["converged"]:
-        advice = "; ".join(NOT_CONVERGED_ADVICE[kind] for kind in kinds or ["moving"])
         warnings.warn(f"fit_population: the population estimates did not converge in {max_iter} iterations (last "
                       f"change {em['history']['change'][-1]:.3g}, tol {tol:g}; still moving: "
                       f"{'; '.join(moving) or 'none above tol'}); {advice}", FitWarning, stacklevel=2)

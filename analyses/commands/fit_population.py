@@ -72,6 +72,9 @@ def register(sub):
     p.add_argument("--recovery", type=int, default=None, metavar="N",
                    help="run the recovery study with N simulated subjects instead of fitting SOURCE")
     p.add_argument("--lists", default="4,8,24", metavar="N,N,...", help="list counts of --recovery (default 4,8,24)")
+    p.add_argument("--start", default=None, metavar="FITS.nc",
+                   help="individual fits of the same subjects (fit-recall's output): each subject's first step "
+                        "also starts from its own estimate")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     p.add_argument("--model", choices=("cmr", "cmr2"), default="cmr",
                    help="textbook CMR (default) or CMR2: sessions of lists with prior-list intrusions")
@@ -134,7 +137,7 @@ def run(args) -> int:
 
     import cmr
     from cmr.errors import FitWarning, ParameterError, RecallDataError
-    from cmr.io import result_format, save_dataset, write_result
+    from cmr.io import load_dataset, result_format, save_dataset, write_result
     from cmr.textbook.fit import flag_summary
     from ...adapters.recall_data import load_recall_data
     from ..cluster import describe_executor
@@ -175,10 +178,12 @@ def run(args) -> int:
         patterns, options = item_patterns_of(args, events), {}
         spec = cmr.FitSpec(free, fixed, parse_bounds(args.bounds), tied=parse_ties(args.tie), patterns=patterns,
                            pool_size=args.pool_size)
+    start = load_dataset(args.start) if args.start else None
     with cluster as executor, warnings.catch_warnings():  # the same facts are printed below, one line each
         warnings.simplefilter("ignore", FitWarning)
         fits = cmr.fit_population(events, spec, rng=args.seed, n_jobs=args.jobs, executor=executor,
-                                  max_iter=args.max_iter, tol=args.tol, progress=not args.no_progress, **options)
+                                  max_iter=args.max_iter, tol=args.tol, progress=not args.no_progress,
+                                  start=start, **options)
         where = describe_executor(executor, n_jobs=args.jobs)
     path = write_result(fits, args.output)
     median = fits["population_median"]
@@ -191,7 +196,9 @@ def run(args) -> int:
           f"{where}, "
           f"total logl {float(fits['logl'].sum()):.3f}; population medians {shown}")
     if not fits.attrs["converged"]:
-        print(f"check: no convergence in {args.max_iter} iterations; raise --max-iter")
+        print(f"check: no convergence in {args.max_iter} iterations; still moving: "
+              f"{fits.attrs.get('not_converged_parameters') or 'none above --tol'}; "
+              f"{fits.attrs.get('not_converged_advice') or 'raise --max-iter'}")
     flags = flag_summary(fits)
     if flags:
         print(f"check: {flags} (see at_bound, few_events)")

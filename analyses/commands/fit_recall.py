@@ -77,6 +77,9 @@ def register(sub):
                    help="independent searches per subject, all kept (default auto: until the best two agree)")
     p.add_argument("--max-restarts", type=int, default=8, metavar="N",
                    help="--restarts auto: most searches per subject (default 8)")
+    p.add_argument("--start-library", action=argparse.BooleanOptionalAction, default=None,
+                   help="also polish from the eight starts of the start library (default: with --restarts auto "
+                        "only; docs/fitting-recall.md)")
     p.add_argument("--pooled", action="store_true", help="one fit to all subjects together (group fit)")
     p.add_argument("--cv", type=int, default=None, metavar="K", help="write K-fold leave-lists-out cross-validation")
     p.add_argument("--subjects", default=None, metavar="S,S,...", help="fit only these subjects")
@@ -147,7 +150,7 @@ def run(args) -> int:
                        patterns=item_patterns_of(args, events),
                        pool_size=args.pool_size)
     options = dict(n_restarts=args.restarts, max_restarts=args.max_restarts, rng=args.seed, n_jobs=args.jobs,
-                   progress=not args.no_progress)
+                   progress=not args.no_progress, start_library=args.start_library)
     with cluster as executor:
         where = describe_executor(executor, n_jobs=args.jobs)
         if args.cv is not None:

@@ -68,3 +68,23 @@ def test_loglik_with_semantic_patterns(tmp_path, capsys):
     direct = cmr.log_likelihood(load_recall_data("cymr:Morton2013_mixed"), values,
                                 patterns=load_item_patterns("cymr:Morton2013_mixed"))
     assert printed["total_logl"] == direct.attrs["total_logl"] and printed["n"] == direct.attrs["n"]
+
+
+def test_fit_recall_start_library_and_fit_population_from_its_fits(csv, tmp_path, capsys):
+    from icl_cmr.analyses.cli import main
+
+    _, path = csv
+    forced, off, pop = tmp_path / "forced.nc", tmp_path / "off.nc", tmp_path / "pop.nc"
+    assert main(["fit-recall", str(path), "--free", "B_enc,T", "--restarts", "2", "--start-library",
+                 "--no-progress", "-o", str(forced)]) == 0
+    seeds = load_dataset(forced, kind="recall_fit")["restart_seed"].values
+    assert (seeds == -2).any(axis=1).all() and ((seeds >= 0).sum(axis=1) == 2).all()
+    assert main(["fit-recall", str(path), "--free", "B_enc,T", "--no-start-library",
+                 "--no-progress", "-o", str(off)]) == 0
+    assert (load_dataset(off, kind="recall_fit")["restart_seed"].values != -2).all()
+    capsys.readouterr()
+    assert main(["fit-population", str(path), "--free", "B_enc,T", "--start", str(forced), "--max-iter", "2",
+                 "--tol", "1e-9", "--no-progress", "-o", str(pop)]) == 0
+    printed = capsys.readouterr().out
+    assert json.loads(load_dataset(pop, kind="recall_fit").attrs["provenance"])["start"] is True
+    assert "check: no convergence in 2 iterations; still moving: " in printed
