@@ -1,12 +1,13 @@
 """SIGKILL at random points: of a single write, and of a whole study run resumed again and again.
 
 The children are forked from a fork server (``multiprocessing`` with ``forkserver``) that imported
-the toolkit, torch and matplotlib once, so they start with everything imported and each kill
-costs only the work it interrupts; the server never ran torch or numba threads, so its forks are
-safe whatever the test process ran before (a fork of a process whose OpenMP pools are running
-can hang). A kill can land
-anywhere: in a computation, between a stage's outputs, inside ``to_netcdf`` or between the
-flush and the rename of a write; some kills are placed inside writes on purpose. The others
+the toolkit, torch, matplotlib and the packages the stages import lazily (the model's
+transformers and transformer_lens modules, psifr for the recall task's word pool) once, so they
+start with everything imported and each kill costs only the work it interrupts; the server
+never ran torch or numba threads, so its forks are safe whatever the test process ran before (a
+fork of a process whose OpenMP pools are running can hang). A kill can land anywhere: in a
+computation, between a stage's outputs, inside ``to_netcdf`` or between the flush and the rename
+of a write; some kills are placed inside writes on purpose. The others
 follow the run's progress, not the clock: a uniformly random moment of the work left (by the
 stages' times in the uninterrupted run), reached as that many seconds after the child's log
 says the stage it falls in has started, so a slower, loaded machine does not move a kill out of
@@ -31,7 +32,12 @@ from cmr.io import PARTIAL, load_dataset, save_dataset
 from tests.conftest import require
 
 FORK = multiprocessing.get_context("forkserver")
-FORK.set_forkserver_preload(["matplotlib", "torch", "icl_cmr.analyses.study.stages", "tests.integration.test_kill_resume"])
+#: imported once by the fork server; a child importing one of them itself (some 20 s on 2 loaded cores for
+#: transformers, transformer_lens and psifr's seaborn) would spend most of each attempt importing
+PRELOAD = ["matplotlib", "torch", "transformers", "transformers.models.llama.modeling_llama", "transformer_lens",
+           "transformer_lens.model_bridge", "psifr", "icl_cmr.analyses.study.stages",
+           "tests.integration.test_kill_resume"]
+FORK.set_forkserver_preload(PRELOAD)
 VOLATILE = ("created_utc", "peak_memory_bytes", "peak_memory_measure")  # differ between any two runs
 
 
@@ -114,10 +120,11 @@ def _study(out, recall, grid, kill=None, lines=None):
     from icl_cmr.analyses.study.stages import run_study
 
     study._figures = _one_figure
+    study.NULL_PROFILES = 20  # null profiles behind the fits' "beyond chance" share (statistics, not plumbing)
 
     run_study(out, recall=[str(recall)], model="tiny-llama", resume=True,
               log=lines.send if lines is not None else lambda line: None, grid=str(grid),
-              n_words=20, n_prompts=2, ablation_passages=0)
+              n_words=20, n_prompts=2, ablation_passages=0, recall_lists=2)
 
 
 def _grid(path):
