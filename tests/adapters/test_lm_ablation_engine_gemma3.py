@@ -23,6 +23,10 @@ import pytest
 
 from tests.conftest import REQUIRE_ALL, require
 
+# loading gemma3-270m (its 262,144-token embedding dequantised from the GGUF) takes most of a minute:
+# a long check, run with -m slow
+pytestmark = [pytest.mark.slow, pytest.mark.integration]
+
 WINDOW = 16
 N_TOKENS = 64
 TOLERANCE = 1e-4
