@@ -37,7 +37,7 @@ cannot.
 
 Cost: per passage one unablated pass (with mean ablation a partial second one), then every
 (set x mode) condition resumes at the set's first ablated layer, batched --batch-size conditions per forward pass
-(Llama, Mistral and Qwen2 families; other models run full passes through the bridge).
+(Llama, Mistral, Qwen2, Qwen3 and Gemma 3 families; other models run full passes through the bridge).
 See docs/ablation.md for measured times. A demo:
   icl-cmr ablate --heads L18.H6,L17.H3,L17.H4 --n-passages 12 --n-random 50 --n-matched 0 --mode zero -o abl.nc
 Full size, held-out top set and induction control:
