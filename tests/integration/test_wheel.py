@@ -91,12 +91,20 @@ def test_the_installed_packages_come_from_the_new_environment(fresh_env, tmp_pat
 def test_the_cli_and_the_study_run_from_the_wheel(fresh_env, tmp_path):
     require("psifr")
     require("torch")
+    from cmr.grids import paper_teacher_forced_grid
+    from cmr.io import save_dataset
+
+    # a saved 18-point grid instead of the 78540-point Monte Carlo one: the grid and fit stages' cost
+    # is the grid's size, and what is checked here is that the installed study runs, not its fits
+    save_dataset(paper_teacher_forced_grid(beta_enc=[0.2, 0.5, 0.8], beta_rec=[0.2, 0.5, 0.8], gamma=[0.0, 0.5]),
+                 tmp_path / "grid.nc")
     cli = fresh_env / "bin" / "icl-cmr"
     done = _run(cli, "lag-crp", "psifr:Morton2013", "-o", tmp_path / "crp.csv", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "crp.csv").read_text().splitlines()[0].startswith("subject,lag,")
     done = _run(cli, "run", "-o", tmp_path / "study", "--model", "tiny-llama", "--recall", "psifr:Morton2013",
-                "--n-words", "20", "--n-prompts", "2", "--grid-trials", "2", "--ablation-passages", "0", cwd=tmp_path)
+                "--n-words", "20", "--n-prompts", "2", "--grid", tmp_path / "grid.nc", "--ablation-passages", "0",
+                "--recall-lists", "2", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "study" / "report.md").is_file()
     assert "figures/parameters_heads_vs_humans.png" in (tmp_path / "study" / "report.md").read_text() or \
