@@ -27,6 +27,7 @@ BENCHMARKS = {
     "mc-grid": "icl_cmr.analyses.bench.profiles:bench_mc_grid",
     "fit-units": "icl_cmr.analyses.bench.fitting:bench_fit_units",
     "fit-quality": "icl_cmr.analyses.bench.fit_quality:bench_fit_quality",
+    "fit-quality-peers": "icl_cmr.analyses.bench.fit_quality:bench_fit_quality_peers",
     "heads": "icl_cmr.analyses.bench.heads:bench_heads",
     "heads-dtype": "icl_cmr.analyses.bench.heads_dtype:bench_heads_dtype",
     "ablation-forward": "icl_cmr.analyses.bench.ablation:bench_ablation",

@@ -1,7 +1,7 @@
-"""Does the default fit reach the maximum? Textbook CMR on psifr:Morton2013 against the best known.
+"""Does the default fit reach the maximum? Textbook CMR on psifr:Morton2013 (or psifr:peers_notask) against the best known.
 
-The best known maximum of each subject (``icl_cmr.data``'s ``fit_reference_morton2013.csv``;
-data/README.md says how it was made) is compared with what ``cmr.fit_recall(events,
+The best known maximum of each subject (``icl_cmr.data``'s ``fit_reference_morton2013.csv`` and
+``fit_reference_peers_notask.csv``; data/README.md says how they were made) is compared with what ``cmr.fit_recall(events,
 cmr.FitSpec())`` reaches by default, subject by subject: the share within
 ``CONVERGENCE_TOLERANCE`` (0.1 log units) of it, the shortfalls, the convergence verdicts and
 the fitting time per subject. cymr's ``Recall.fit_indiv`` (its differential evolution and
@@ -29,12 +29,14 @@ from ...adapters.recall_data import load_recall_data
 from .cmr_fit import cymr_modules
 
 REFERENCE_FILE = "fit_reference_morton2013.csv"
+#: the best known maxima of each bundled data set
+REFERENCE_FILES = {"psifr:Morton2013": REFERENCE_FILE, "psifr:peers_notask": "fit_reference_peers_notask.csv"}
 FIXED = dict(Afc=0.0, Acf=0.0, Dfc=0.85, Dcf=0.85)  # FitSpec()'s fixed values (cmr.default_parameters)
 
 
-def load_reference() -> pd.DataFrame:
-    """The best known maximum per Morton2013 subject: ``subject``, ``logl``, the ten free parameters."""
-    text = resources.files("icl_cmr.data").joinpath(REFERENCE_FILE).read_text()
+def load_reference(data: str = "psifr:Morton2013") -> pd.DataFrame:
+    """The best known maximum per subject of ``data``: ``subject``, ``logl``, the ten free parameters."""
+    text = resources.files("icl_cmr.data").joinpath(REFERENCE_FILES[data]).read_text()
 
     return pd.read_csv(StringIO(text), comment="#")
 
@@ -62,15 +64,17 @@ def _cymr_fit(events, subjects, bounds, **options) -> pd.DataFrame:
 
 
 @keyword_only
-def bench_fit_quality(*, repeats: int = 1, subjects=None, cymr_subjects: int = 1, n_jobs: int = 1) -> dict:
-    """Share of Morton2013 subjects the default fit brings within 0.1 log units of the best known; vs cymr.
+def bench_fit_quality(*, repeats: int = 1, subjects=None, cymr_subjects: int = 1, n_jobs: int = 1,
+                      data: str = "psifr:Morton2013") -> dict:
+    """Share of subjects the default fit brings within 0.1 log units of the best known; vs cymr.
 
-    ``repeats`` is not used (one fit of every subject is the measurement). ``n_jobs=1``: one
-    subject at a time on one thread, so ``seconds`` is a subject's own cost.
+    ``data``: a key of :data:`REFERENCE_FILES`. ``repeats`` is not used (one fit of every
+    subject is the measurement). ``n_jobs=1``: one subject at a time on one thread, so
+    ``seconds`` is a subject's own cost.
     """
-    reference = load_reference()
+    reference = load_reference(data)
     reference["subject"] = reference["subject"].astype(str)
-    events = load_recall_data("psifr:Morton2013")
+    events = load_recall_data(data)
     labels = np.asarray(events["subject"].values).astype(str)
     wanted = [str(s) for s in (subjects if subjects is not None else reference["subject"])]
     events = events.isel(trial=np.flatnonzero(np.isin(labels, wanted)))
@@ -97,7 +101,8 @@ def bench_fit_quality(*, repeats: int = 1, subjects=None, cymr_subjects: int = 1
     searches_gap, library_gap = both["best"] - both["searches"], both["best"] - both["library"]
     within = gap <= CONVERGENCE_TOLERANCE
     result = {
-        "name": "fit-quality",
+        "name": "fit-quality" if data == "psifr:Morton2013" else "fit-quality-peers",
+        "data": data,
         "ours_s": float(both["seconds"].median()),
         "reference": "cymr fit_indiv (DE + polish), per subject",
         "reference_s": None,
@@ -135,3 +140,9 @@ def bench_fit_quality(*, repeats: int = 1, subjects=None, cymr_subjects: int = 1
             "ours_shortfall_same_subjects": [round(float(v), 3) for v in theirs["best"] - theirs["ours_logl"]],
         })
     return result
+
+
+@keyword_only
+def bench_fit_quality_peers(*, repeats: int = 1, cymr_subjects: int = 0, n_jobs: int = 1) -> dict:
+    """:func:`bench_fit_quality` on psifr:peers_notask (126 subjects; cymr's fit_indiv not run by default)."""
+    return bench_fit_quality(repeats=repeats, cymr_subjects=cymr_subjects, n_jobs=n_jobs, data="psifr:peers_notask")
