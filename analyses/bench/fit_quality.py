@@ -1,8 +1,8 @@
-"""Does the default fit reach the maximum? Textbook CMR on psifr:Morton2013 (or psifr:peers_notask) against the best known.
+"""Does the default fit reach the maximum? Textbook CMR on psifr:Morton2013 or peers_notask, against the best known.
 
 The best known maximum of each subject (``icl_cmr.data``'s ``fit_reference_morton2013.csv`` and
-``fit_reference_peers_notask.csv``; data/README.md says how they were made) is compared with what ``cmr.fit_recall(events,
-cmr.FitSpec())`` reaches by default, subject by subject: the share within
+``fit_reference_peers_notask.csv``; data/README.md says how they were made) is compared with
+what ``cmr.fit_recall(events, cmr.FitSpec())`` reaches by default, subject by subject: the share within
 ``CONVERGENCE_TOLERANCE`` (0.1 log units) of it, the shortfalls, the convergence verdicts and
 the fitting time per subject. cymr's ``Recall.fit_indiv`` (its differential evolution and
 polish, scipy's defaults) runs on the first ``cymr_subjects`` of the same subjects, side by
