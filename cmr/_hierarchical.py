@@ -278,6 +278,8 @@ NOT_CONVERGED_ADVICE = {
              "the bound",
     "shrinking": "a population sd shrinking toward 0 says the data do not separate the subjects on that parameter: "
                  "fix it at the population median (or tie it), or stop earlier with a larger tol",
+    "oscillating": "a mean or sd going back and forth says a subject's mode flips between two nearby maxima from "
+                   "one iteration to the next: the population is settled to that amplitude; stop with a tol above it",
     "moving": "raise max_iter, or start from converged individual fits (start=cmr.fit_recall(...))",
 }
 
@@ -290,17 +292,27 @@ def unconverged_parameters(names, mean_history, sd_history, tol: float, low, hig
     mean, sd = np.asarray(mean_history[-1]), np.asarray(sd_history[-1])
     mean_step = mean - np.asarray(mean_history[-2])
     sd_step = sd - np.asarray(sd_history[-2])
+    recent_mean = np.asarray(mean_history[-5:], dtype=np.float64)
+    recent_sd = np.asarray(sd_history[-5:], dtype=np.float64)
     lines, kinds = [], set()
     for i, name in enumerate(names):
         if max(abs(mean_step[i]), abs(sd_step[i])) < tol:
             continue
         median = float(to_natural(mean[i], low[i], high[i]))
-        if abs(mean_step[i]) >= abs(sd_step[i]) and abs(mean[i]) > BOUND_Z and mean_step[i] * mean[i] > 0:
+        is_sd = abs(sd_step[i]) >= abs(mean_step[i])
+        recent = (recent_sd if is_sd else recent_mean)[:, i]
+        steps = np.diff(recent)
+        if steps.size >= 3 and (steps >= tol).any() and (steps <= -tol).any():
+            kinds.add("oscillating")
+            what = "sd" if is_sd else "mean (latent)"
+            lines.append(f"{name} (population {what} going back and forth between {recent.min():.3g} and "
+                         f"{recent.max():.3g} over the last {steps.size} iterations)")
+        elif not is_sd and abs(mean[i]) > BOUND_Z and mean_step[i] * mean[i] > 0:
             side, bound = ("lower", low[i]) if mean[i] < 0 else ("upper", high[i])
             kinds.add("bound")
             lines.append(f"{name} (population median {median:.3g}, running toward its {side} bound {bound:g} by "
                          f"{abs(mean_step[i]):.2g} per iteration on the latent scale)")
-        elif abs(sd_step[i]) >= abs(mean_step[i]):
+        elif is_sd:
             direction = "shrinking" if sd_step[i] < 0 else "growing"
             if sd_step[i] < 0 and sd[i] < 0.25:
                 kinds.add("shrinking")

@@ -102,3 +102,11 @@ def test_unconverged_parameters_say_how_each_moved():
     inward = unconverged_parameters(["T"], [np.array([-4.0]), np.array([-3.9])], [np.ones(1), np.ones(1)], 0.01,
                                     low[:1], high[:1])
     assert inward[1] == ["moving"]
+
+
+def test_a_spread_going_back_and_forth_is_an_oscillation():
+    sd = [np.array([0.6931]), np.array([0.6898]), np.array([0.6884]), np.array([0.6922]), np.array([0.6895])]
+    mean = [np.array([-3.75])] * 5
+    lines, kinds = unconverged_parameters(["X1"], mean, sd, 1e-3, np.zeros(1), np.ones(1))
+    assert lines == ["X1 (population sd going back and forth between 0.688 and 0.693 over the last 4 iterations)"]
+    assert kinds == ["oscillating"]
