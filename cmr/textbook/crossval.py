@@ -104,7 +104,7 @@ def cross_validate(
     results = fit_units(spec, arrays, units, unit_seeds(seed, keys, count), n_jobs=n_jobs,
                         executor=executor, polish=polish, progress=progress, de_options=de_options,
                         desc="cross-validate", min_restarts=min_restarts,
-                        library=uses_library(start_library, min_restarts))
+                        library=uses_library(start_library, min_restarts, polish))
     shape = (labels.size, n_folds)
     fold_logl, fold_train = np.empty(shape), np.empty(shape)
     fold_n = np.empty(shape, dtype=np.int64)

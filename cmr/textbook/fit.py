@@ -163,8 +163,9 @@ def fit_recall(
         eight points where searches of human data ended; ``restart_seed`` -2), beside the searches: it finds the
         maximum where differential evolution settles on a second maximum with a large basin.
         The polishes are compared with the searches for ``converged`` but do not count towards
-        the minimum of two searches. None (default): with ``n_restarts="auto"`` only, so an
-        integer ``n_restarts`` runs exactly that many searches and nothing else.
+        the minimum of two searches. None (default): with ``n_restarts="auto"`` and ``polish``
+        only, so an integer ``n_restarts`` runs exactly that many searches and nothing else, and
+        ``polish=False`` runs differential evolution alone.
 
     Returns
     -------
@@ -205,7 +206,7 @@ def fit_recall(
         units = [np.flatnonzero(index == i) for i in range(len(labels))]
     seed = seed_of(rng)
     keys = ["pooled"] if labels is None else list(labels)
-    library = uses_library(start_library, min_restarts)
+    library = uses_library(start_library, min_restarts, polish)
     results = fit_units(spec, arrays, units, unit_seeds(seed, keys, count), n_jobs=n_jobs,
                         executor=executor, polish=polish, progress=progress, de_options=de_options,
                         min_restarts=min_restarts, starts=start_points(spec, start, labels), library=library)
@@ -224,10 +225,11 @@ def fit_recall(
 FLAG_VARIABLES = "see the fit's at_bound, few_events and converged"
 
 
-def uses_library(start_library, min_restarts) -> bool:
-    """Whether the fit polishes from the start library: ``start_library``, or (None) with ``"auto"`` restarts."""
+def uses_library(start_library, min_restarts, polish: bool = True) -> bool:
+    """Whether the fit polishes from the start library: ``start_library``, or (None) with ``"auto"``
+    restarts and the polish on."""
     if start_library is None:
-        return min_restarts is not None
+        return min_restarts is not None and bool(polish)
     if not isinstance(start_library, (bool, np.bool_)):
         raise ParameterError(f"start_library must be True, False or None (with n_restarts='auto'); "
                              f"got {start_library!r}")

@@ -214,6 +214,7 @@ def test_dynamics_figure_is_written(tmp_path):
     assert (tmp_path / "dyn.png").stat().st_size > 1000 and len(fig.axes) == 3
 
 
+@pytest.mark.slow  # 1,200 training steps: 144 s alone on one thread, 215 s beside make test's other worker
 def test_default_recipe_forms_an_induction_circuit_at_seed_0(tmp_path):
     """The must-show of the toy run, at a reduced length: by step 1200 of the default recipe
     (Wikipedia text with repeated phrases, seed 0) layer 0 has a previous-token head and layer 1
