@@ -4,18 +4,19 @@ Many free-recall subjects have their maximum-likelihood fit of textbook CMR in a
 parameter space (``T`` on its lower bound, small ``Lfc``, ``Lcf``, ``P1``, ``B_start`` near 1),
 at the end of a narrow curved ridge, and a second maximum with a large basin elsewhere; a
 differential-evolution search often ends on the second one, and two searches then agree on it.
-A local search started from where *other* people's maxima lie crosses into the first basin: on
-psifr's Morton2013 (Morton & Polyn 2016; 40 subjects, the ten parameters of
-:data:`cmr.STANDARD_FREE`) a polish from another subject's maximum reached a subject's best known
-maximum for every subject, and raised six subjects' best known maxima by up to 4.2 log units.
+A local search started from where a search of *another* subject ended crosses into the first
+basin: on psifr's Morton2013 (Morton & Polyn 2016; 40 subjects, the ten parameters of
+:data:`cmr.STANDARD_FREE`) a polish from another subject's search end reached every subject's
+best known maximum, and raised six subjects' best known maxima by up to 4.2 log units.
 
 :data:`START_LIBRARY` holds eight points where searches of Morton2013 subjects ended, from both
 regions, chosen greedily among the 40 subjects' search ends so that a polish from one of them
 reaches the best known maximum of every Morton2013 subject (docs/fitting-recall.md has the
 numbers: chosen without a subject, eight starts still reach 38 of 40 held-out subjects). They
-are starting points, not priors: the fit's maximum is whatever the polish from them, and the searches, find; a start
-that is inadmissible for a spec (a tied parameter out of range) is skipped. Each polish costs
-about 700 evaluations, under 3% of one search.
+are starting points, not priors: the fit's maximum is whatever the polishes from them and the
+searches find; a start that is inadmissible for a spec (a tied parameter out of range) is
+skipped. Each polish costs about 700 evaluations of a Morton2013 subject, a twentieth of one
+search.
 """
 from __future__ import annotations
 
