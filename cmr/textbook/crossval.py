@@ -88,6 +88,7 @@ def cross_validate(
     spec, patterns, pool_size = fit_spec._model, fit_spec.patterns, fit_spec.pool_size
     n_folds = integer(n_folds, "n_folds", minimum=2)
     count, min_restarts = restart_plan(n_restarts, max_restarts)
+    library = uses_library(start_library, min_restarts, polish)
     n_jobs = check_n_jobs(n_jobs)
     seed = seed_of(rng)
     arrays = trial_arrays(events, patterns, pool_size)
@@ -104,7 +105,7 @@ def cross_validate(
     results = fit_units(spec, arrays, units, unit_seeds(seed, keys, count), n_jobs=n_jobs,
                         executor=executor, polish=polish, progress=progress, de_options=de_options,
                         desc="cross-validate", min_restarts=min_restarts,
-                        library=uses_library(start_library, min_restarts, polish))
+                        library=library)
     shape = (labels.size, n_folds)
     fold_logl, fold_train = np.empty(shape), np.empty(shape)
     fold_n = np.empty(shape, dtype=np.int64)

@@ -197,6 +197,7 @@ def fit_recall(
     if by not in ("subject", None):
         raise RecallDataError(f"by must be 'subject' (one fit per subject) or None (pooled); got {by!r}")
     count, min_restarts = restart_plan(n_restarts, max_restarts)
+    library = uses_library(start_library, min_restarts, polish)
     n_jobs = check_n_jobs(n_jobs)
     arrays = trial_arrays(events, patterns, pool_size)
     if by is None:
@@ -206,7 +207,6 @@ def fit_recall(
         units = [np.flatnonzero(index == i) for i in range(len(labels))]
     seed = seed_of(rng)
     keys = ["pooled"] if labels is None else list(labels)
-    library = uses_library(start_library, min_restarts, polish)
     results = fit_units(spec, arrays, units, unit_seeds(seed, keys, count), n_jobs=n_jobs,
                         executor=executor, polish=polish, progress=progress, de_options=de_options,
                         min_restarts=min_restarts, starts=start_points(spec, start, labels), library=library)
