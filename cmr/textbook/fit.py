@@ -303,6 +303,11 @@ def _patterns_info(patterns):
                 features=list(patterns.feature_names), feature_layer=patterns.feature_layer)
 
 
+#: ``restart_seed`` of the padding of a unit with fewer restarts than the ``restart`` dim (-1 is a
+#: polish from a given start, -2 a polish from the start library, >= 0 a search's seed)
+NO_RESTART = -3
+
+
 def fit_dataset(spec: ModelSpec, labels, results, counts, created_by: str, info: dict) -> xr.Dataset:
     """The ``recall_fit`` dataset of fitted units (``labels`` None: one pooled unit)."""
     names = list(spec.names)
@@ -311,7 +316,7 @@ def fit_dataset(spec: ModelSpec, labels, results, counts, created_by: str, info:
     restart_value = np.full((n_units, n_restarts, len(names)), np.nan)
     restart_logl = np.full((n_units, n_restarts), np.nan)
     restart_int = {key: np.full((n_units, n_restarts), fill, dtype=np.int64)
-                   for key, fill in (("nfev", 0), ("success", 0), ("seed", -1))}
+                   for key, fill in (("nfev", 0), ("success", 0), ("seed", NO_RESTART))}
     for i, unit in enumerate(results):
         for r, res in enumerate(unit):
             as_dict = spec.as_dict(res["x"])

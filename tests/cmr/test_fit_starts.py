@@ -89,3 +89,21 @@ def test_a_library_polish_crosses_into_the_basin_a_search_misses():
         found = search(objective, spec.bounds, 4250628946, {}, True)  # the default fit's first search
     assert polished["seed"] == -2 and polished["logl"] == pytest.approx(-1565.009, abs=0.01)
     assert found["logl"] < -1567.0
+
+
+def test_padding_of_ragged_restarts_is_not_a_given_start():
+    """A unit with fewer restarts than the ``restart`` dim is padded with ``restart_seed`` -3, so -1
+    means only the polish from a given start."""
+    from cmr.textbook.fit import NO_RESTART, fit_dataset
+
+    spec = cmr.FitSpec(["B_enc", "T"])._model
+
+    def result(seed, logl):
+        return dict(x=np.array([0.5, 0.3]), logl=logl, nit=0, success=True, message="", nfev=10, n_nan=0,
+                    n_invalid=0, seconds=0.0, seed=seed)
+
+    results = [[result(-1, -10.0), result(5, -11.0)], [result(7, -12.0)]]
+    fits = fit_dataset(spec, ["a", "b"], results, np.array([4, 4]), "test", {})
+    np.testing.assert_array_equal(fits["restart_seed"].values, [[-1, 5], [7, NO_RESTART]])
+    assert NO_RESTART not in (-1, -2) and NO_RESTART < 0
+    assert np.isnan(fits["restart_logl"].values[1, 1]) and fits["restart_nfev"].values[1, 1] == 0
