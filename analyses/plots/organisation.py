@@ -271,16 +271,20 @@ def category_chance(events, *, category_key: str = "category") -> float:
         raise ParameterError(f"the events have no study column {category_key!r} (variable {name!r}) of item "
                              "categories; give category_key")
     categories = events[name].transpose("trial", "study_position").values
-    lengths = events["list_length"].values
-    shares = []
-    for row, length in zip(categories, lengths):
-        studied = pd.Series(row[: int(length)])
-        studied = studied[studied.notna() & (studied.astype(str) != "")]
-        if len(studied) < 2:
-            continue
-        same = studied.map(studied.value_counts()).to_numpy(dtype=float) - 1.0
-        shares.extend((same[same > 0] / (len(studied) - 1)).tolist())
-    if not shares:
+    lengths = events["list_length"].values.astype(np.int64)
+    # the studied items of each list (positions below its length) that have a category: not
+    # missing and not empty text
+    studied = (np.arange(categories.shape[1]) < lengths[:, None]) & ~pd.isna(categories)
+    if categories.dtype.kind in "OU":
+        studied &= categories != ""
+    trial, _ = np.nonzero(studied)  # row by row, in study order, as the shares are averaged
+    # one code per category (equal values share one), then each item's count within its list
+    codes = pd.factorize(categories[studied])[0].astype(np.int64)
+    _, pair, n_same = np.unique(trial * (codes.max(initial=0) + 1) + codes, return_inverse=True, return_counts=True)
+    same = n_same[pair.reshape(-1)].astype(float) - 1.0
+    others = studied.sum(axis=1)[trial] - 1
+    shares = same[same > 0] / others[same > 0]
+    if not shares.size:
         raise ParameterError(f"no studied item in the events shares its category {category_key!r} with another "
                              "item of its list: the within-category CRP has no chance level")
     return float(np.mean(shares))
