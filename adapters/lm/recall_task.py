@@ -19,6 +19,9 @@ inside functions, so importing this module is cheap.
 """
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import numpy as np
 
 from cmr.checks import as_generator, seed_of
@@ -43,13 +46,46 @@ TASKS = tuple(INSTRUCTIONS)
 DECODINGS = ("greedy", "sample")
 
 
-def word_pool(source: str = "psifr:peers_notask") -> list[str]:
-    """The distinct studied items of a bundled recall data set, lower-cased and sorted."""
-    from ..recall_data import read_recall_table
+#: the pools read so far (at most :data:`_POOL_CACHE_SIZE`), as tuples, by :func:`_pool_key`
+_POOLS: dict[tuple, tuple[str, ...]] = {}
+_POOL_CACHE_SIZE = 8
 
-    table = read_recall_table(source)
-    studied = table.loc[table["trial_type"] == "study", "item"].astype(str)
-    return sorted({item.lower() for item in studied})
+
+def _pool_key(source) -> tuple | None:
+    """A bundled name by itself; a file by its resolved path, modification time and size; else None."""
+    from ..recall_data import BUNDLED
+
+    if isinstance(source, str) and source in BUNDLED:
+        return ("bundled", source)
+    if isinstance(source, (str, os.PathLike)):
+        try:
+            path = Path(source).resolve()
+            stat = path.stat()
+        except (OSError, RuntimeError, ValueError):
+            return None  # read_recall_table says what is wrong with it
+        return ("file", str(path), stat.st_mtime_ns, stat.st_size)
+    return None
+
+
+def word_pool(source: str = "psifr:peers_notask") -> list[str]:
+    """The distinct studied items of a bundled recall data set or a CSV file, lower-cased and sorted.
+
+    Each source is read once per process (a file again when its modification time or size
+    changes); every call returns a new list, so a caller may change it.
+    """
+    key = _pool_key(source)
+    words = _POOLS.get(key) if key is not None else None
+    if words is None:
+        from ..recall_data import read_recall_table
+
+        table = read_recall_table(source)
+        studied = table.loc[table["trial_type"] == "study", "item"].astype(str)
+        words = tuple(sorted({item.lower() for item in studied}))
+        if key is not None:
+            while len(_POOLS) >= _POOL_CACHE_SIZE:
+                _POOLS.pop(next(iter(_POOLS)))
+            _POOLS[key] = words
+    return list(words)
 
 
 @keyword_only
