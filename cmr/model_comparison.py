@@ -113,7 +113,7 @@ def _specs(models, patterns) -> dict:
 
 def fit_models(events, models, *, patterns=None, n_folds: int | None = None, session: str | None = None,
                nested: Mapping[str, str] | None = None, n_restarts=None, rng=0, n_jobs: int = 1,
-               polish: bool = True, progress: bool = False,
+               executor=None, polish: bool = True, progress: bool = False,
                de_options: Mapping | None = None) -> tuple[dict, dict | None]:
     """Fit several CMR variants to the same events, each per subject (and cross-validate them).
 
@@ -136,8 +136,12 @@ def fit_models(events, models, *, patterns=None, n_folds: int | None = None, ses
         models, none for a mapping of specs.
     n_restarts : int or "auto", optional
         Searches per subject, as :func:`cmr.fit_recall` (default: the fitters' own default).
-    rng, n_jobs, polish, progress, de_options
-        As :func:`cmr.fit_recall`; every model gets the same seed.
+    rng, n_jobs, executor, polish, progress, de_options
+        As :func:`cmr.fit_recall`; every model gets the same seed. With ``executor`` (a
+        ``concurrent.futures.Executor`` or ``dask.distributed.Client``) each model's fit runs
+        one task per subject there (its cross-validation one per subject and fold, as
+        :func:`cmr.cross_validate`), the models one after another; the numbers equal a run
+        in threads.
 
     Returns
     -------
@@ -157,7 +161,8 @@ def fit_models(events, models, *, patterns=None, n_folds: int | None = None, ses
     if len({isinstance(spec, CMR2FitSpec) for spec in specs.values()}) == 2:
         _check_same_events(events, session)
     nested = _nested_among(specs, models, nested)
-    options = dict(rng=rng, n_jobs=n_jobs, polish=polish, progress=progress, de_options=de_options)
+    options = dict(rng=rng, n_jobs=n_jobs, executor=executor, polish=polish, progress=progress,
+                   de_options=de_options)
     if n_restarts is not None:
         options["n_restarts"] = n_restarts
     fits, cvs = {}, ({} if n_folds is not None else None)
@@ -209,12 +214,14 @@ def compare_recall_models(events, *, models: Sequence[str] | Mapping | str = ("t
                           patterns=None, n_folds: int | None = None, session: str | None = None,
                           nested: Mapping[str, str] | None = None, test: str = "wilcoxon",
                           nested_tolerance: float = 0.01, n_restarts=None, rng=0, n_jobs: int = 1,
-                          polish: bool = True, progress: bool = False,
+                          executor=None, polish: bool = True, progress: bool = False,
                           de_options: Mapping | None = None) -> tuple[xr.Dataset, dict, dict | None]:
     """Fit the named CMR variants to the same subjects and compare them.
 
     Parameters are those of :func:`fit_models` and :func:`cmr.compare_models`; ``nested``
-    defaults to :data:`NESTED_MODELS` among the named models.
+    defaults to :data:`NESTED_MODELS` among the named models. ``executor`` runs the subjects
+    of every fit (and the folds of every cross-validation) as tasks there, as
+    :func:`cmr.fit_recall` does; the comparison equals a run in threads.
 
     Returns
     -------
@@ -233,8 +240,8 @@ def compare_recall_models(events, *, models: Sequence[str] | Mapping | str = ("t
     if nested is None:
         nested = {} if isinstance(models, Mapping) else NESTED_MODELS
     fits, cvs = fit_models(events, models, patterns=patterns, n_folds=n_folds, session=session, nested=nested,
-                           n_restarts=n_restarts, rng=rng, n_jobs=n_jobs, polish=polish, progress=progress,
-                           de_options=de_options)
+                           n_restarts=n_restarts, rng=rng, n_jobs=n_jobs, executor=executor, polish=polish,
+                           progress=progress, de_options=de_options)
     nested = {outer: inner for outer, inner in nested.items() if outer in fits and inner in fits}
     comparison = compare_models(fits, cv=cvs, nested=nested, test=test, nested_tolerance=nested_tolerance)
     return comparison, fits, cvs

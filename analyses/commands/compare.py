@@ -43,18 +43,24 @@ Every model gets the same fitting options: --restarts, --seed, --jobs, --maxiter
 --popsize of the differential evolution (defaults: scipy's 1000 generations, population 15;
 a quick look: --maxiter 50). The recall-data options are those of fit-recall.
 
+On a dask cluster each subject of each model's fit (each subject and fold with --cv) is one
+task, the models one after another: --workers N starts N worker processes on this machine,
+--scheduler ADDRESS uses the workers of a running scheduler (pip install 'icl-cmr[analyses]').
+The numbers equal a run in threads; --jobs is refused with either.
+
 Examples:
   icl-cmr compare psifr:Morton2013 --models textbook,semantic,category --subjects 1,2,3 -o cmp.nc
   icl-cmr compare data.csv --models textbook,semantic --vectors glove_pool.txt --normalize-items \\
       --cv 4 --jobs 2 -o cmp.csv
   icl-cmr compare sessions.csv --models textbook,cmr2 --list-keys session --maxiter 100 -o cmp.nc
+  icl-cmr compare psifr:Morton2013 --models textbook,category --scheduler tcp://HOST:8786 -o cmp.nc
 """
 
 
 def register(sub):
     import argparse
 
-    from .options import add_item_files, add_output, add_recall_data_options, add_subjects
+    from .options import add_cluster_options, add_item_files, add_output, add_recall_data_options, add_subjects
 
     p = sub.add_parser("compare", help=HELP, description=DESCRIPTION,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -79,6 +85,7 @@ def register(sub):
     p.add_argument("--popsize", type=int, default=None, metavar="N",
                    help="differential-evolution population per free parameter (default 15)")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+    add_cluster_options(p)
     p.set_defaults(func=run)
 
 
@@ -100,8 +107,8 @@ def run(args) -> int:
     from cmr.errors import ParameterError
     from cmr.io import result_format, write_result
     from ...adapters.recall_data import load_recall_data
-    from .options import (check_counts, model_patterns, recall_data_options,
-                                                   selected_subjects)
+    from ..cluster import describe_executor
+    from .options import check_counts, cluster_of, model_patterns, recall_data_options, selected_subjects
 
     result_format(args.output)
     check_counts(args, cv=2, jobs=1, maxiter=1, popsize=1)
@@ -120,16 +127,20 @@ def run(args) -> int:
                              f"--models {args.models} has none")
     if args.session is not None and "cmr2" not in names:
         raise ParameterError(f"--session labels the sessions of cmr2; --models {args.models} has none")
+    cluster = cluster_of(args)  # options checked before the data are read
     events = selected_subjects(args, load_recall_data(args.source, **recall_data_options(args)))
     patterns = {name: model_patterns(args, events, name) for name in names if cmr.COMPARISON_MODELS[name][1]}
     de_options = {key: value for key, value in (("maxiter", args.maxiter), ("popsize", args.popsize))
                   if value is not None}
-    comparison, _, _ = cmr.compare_recall_models(
-        events, models=names, patterns=patterns, n_folds=args.cv, session=args.session, test=args.test,
-        n_restarts=args.restarts, rng=args.seed, n_jobs=args.jobs, progress=not args.no_progress,
-        de_options=de_options or None)
+    with cluster as executor:
+        where = describe_executor(executor, n_jobs=args.jobs)
+        comparison, _, _ = cmr.compare_recall_models(
+            events, models=names, patterns=patterns, n_folds=args.cv, session=args.session, test=args.test,
+            n_restarts=args.restarts, rng=args.seed, n_jobs=args.jobs, executor=executor,
+            progress=not args.no_progress, de_options=de_options or None)
     path = write_result(comparison, args.output)
     print(summary(comparison))
+    print(f"fitted {len(names)} models to {comparison.sizes['subject']} subject(s) {where}")
     print(f"wrote {path}")
     return 0
 

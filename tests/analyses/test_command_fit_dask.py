@@ -1,4 +1,4 @@
-"""fit-recall and fit-population on a dask cluster of worker processes: the numbers equal local threads'."""
+"""fit-recall, fit-population and compare on a dask cluster of worker processes: the numbers equal local threads'."""
 from __future__ import annotations
 
 import sys
@@ -92,6 +92,34 @@ def test_fit_recall_on_its_own_local_workers(data, local, tmp_path, capsys):
     _assert_same(local, remote)
 
 
+def test_compare_on_a_scheduler_equals_threads(data, cluster, tmp_path, capsys):
+    """Every fit of a comparison (the nesting model's started from the nested one's, CMR2's, the
+    cross-validation folds) runs as tasks of the cluster; the comparison tables equal a run in threads."""
+    rows = np.random.default_rng(0).normal(size=(6, 3))
+    vectors = tmp_path / "vectors.txt"
+    vectors.write_text("".join(f"{i + 1} {' '.join(map(repr, r.tolist()))}\n" for i, r in enumerate(rows)))
+    fast = ["--vectors", str(vectors), "--maxiter", "2", "--popsize", "4", "--restarts", "1", "--no-progress"]
+
+    def compare(name, models, *options):
+        from icl_cmr.analyses.cli import main
+
+        out = tmp_path / f"{name}.nc"
+        assert main(["compare", str(data), "--models", models, *fast, *options, "-o", str(out)]) == 0
+        return load_dataset(out)
+
+    for models, cv in (("textbook,semantic,cmr2", []), ("textbook,semantic", ["--cv", "2"])):
+        local = compare("local", models, *cv, "--jobs", "2")
+        assert "fitted" in capsys.readouterr().out
+        before = cluster.scheduler.transition_counter
+        remote = compare("remote", models, *cv, "--scheduler", cluster.scheduler_address)
+        assert cluster.scheduler.transition_counter > before
+        assert f"fitted {len(models.split(','))} models to 3 subject(s) on 2 dask workers" in capsys.readouterr().out
+        assert local.sizes["subject"] == 3 and ("cv_logl" in local) == bool(cv)
+        assert sorted(local.data_vars) == sorted(remote.data_vars)
+        for name in local.data_vars:
+            np.testing.assert_array_equal(local[name].values, remote[name].values, err_msg=f"{models}: {name}")
+
+
 def _error_line(capsys, argv, code=1) -> str:
     from icl_cmr.analyses.cli import main
 
@@ -118,6 +146,13 @@ def test_the_command_line_refusals(data, tmp_path, capsys, monkeypatch):
     threads = _error_line(capsys, [*fit, "--workers", "2", "--jobs", "2"])
     assert "--jobs sets threads of this process; with --workers the dask workers run the subjects" in threads
     assert "must be an integer >= 1; got 0" in _error_line(capsys, [*fit, "--workers", "0"])
+    compare = ["compare", str(data), "--models", "textbook,cmr2", "-o", out]
+    assert "--jobs sets threads of this process; with --scheduler" in _error_line(
+        capsys, [*compare, "--scheduler", "tcp://127.0.0.1:9", "--jobs", "2"])
+    assert _error_line(capsys, [*compare, "--scheduler", "tcp://127.0.0.1:9", "--connect-timeout", "0.5"]).startswith(
+        "icl-cmr compare: error: no dask scheduler answered at 'tcp://127.0.0.1:9' within 0.5 s")
+    assert "--workers: not allowed with argument --scheduler" in _error_line(
+        capsys, [*compare, "--scheduler", "tcp://127.0.0.1:9", "--workers", "2"], code=2)
     assert "--connect-timeout must be a positive" in _error_line(
         capsys, ["fit-population", str(data), "--free", "T", "--scheduler", "tcp://127.0.0.1:9",
                  "--connect-timeout", "0", "-o", out])
