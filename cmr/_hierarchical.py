@@ -1,4 +1,5 @@
-"""Array layer of population-level CMR fits: one subject's posterior mode and curvature.
+"""Array layer of population-level CMR fits: one subject's posterior mode and curvature, and the
+expectation-maximisation loop over subjects (:func:`expectation_maximisation`).
 
 A subject's free parameters live on an unbounded scale: ``z = logit((x - low) / (high - low))``
 per free parameter, with ``(low, high)`` its search bounds. Under a population prior
@@ -8,20 +9,31 @@ sessions kernel) plus the log prior. :func:`subject_mode` finds its maximum by L
 (central-difference gradients, all 2k + 1 points in one kernel call) and the Hessian there by
 central second differences, so the Laplace approximation ``N(mode, inv(H))`` of the posterior
 is known. It is a module-level function of picklable arguments: it runs unchanged in a thread,
-a process or on a dask worker.
+a process or on a dask worker. :func:`e_step` runs it for every subject (one task each, in
+threads or on an executor), :func:`m_step` sets the population from the modes and their Laplace
+variances, and :func:`expectation_maximisation` alternates them until the population settles.
 """
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
 
+from .errors import ParameterError
 from .textbook import _lanes
-from .textbook._optimize import ModelSpec, single_threaded_blas
+from .textbook._optimize import ModelSpec, run_tasks, single_threaded_blas
 from .textbook._trials import TrialArrays
+from .textbook.fit import unit_seeds
 
-__all__ = ["to_natural", "to_latent", "subject_mode", "log_posterior_terms", "Z_LIMIT"]
+__all__ = ["to_natural", "to_latent", "subject_mode", "log_posterior_terms", "first_starts", "e_step", "m_step",
+           "expectation_maximisation", "Z_LIMIT", "INITIAL_SD", "SD_FLOOR"]
 
+#: sd of the first population prior on the latent scale: the logistic distribution's (pi / sqrt 3),
+#: so the first prior is close to uniform over the search bounds
+INITIAL_SD = math.pi / math.sqrt(3.0)
+#: smallest population sd on the latent scale (the M-step never sets a spread of exactly 0)
+SD_FLOOR = 1e-3
 #: |z| is kept below this in the search (expit(15) is 1 - 3e-7 of the range: at a bound in effect)
 Z_LIMIT = 15.0
 #: step of the central-difference gradient on the latent scale
@@ -248,7 +260,6 @@ def individual_starts(model: ModelSpec, start, labels, all_names) -> tuple[list[
     same subjects, e.g. :func:`cmr.fit_recall`'s) and the subjects whose start did not converge."""
     import xarray as xr
 
-    from .errors import ParameterError
     from .textbook.fit import start_points
 
     if not isinstance(start, xr.Dataset):
@@ -324,3 +335,67 @@ def unconverged_parameters(names, mean_history, sd_history, tol: float, low, hig
             lines.append(f"{name} (population median {median:.3g}, moving by {abs(mean_step[i]):.2g} per iteration "
                          f"on the latent scale)")
     return lines, [kind for kind in NOT_CONVERGED_ADVICE if kind in kinds]
+
+
+def first_starts(seed: int, labels, k: int, n_starts: int) -> list[np.ndarray]:
+    """Each subject's starts of the first E-step: the first prior's mean, then ``n_starts - 1`` draws from it."""
+    mean, sd = np.zeros(k), np.full(k, INITIAL_SD)
+    starts = []
+    for unit_seed in unit_seeds(seed, list(labels), 1):
+        draws = np.random.default_rng(unit_seed[0]).normal(mean, sd, size=(n_starts - 1, k))
+        starts.append(np.vstack([mean[None, :], draws]))
+    return starts
+
+
+def e_step(model, labels, subsets, mean, sd, starts, curvatures, *, n_jobs, executor) -> list[dict]:
+    """Each subject's posterior mode and Laplace approximation under the prior ``N(mean, sd**2)``."""
+    tasks = [(subject_mode, (model, subset, mean, sd, start, curve))
+             for subset, start, curve in zip(subsets, starts, curvatures)]
+    modes = run_tasks(tasks, n_jobs=n_jobs, executor=executor)
+    failed = [str(labels[i]) for i, mode in enumerate(modes) if mode["z"] is None]
+    if failed:
+        raise ParameterError(f"fit_population: no admissible parameter set found for subject(s) "
+                             f"{', '.join(failed[:5])} (every start scored impossible; check ties and bounds)")
+    return modes
+
+
+def m_step(modes, sd) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float]:
+    """The population of the modes: mean, sd (with the Laplace variances, at least ``SD_FLOOR``), the
+    modes ``z`` and variances, and the Laplace log marginal likelihood under the prior of sd ``sd``."""
+    z = np.array([m["z"] for m in modes])
+    variance = np.array([np.diag(m["covariance"]) for m in modes])
+    marginal = sum(m["logl"] + m["log_prior"] - np.log(sd).sum() - 0.5 * m["log_det"] for m in modes)
+    new_mean = z.mean(axis=0)
+    new_sd = np.maximum(np.sqrt(np.mean((z - new_mean) ** 2 + variance, axis=0)), SD_FLOOR)
+    return new_mean, new_sd, z, variance, float(marginal)
+
+
+def expectation_maximisation(model, labels, subsets, starts, *, max_iter, tol, n_jobs, executor, progress) -> dict:
+    """E- and M-steps until neither mean nor sd moves by ``tol`` (or ``max_iter``): the last state and the history."""
+    from tqdm.auto import tqdm
+
+    mean, sd = np.zeros(model.k), np.full(model.k, INITIAL_SD)
+    curvatures = [None] * len(subsets)  # the first iteration searches by L-BFGS from every start
+    history = dict(mean=[], sd=[], change=[], marginal=[])
+    totals = np.zeros((len(subsets), 4))  # nfev, n_nan, n_invalid, seconds over all iterations
+    converged = False
+    with tqdm(total=max_iter, desc="fit-population", unit="iteration", disable=not progress) as bar:
+        for _ in range(max_iter):
+            modes = e_step(model, labels, subsets, mean, sd, starts, curvatures, n_jobs=n_jobs, executor=executor)
+            totals += [[m["nfev"], m["n_nan"], m["n_invalid"], m["seconds"]] for m in modes]
+            new_mean, new_sd, z, variance, marginal = m_step(modes, sd)
+            change = float(max(np.abs(new_mean - mean).max(), np.abs(new_sd - sd).max()))
+            history["mean"].append(new_mean)
+            history["sd"].append(new_sd)
+            history["change"].append(change)
+            history["marginal"].append(marginal)
+            mean, sd = new_mean, new_sd
+            starts = [mode["z"][None, :] for mode in modes]
+            curvatures = [mode["curvature"] for mode in modes]
+            bar.update(1)
+            bar.set_postfix(change=f"{change:.2g}")
+            if change < tol:
+                converged = True
+                break
+    return dict(mean=mean, sd=sd, modes=modes, z=z, variance=variance, totals=totals, history=history,
+                converged=converged)

@@ -33,7 +33,8 @@ import pandas as pd
 import xarray as xr
 
 from ._hierarchical import (
-    NOT_CONVERGED_ADVICE, individual_starts, subject_mode, to_latent, to_natural, unconverged_parameters,
+    INITIAL_SD, NOT_CONVERGED_ADVICE, SD_FLOOR, expectation_maximisation, first_starts, individual_starts, to_latent,
+    to_natural, unconverged_parameters,
 )
 from .checks import integer, seed_of, shown
 from .checks import n_jobs as check_n_jobs
@@ -43,20 +44,14 @@ from .cmr2.parameters import CMR2_PARAMETER_NAMES
 from .deprecation import keyword_only
 from .errors import FitWarning, ParameterError, RecallDataError
 from .events import as_events, from_recall_matrix
-from .textbook._optimize import run_tasks
 from .textbook._trials import trial_arrays
-from .textbook.fit import event_counts, fit_dataset, fit_recall, unit_seeds
+from .textbook.fit import event_counts, fit_dataset, fit_recall
 from .textbook.flags import flag_summary, listed, warn_fit
 from .textbook.parameters import MODEL_PARAMETER_NAMES
 from .textbook.spec import FitSpec
 
 __all__ = ["fit_population", "population_recovery", "INITIAL_SD", "SD_FLOOR", "RECOVERY_POPULATION"]
 
-#: sd of the first population prior on the latent scale: the logistic distribution's (pi / sqrt 3),
-#: so the first prior is close to uniform over the search bounds
-INITIAL_SD = math.pi / math.sqrt(3.0)
-#: smallest population sd on the latent scale (the M-step never sets a spread of exactly 0)
-SD_FLOOR = 1e-3
 #: true population medians of :func:`population_recovery` (natural scale; values typical of human
 #: fits); a free parameter not named here has its median in the middle of its search bounds
 RECOVERY_POPULATION = {"Lfc": 0.5, "Lcf": 0.5, "P1": 2.0, "P2": 1.5, "B_enc": 0.6, "B_start": 0.4, "B_rec": 0.75,
@@ -192,7 +187,7 @@ def fit_population(
     labels, subsets, counts, model_info = _subjects(events, fit_spec, session)
     seed = seed_of(rng)
     start_time = time.perf_counter()
-    starts = _first_starts(seed, labels, model.k, n_starts)
+    starts = first_starts(seed, labels, model.k, n_starts)
     if start is not None:
         own, unconverged = individual_starts(model, start, labels,
                                              CMR2_PARAMETER_NAMES if is_cmr2 else MODEL_PARAMETER_NAMES)
@@ -201,7 +196,7 @@ def fit_population(
             warnings.warn(f"fit_population: the start fits of {len(unconverged)} of {len(labels)} subjects did not "
                           f"converge (subject {listed(unconverged)}); refit them first (cmr.fit_recall(..., "
                           f"max_restarts=24, start=fits))", FitWarning, stacklevel=2)
-    em = _expectation_maximisation(model, labels, subsets, starts,
+    em = expectation_maximisation(model, labels, subsets, starts,
                                    max_iter=max_iter, tol=tol, n_jobs=n_jobs, executor=executor, progress=progress)
     info = dict(free=list(model.free), fixed=model.fixed, bounds=dict(zip(model.free, model.bounds)),
                 tied={t.name: t.expression for t in model.tied}, seed=int(seed), **model_info, n_starts=n_starts,
@@ -249,70 +244,6 @@ def _subjects(events, fit_spec, session) -> tuple:
         counts = [int(event_counts(arrays.recalls[rows]).sum()) for rows in units]
         model_info = dict(pool_size=fit_spec.pool_size, patterns=fit_spec.patterns is not None)
     return labels, subsets, counts, model_info
-
-
-def _first_starts(seed: int, labels, k: int, n_starts: int) -> list[np.ndarray]:
-    """Each subject's starts of the first E-step: the first prior's mean, then ``n_starts - 1`` draws from it."""
-    mean, sd = np.zeros(k), np.full(k, INITIAL_SD)
-    starts = []
-    for unit_seed in unit_seeds(seed, list(labels), 1):
-        draws = np.random.default_rng(unit_seed[0]).normal(mean, sd, size=(n_starts - 1, k))
-        starts.append(np.vstack([mean[None, :], draws]))
-    return starts
-
-
-def _e_step(model, labels, subsets, mean, sd, starts, curvatures, *, n_jobs, executor) -> list[dict]:
-    """Each subject's posterior mode and Laplace approximation under the prior ``N(mean, sd**2)``."""
-    tasks = [(subject_mode, (model, subset, mean, sd, start, curve))
-             for subset, start, curve in zip(subsets, starts, curvatures)]
-    modes = run_tasks(tasks, n_jobs=n_jobs, executor=executor)
-    failed = [str(labels[i]) for i, mode in enumerate(modes) if mode["z"] is None]
-    if failed:
-        raise ParameterError(f"fit_population: no admissible parameter set found for subject(s) "
-                             f"{', '.join(failed[:5])} (every start scored impossible; check ties and bounds)")
-    return modes
-
-
-def _m_step(modes, sd) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float]:
-    """The population of the modes: mean, sd (with the Laplace variances, at least ``SD_FLOOR``), the
-    modes ``z`` and variances, and the Laplace log marginal likelihood under the prior of sd ``sd``."""
-    z = np.array([m["z"] for m in modes])
-    variance = np.array([np.diag(m["covariance"]) for m in modes])
-    marginal = sum(m["logl"] + m["log_prior"] - np.log(sd).sum() - 0.5 * m["log_det"] for m in modes)
-    new_mean = z.mean(axis=0)
-    new_sd = np.maximum(np.sqrt(np.mean((z - new_mean) ** 2 + variance, axis=0)), SD_FLOOR)
-    return new_mean, new_sd, z, variance, float(marginal)
-
-
-def _expectation_maximisation(model, labels, subsets, starts, *, max_iter, tol, n_jobs, executor, progress) -> dict:
-    """E- and M-steps until neither mean nor sd moves by ``tol`` (or ``max_iter``): the last state and the history."""
-    from tqdm.auto import tqdm
-
-    mean, sd = np.zeros(model.k), np.full(model.k, INITIAL_SD)
-    curvatures = [None] * len(subsets)  # the first iteration searches by L-BFGS from every start
-    history = dict(mean=[], sd=[], change=[], marginal=[])
-    totals = np.zeros((len(subsets), 4))  # nfev, n_nan, n_invalid, seconds over all iterations
-    converged = False
-    with tqdm(total=max_iter, desc="fit-population", unit="iteration", disable=not progress) as bar:
-        for _ in range(max_iter):
-            modes = _e_step(model, labels, subsets, mean, sd, starts, curvatures, n_jobs=n_jobs, executor=executor)
-            totals += [[m["nfev"], m["n_nan"], m["n_invalid"], m["seconds"]] for m in modes]
-            new_mean, new_sd, z, variance, marginal = _m_step(modes, sd)
-            change = float(max(np.abs(new_mean - mean).max(), np.abs(new_sd - sd).max()))
-            history["mean"].append(new_mean)
-            history["sd"].append(new_sd)
-            history["change"].append(change)
-            history["marginal"].append(marginal)
-            mean, sd = new_mean, new_sd
-            starts = [mode["z"][None, :] for mode in modes]
-            curvatures = [mode["curvature"] for mode in modes]
-            bar.update(1)
-            bar.set_postfix(change=f"{change:.2g}")
-            if change < tol:
-                converged = True
-                break
-    return dict(mean=mean, sd=sd, modes=modes, z=z, variance=variance, totals=totals, history=history,
-                converged=converged)
 
 
 def _assemble(model, labels, counts, em, seed, level, info) -> xr.Dataset:
