@@ -78,7 +78,7 @@ def register(sub):
     p.add_argument("--max-restarts", type=int, default=8, metavar="N",
                    help="--restarts auto: most searches per subject (default 8)")
     p.add_argument("--start-library", action=argparse.BooleanOptionalAction, default=None,
-                   help="also polish from the eight starts of the start library (default: with --restarts auto "
+                   help="also polish from the ten starts of the start library (default: with --restarts auto "
                         "only; docs/fitting-recall.md)")
     p.add_argument("--pooled", action="store_true", help="one fit to all subjects together (group fit)")
     p.add_argument("--cv", type=int, default=None, metavar="K", help="write K-fold leave-lists-out cross-validation")

@@ -160,7 +160,7 @@ def fit_recall(
         or default values) or :func:`cmr.fit_population`'s shrunk estimates.
     start_library : bool, optional
         Polish also from each point of the start library (:data:`cmr.textbook.starts.START_LIBRARY`,
-        eight points where searches of human data ended; ``restart_seed`` -2), beside the searches: it finds the
+        ten points where fits of human data ended; ``restart_seed`` -2), beside the searches: it finds the
         maximum where differential evolution settles on a second maximum with a large basin.
         The polishes count like searches for ``converged`` (the best two of all restarts agree;
         at least one search always runs). None (default): with ``n_restarts="auto"`` and ``polish``

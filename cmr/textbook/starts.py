@@ -9,14 +9,18 @@ basin: on psifr's Morton2013 (Morton & Polyn 2016; 40 subjects, the ten paramete
 :data:`cmr.STANDARD_FREE`) a polish from another subject's search end reached every subject's
 best known maximum, and raised six subjects' best known maxima by up to 4.2 log units.
 
-:data:`START_LIBRARY` holds eight points where searches of Morton2013 subjects ended, from both
-regions, chosen greedily among the 40 subjects' search ends so that a polish from one of them
-reaches the best known maximum of every Morton2013 subject (docs/fitting-recall.md has the
-numbers: chosen without a subject, eight starts still reach 38 of 40 held-out subjects). They
-are starting points, not priors: the fit's maximum is whatever the polishes from them and the
-searches find; a start that is inadmissible for a spec (a tied parameter out of range) is
-skipped. Each polish costs about 700 evaluations of a Morton2013 subject, a twentieth of one
-search.
+:data:`START_LIBRARY` holds ten points. Eight are where searches of Morton2013 subjects ended,
+from both regions, chosen greedily among the 40 subjects' search ends so that a polish from one
+of them reaches the best known maximum of every Morton2013 subject (chosen without a subject,
+eight starts still reach 38 of 40 held-out subjects). PEERS subjects (psifr's peers_notask,
+126 subjects) have a second corner the Morton2013 points miss: ``T`` on its bound with
+``B_start`` at 0 (16 of them). The last two rows are maxima of two PEERS subjects there, chosen
+greedily among 24 PEERS maxima (16 in that corner, 8 spread over the rest) so that the library
+reaches the most of all 166 subjects; chosen without a subject, the two added starts reach 164 of
+the 166 (docs/fitting-recall.md has the numbers). They are starting points, not priors: the
+fit's maximum is whatever the polishes from them and the searches find; a start that is
+inadmissible for a spec (a tied parameter out of range) is skipped. Each polish costs about 700
+evaluations of a Morton2013 subject, a twentieth of one search.
 """
 from __future__ import annotations
 
@@ -30,7 +34,8 @@ START_NAMES = ("Lfc", "Lcf", "P1", "P2", "B_enc", "B_start", "B_rec", "T", "X1",
 #: where searches of ``FitSpec()`` ended for Morton2013 subjects 4, 43, 5, 3, 29, 1, 8 and 28 (A and D
 #: fixed at cymr's values): six of them those subjects' best known maxima (``T`` on its bound), two
 #: (subjects 43 and 5) a second maximum in the middle of the space, which is where other subjects'
-#: maxima lie
+#: maxima lie; then the best known maxima of peers_notask subjects 75 and 107 (``T`` on its bound,
+#: ``B_start`` 0)
 START_LIBRARY = np.array([
     (0.01560883, 0.00921581, 0.02694424, 0.46523953, 0.67777909, 0.99581002, 0.86124896, 0.01, 0.00854269, 0.2143478),
     (0.42192117, 0.20191036, 0.87611977, 0.81692152, 0.81999835, 0.5892767, 0.79705619, 0.30333245, 0.00095072,
@@ -43,6 +48,8 @@ START_LIBRARY = np.array([
     (0.00840792, 0.00465756, 0.01067016, 0.24923563, 0.7423454, 0.99807937, 0.75725935, 0.01, 0.00773259, 0.32802832),
     (0.01189617, 0.00939672, 0.00235059, 0.8610738, 0.70828772, 0.99752751, 0.89039532, 0.01000003, 0.0044935,
      0.26349662),
+    (0.1523077, 0.18716146, 0.06109672, 0.23916303, 0.17661089, 0.0, 0.59873042, 0.01, 0.0108238, 0.43278638),
+    (0.0098087, 0.01257001, 0.95718442, 4.11279131, 0.74339541, 0.0, 0.96936093, 0.01, 0.00548881, 0.35294828),
 ], dtype=np.float64)
 
 

@@ -1,4 +1,4 @@
-"""The start library: every default fit also polishes from eight points where searches of human data ended."""
+"""The start library: every default fit also polishes from ten points where fits of human data ended."""
 from __future__ import annotations
 
 import warnings
@@ -28,18 +28,19 @@ def events():
 
 
 def test_library_points_are_admissible_human_parameter_sets():
-    assert START_LIBRARY.shape == (8, len(START_NAMES)) and set(START_NAMES) == set(cmr.STANDARD_FREE)
+    assert START_LIBRARY.shape == (10, len(START_NAMES)) and set(START_NAMES) == set(cmr.STANDARD_FREE)
     for row in START_LIBRARY:
         cmr.validate_parameters(dict(cmr.default_parameters(), **dict(zip(START_NAMES, row))))
-    # both regions: T on its lower bound with B_start near 1, and T in the middle of its range
-    t = START_LIBRARY[:, START_NAMES.index("T")]
-    assert (t < 0.011).sum() >= 4 and (t > 0.1).sum() >= 2
+    # three regions: T on its lower bound with B_start near 1 or at 0, and T in the middle of its range
+    t, b_start = START_LIBRARY[:, START_NAMES.index("T")], START_LIBRARY[:, START_NAMES.index("B_start")]
+    assert ((t < 0.011) & (b_start > 0.9)).sum() >= 4 and ((t < 0.011) & (b_start < 0.1)).sum() >= 2
+    assert (t > 0.1).sum() >= 2
 
 
 def test_library_starts_follow_the_spec():
     spec = cmr.FitSpec()._model
     points = library_starts(spec)
-    assert len(points) == 8
+    assert len(points) == len(START_LIBRARY)
     np.testing.assert_array_equal(points[0], START_LIBRARY[0][[START_NAMES.index(n) for n in spec.free]])
     narrow = cmr.FitSpec(["B_enc", "T"], bounds={"T": (0.05, 1.0)})._model
     got = np.array(library_starts(narrow))
