@@ -55,20 +55,21 @@ def has_converged(logls, tolerance: float = CONVERGENCE_TOLERANCE) -> bool:
 
 
 def run_restarts(run_one, seeds, min_restarts: int | None = None, tolerance: float = CONVERGENCE_TOLERANCE,
-                 results=None) -> list:
+                 results=None, uncounted: int = 0) -> list:
     """Restarts ``run_one(seed) -> dict`` (with ``logl``), one per seed, in order.
 
     ``min_restarts`` None: every seed. Otherwise restarts stop as soon as at least
     ``min_restarts`` ran and the best two agree within ``tolerance`` (:func:`has_converged`),
     or the seeds run out. The seeds are fixed in advance and the stop depends only on the
     results, so the restarts run do not depend on threads or executors. ``results``: searches
-    already run (polishes from the start library, a polish from a given start), compared and
-    counted like the restarts; at least one seed always runs.
+    already run (a polish from a given start, polishes from the start library), compared like
+    the restarts; the first ``uncounted`` of them (the library's) do not count towards
+    ``min_restarts``.
     """
     results = list(results or [])
     for seed in seeds:
         results.append(run_one(seed))
-        if (min_restarts is not None and len(results) >= min_restarts
+        if (min_restarts is not None and len(results) - uncounted >= min_restarts
                 and has_converged([r["logl"] for r in results], tolerance)):
             break
     return results
@@ -398,7 +399,7 @@ def fit_unit(spec: ModelSpec, arrays: TrialArrays, seeds, de_options=None, polis
 
     ``library``: first a polish from each point of the start library
     (:func:`cmr.textbook.starts.library_starts`; ``restart_seed`` -2; inadmissible ones
-    skipped), compared with the searches and counted towards ``min_restarts``. ``start``
+    skipped), compared with the searches but not counted towards ``min_restarts``. ``start``
     (free values, optional): then a polish from there (:func:`polish_start`), so the fit is never
     worse than that point (e.g. a nested model's or a population fit's estimate).
     """
@@ -411,10 +412,11 @@ def fit_unit(spec: ModelSpec, arrays: TrialArrays, seeds, de_options=None, polis
             first = [out for out in (polish_start(objective, spec.bounds, x, seed=-2)
                                      for x in (library_starts(spec) if library else []))
                      if np.isfinite(out["logl"])]
+            uncounted = len(first)
             if start is not None:
                 first.append(polish_start(objective, spec.bounds, start))
             return run_restarts(lambda seed: search(objective, spec.bounds, seed, dict(de_options or {}), polish),
-                                seeds, min_restarts, results=first)
+                                seeds, min_restarts, results=first, uncounted=uncounted)
     finally:
         if pool is not None:
             pool.shutdown()

@@ -162,8 +162,8 @@ def fit_recall(
         Polish also from each point of the start library (:data:`cmr.textbook.starts.START_LIBRARY`,
         ten points where fits of human data ended; ``restart_seed`` -2), beside the searches: it finds the
         maximum where differential evolution settles on a second maximum with a large basin.
-        The polishes count like searches for ``converged`` (the best two of all restarts agree;
-        at least one search always runs). None (default): with ``n_restarts="auto"`` and ``polish``
+        The polishes are compared with the searches for ``converged`` but do not count towards
+        the minimum of two searches. None (default): with ``n_restarts="auto"`` and ``polish``
         only, so an integer ``n_restarts`` runs exactly that many searches and nothing else, and
         ``polish=False`` runs differential evolution alone.
 
