@@ -11,6 +11,7 @@ default). See docs/cmr2.md.
 from __future__ import annotations
 
 import json
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Mapping, Sequence
@@ -226,6 +227,41 @@ class _SessionObjective(VectorisedObjective):
         return totals
 
 
+#: evaluations per free parameter of the Nelder-Mead polish (:func:`simplex_polish`)
+SIMPLEX_EVALUATIONS = 250
+
+
+def simplex_polish(objective, bounds, found: dict) -> dict:
+    """Nelder-Mead (bounded, adaptive) from a search's end ``found``, kept where it scores higher.
+
+    With ``C_thresh`` above 0 CMR2's likelihood is a step function of the parameters (an item
+    edited out or not), so the finite-difference gradient of the L-BFGS-B polish is zero or
+    huge and the polish stops where differential evolution did; a simplex does not need the
+    gradient. On docs/cmr2.md's example (free ``B_enc``, ``B_distract``, ``C_thresh``) the
+    default fit of subject 1 rose from -1188.88 (8 searches, the best two 0.25 apart) to
+    -1188.08 (2 searches that agree). At most ``SIMPLEX_EVALUATIONS`` evaluations per free
+    parameter; counted in ``nfev``, ``n_nan``, ``n_invalid`` and ``seconds``.
+    """
+    from scipy import optimize
+
+    begin = time.perf_counter()
+    nfev0, nan0, invalid0 = objective.nfev, objective.n_nan, objective.n_invalid
+    x0 = np.asarray(found["x"], dtype=np.float64)
+    result = optimize.minimize(lambda x: float(objective(np.asarray(x, dtype=np.float64))), x0, method="Nelder-Mead",
+                               bounds=list(bounds), options=dict(maxfev=SIMPLEX_EVALUATIONS * x0.size, xatol=1e-7,
+                                                                  fatol=1e-9, adaptive=True))
+    out = dict(found)
+    x = np.asarray(result.x, dtype=np.float64)
+    logl = -float(objective(x))  # rescored: the value kept
+    if np.isfinite(logl) and logl > found["logl"]:
+        out.update(x=x, logl=logl)
+    out["nfev"] = found["nfev"] + objective.nfev - nfev0
+    out["n_nan"] = found["n_nan"] + objective.n_nan - nan0
+    out["n_invalid"] = found["n_invalid"] + objective.n_invalid - invalid0
+    out["seconds"] = found["seconds"] + time.perf_counter() - begin
+    return out
+
+
 def fit_sessions(spec: _SessionModel, arrays: SessionArrays, seeds, de_options=None, polish: bool = True,
                  n_threads: int = 1, min_restarts: int | None = None, start=None) -> list[dict]:
     """Fit one unit's sessions from its seeds (and ``start``), as textbook CMR's ``fit_unit``; every restart."""
@@ -236,8 +272,13 @@ def fit_sessions(spec: _SessionModel, arrays: SessionArrays, seeds, de_options=N
             first = [] if start is None else [polish_start(objective, spec.bounds, start)]
             if first:  # the likelihood has steps (C_thresh): report the value kept, scored once more
                 first[0]["logl"] = -float(objective(first[0]["x"]))
-            return run_restarts(lambda seed: search(objective, spec.bounds, seed, dict(de_options or {}), polish,
-                                                    rescore=True), seeds, min_restarts, results=first)
+                first[0] = simplex_polish(objective, spec.bounds, first[0]) if polish else first[0]
+
+            def one(seed):
+                found = search(objective, spec.bounds, seed, dict(de_options or {}), polish, rescore=True)
+                return simplex_polish(objective, spec.bounds, found) if polish else found
+
+            return run_restarts(one, seeds, min_restarts, results=first)
     finally:
         if pool is not None:
             pool.shutdown()
