@@ -64,13 +64,14 @@ def _cymr_fit(events, subjects, bounds, **options) -> pd.DataFrame:
 
 
 @keyword_only
-def bench_fit_quality(*, repeats: int = 1, subjects=None, cymr_subjects: int = 1, n_jobs: int = 1,
+def bench_fit_quality(*, repeats: int = 1, subjects=None, cymr_subjects: int = 1, n_jobs: int = 2,
                       data: str = "psifr:Morton2013") -> dict:
     """Share of subjects the default fit brings within 0.1 log units of the best known; vs cymr.
 
     ``data``: a key of :data:`REFERENCE_FILES`. ``repeats`` is not used (one fit of every
-    subject is the measurement). ``n_jobs=1``: one subject at a time on one thread, so
-    ``seconds`` is a subject's own cost.
+    subject is the measurement). ``n_jobs=2``: two subjects at a time, one thread each, so ``ours_s``
+    (the median of subjects' own seconds) is a subject's cost on one of two busy cores and
+    ``wall_per_subject_s`` (the wall time over the subjects) the cost per subject on 2 cores.
     """
     reference = load_reference(data)
     reference["subject"] = reference["subject"].astype(str)
@@ -121,6 +122,8 @@ def bench_fit_quality(*, repeats: int = 1, subjects=None, cymr_subjects: int = 1
         "library_within_0.1": int((library_gap <= CONVERGENCE_TOLERANCE).sum()),
         "above_best_known": int((gap < -CONVERGENCE_TOLERANCE).sum()),
         "wall_s": wall,
+        "n_jobs": int(n_jobs),
+        "wall_per_subject_s": wall / max(1, len(both)),
     }
     if cymr_subjects:
         chosen = list(both["subject"][: int(cymr_subjects)])
@@ -143,6 +146,6 @@ def bench_fit_quality(*, repeats: int = 1, subjects=None, cymr_subjects: int = 1
 
 
 @keyword_only
-def bench_fit_quality_peers(*, repeats: int = 1, cymr_subjects: int = 0, n_jobs: int = 1) -> dict:
+def bench_fit_quality_peers(*, repeats: int = 1, cymr_subjects: int = 0, n_jobs: int = 2) -> dict:
     """:func:`bench_fit_quality` on psifr:peers_notask (126 subjects; cymr's fit_indiv not run by default)."""
     return bench_fit_quality(repeats=repeats, cymr_subjects=cymr_subjects, n_jobs=n_jobs, data="psifr:peers_notask")
