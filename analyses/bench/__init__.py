@@ -28,6 +28,7 @@ BENCHMARKS = {
     "fit-units": "icl_cmr.analyses.bench.fitting:bench_fit_units",
     "fit-quality": "icl_cmr.analyses.bench.fit_quality:bench_fit_quality",
     "fit-quality-peers": "icl_cmr.analyses.bench.fit_quality:bench_fit_quality_peers",
+    "fit-quality-examples": "icl_cmr.analyses.bench.fit_quality_examples:bench_fit_quality_examples",
     "heads": "icl_cmr.analyses.bench.heads:bench_heads",
     "heads-dtype": "icl_cmr.analyses.bench.heads_dtype:bench_heads_dtype",
     "ablation-forward": "icl_cmr.analyses.bench.ablation:bench_ablation",
