@@ -171,7 +171,7 @@ def as_network_spec(caller: str, spec, keywords: dict) -> tuple[NetworkFitSpec, 
 
 
 def fit_network(data, spec: NetworkFitSpec | None = None, *, by: str | None = "subject", rng=None,
-                de_options=None, n_restarts=1, max_restarts: int = 8, **deprecated_model) -> xr.Dataset:
+                de_options=None, n_restarts="auto", max_restarts: int = 8, **deprecated_model) -> xr.Dataset:
     """Fit the free parameters of a CMR network by maximum likelihood.
 
     Parameters
@@ -192,9 +192,10 @@ def fit_network(data, spec: NetworkFitSpec | None = None, *, by: str | None = "s
         Options of ``scipy.optimize.differential_evolution`` (default tol 1e-6, maxiter 1000,
         popsize 15).
     n_restarts : int or "auto"
-        Searches per unit. One by default (a network's search takes minutes, and one search
-        leaves ``converged`` False); ``"auto"`` searches until the best two agree within
-        ``CONVERGENCE_TOLERANCE`` log units, at most ``max_restarts``, as :func:`cmr.fit_recall`.
+        Searches per unit. ``"auto"`` (default) searches until the best two agree within
+        ``CONVERGENCE_TOLERANCE`` log units, at least two and at most ``max_restarts``, as
+        :func:`cmr.fit_recall`, so ``converged`` says whether the maximum was found twice. An
+        integer runs exactly that many (one search leaves ``converged`` False).
     max_restarts : int
         Most searches per unit with ``n_restarts="auto"``.
 
