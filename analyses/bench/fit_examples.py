@@ -28,6 +28,7 @@ import pandas as pd
 
 import cmr
 from cmr.errors import ParameterError
+from cmr.io import write_table
 
 from ...adapters.item_pools import patterns_from_file
 from ...adapters.recall_data import load_recall_data
@@ -70,10 +71,10 @@ def _semantic_events():
         folder = Path(name)
         table = cmr.simulate_free_recall(cmr.default_parameters(), 6, 4, subjects=2, rng=0)
         words = np.array(["apple", "bird", "cat", "dog", "egg", "fish"])
-        pd.DataFrame({"subject_id": table["subject"], "list_num": table["list"],
-                      "phase": table["trial_type"].map({"study": "encoding", "recall": "retrieval"}),
-                      "serial_pos": table["position"], "word": words[table["item"].astype(int).to_numpy() - 1]},
-                     ).to_csv(folder / "lab.csv", index=False)
+        write_table(pd.DataFrame({"subject_id": table["subject"], "list_num": table["list"],
+                                  "phase": table["trial_type"].map({"study": "encoding", "recall": "retrieval"}),
+                                  "serial_pos": table["position"],
+                                  "word": words[table["item"].astype(int).to_numpy() - 1]}), folder / "lab.csv")
         np.savez(folder / "pool.npz", items=words, vectors=np.random.default_rng(0).normal(size=(6, 50)))
         events = load_recall_data(str(folder / "lab.csv"), normalize_items=True,
                                   columns={"subject": "subject_id", "list": "list_num", "position": "serial_pos",
