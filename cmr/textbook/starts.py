@@ -16,8 +16,9 @@ eight starts still reach 38 of 40 held-out subjects). PEERS subjects (psifr's pe
 126 subjects) have a second corner the Morton2013 points miss: ``T`` on its bound with
 ``B_start`` at 0 (16 of them). The last two rows are maxima of two PEERS subjects there, chosen
 greedily among 24 PEERS maxima (16 in that corner, 8 spread over the rest) so that the library
-reaches the most of all 166 subjects; chosen without a subject, the two added starts reach 164 of
-the 166 (docs/fitting-recall.md has the numbers). They are starting points, not priors: the
+reaches the most of all 166 subjects; chosen without the held-out subject, the library and that
+subject's first search reach 164 of the 166, and with its later searches 165
+(docs/fitting-recall.md has the numbers). They are starting points, not priors: the
 fit's maximum is whatever the polishes from them and the searches find; a start that is
 inadmissible for a spec (a tied parameter out of range) is skipped. Each polish costs about 700
 evaluations of a Morton2013 subject, a twentieth of one search.
