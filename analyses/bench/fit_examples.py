@@ -192,11 +192,10 @@ EXAMPLES = {"semantic": semantic_example, "cmr2": cmr2_example, "network": netwo
 
 def example(family: str) -> FitExample:
     """The documented example of ``family`` (a key of :data:`EXAMPLES`)."""
-    try:
-        return EXAMPLES[family]()
-    except KeyError:
+    if family not in EXAMPLES:
         raise ParameterError(f"no documented fitting example of family {family!r}; known: "
-                             f"{', '.join(EXAMPLES)}") from None
+                             f"{', '.join(EXAMPLES)}")
+    return EXAMPLES[family]()
 
 
 def load_reference() -> pd.DataFrame:

@@ -21,9 +21,8 @@ from scipy.stats import qmc
 
 from cmr.constants import CONVERGENCE_TOLERANCE
 from cmr.deprecation import keyword_only
-from cmr.errors import FitWarning
-
 from cmr.cmr2.fit import session_objective
+from cmr.errors import FitWarning
 
 from .fit_examples import EXAMPLES, FitExample, example, load_reference
 
@@ -34,15 +33,19 @@ __all__ = ["fit_points", "unit_objective", "independent_search", "reference_rows
 PARAMETER_COLUMNS = ("B_enc", "T", "Sff", "B_distract", "C_thresh")
 
 
+def _by_unit(variable) -> dict:
+    """A fit variable per unit label (``"pooled"`` for a pooled fit), whatever the unit dim is called."""
+    dim = next((d for d in ("subject", "unit") if d in variable.dims), None)
+    if dim is None:
+        return {"pooled": variable}
+    return {str(u): variable.sel({dim: u}) for u in variable[dim].values}
+
+
 def fit_points(ex: FitExample, fits) -> dict:
     """Per unit of a fit of ``ex``: ``(logl, free values)`` of its best restart."""
-    logl = fits["logl"]
-    values = fits["value"].sel(parameter=list(ex.free))
-    if "subject" in logl.dims or "unit" in logl.dims:
-        dim = "subject" if "subject" in logl.dims else "unit"
-        return {str(u): (float(logl.sel({dim: u})), np.asarray(values.sel({dim: u}).values, dtype=np.float64))
-                for u in logl[dim].values}
-    return {"pooled": (float(logl), np.asarray(values.values, dtype=np.float64))}
+    values = _by_unit(fits["value"].sel(parameter=list(ex.free)))
+    return {unit: (float(logl), np.asarray(values[unit].values, dtype=np.float64))
+            for unit, logl in _by_unit(fits["logl"]).items()}
 
 
 def unit_objective(ex: FitExample, unit: str):
@@ -191,15 +194,14 @@ def bench_fit_quality_examples(*, repeats: int = 1, families=None) -> dict:
             fits = ex.fit()
         seconds = time.perf_counter() - start
         points = fit_points(ex, fits)
-        converged = np.atleast_1d(fits["converged"].values)
-        restarts = np.atleast_1d(fits["n_restarts"].values)
-        for i, unit in enumerate(ex.units):
+        converged, restarts = _by_unit(fits["converged"]), _by_unit(fits["n_restarts"])
+        for unit in ex.units:
             best = reference[(reference["family"] == family) & (reference["unit"] == unit)]["logl"]
             best = float(best.iloc[0]) if len(best) else float("nan")
             rows.append(dict(family=family, unit=unit, logl=round(points[unit][0], 6), best_known=round(best, 6),
                              gap=round(best - points[unit][0], 6), within_0_1=bool(best - points[unit][0]
                                                                                    <= CONVERGENCE_TOLERANCE),
-                             converged=bool(converged[i]), n_restarts=int(restarts[i]),
+                             converged=bool(converged[unit]), n_restarts=int(restarts[unit]),
                              seconds=round(seconds, 2)))
     table = pd.DataFrame(rows)
     return {
